@@ -1,0 +1,44 @@
+use super::Outcome;
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::{Serialize, Serializer};
+
+/// One row of the audit: one write attempt and what became of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AuditEntry {
+    pub id: i64,
+    #[serde(serialize_with = "rfc3339_micros")]
+    pub at: DateTime<Utc>,
+    pub resource: String,
+    pub outcome: Outcome,
+    pub token: Option<i64>,
+    /// The resource's highest accepted generation after the decision.
+    pub highest_token: i64,
+    /// The resource's revision after the decision.
+    pub revision: i64,
+    pub idempotency_key: Option<String>,
+    pub expected_revision: Option<i64>,
+    pub owner: Option<String>,
+    pub lease: Option<String>,
+    pub body_sha256: Option<String>,
+    pub body_len: Option<i64>,
+    pub detail: Option<String>,
+}
+
+pub fn format_rfc3339_micros(at: &DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(SecondsFormat::Micros, true)
+}
+
+fn rfc3339_micros<S: Serializer>(at: &DateTime<Utc>, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&format_rfc3339_micros(at))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_utc_with_microseconds() {
+        let at = DateTime::from_timestamp_micros(1_764_474_006_000_001).unwrap();
+        assert_eq!(format_rfc3339_micros(&at), "2025-11-30T03:40:06.000001Z");
+    }
+}

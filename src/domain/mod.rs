@@ -1,0 +1,31 @@
+//! The pure core: parsed values and the fence decision. Nothing here touches a database, a
+//! socket or a terminal, so every rule can be tested in isolation and reused by each edge.
+
+pub mod audit;
+pub mod fence;
+pub mod idempotency;
+pub mod key;
+pub mod label;
+pub mod outcome;
+pub mod revision;
+pub mod token;
+
+pub use audit::AuditEntry;
+pub use fence::{decide, Decision, RecordedOperation, ResourceState, WriteIntent};
+pub use idempotency::IdempotencyKey;
+pub use key::ResourceKey;
+pub use label::{LeaseName, OwnerLabel};
+pub use outcome::Outcome;
+pub use revision::Revision;
+pub use token::FencingToken;
+
+/// Why a value from the outside world was refused. The message is shown to the caller as is.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ParseError(pub String);
+
+impl ParseError {
+    pub(crate) fn new(message: impl Into<String>) -> Self {
+        Self(message.into())
+    }
+}

@@ -1,0 +1,77 @@
+use serde::{Deserialize, Serialize};
+
+/// What became of one write attempt; every attempt that names a resource gets exactly one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Applied: the fence moved to (or stayed at) the write's token.
+    Accepted,
+    /// A repeat of a recorded operation: its stored result was returned, nothing applied.
+    Replayed,
+    /// Rejected: the resource had already accepted a higher generation.
+    Stale,
+    /// Rejected: `If-Match` named another revision.
+    RevisionConflict,
+    /// Rejected: an `Idempotency-Key` reused with another token or body.
+    IdempotencyConflict,
+    /// Rejected: malformed request.
+    Invalid,
+    /// Rejected: the caller was not allowed to make it.
+    Unauthorized,
+}
+
+impl Outcome {
+    pub const ALL: [Outcome; 7] = [
+        Outcome::Accepted,
+        Outcome::Replayed,
+        Outcome::Stale,
+        Outcome::RevisionConflict,
+        Outcome::IdempotencyConflict,
+        Outcome::Invalid,
+        Outcome::Unauthorized,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Accepted => "accepted",
+            Outcome::Replayed => "replayed",
+            Outcome::Stale => "stale",
+            Outcome::RevisionConflict => "revision_conflict",
+            Outcome::IdempotencyConflict => "idempotency_conflict",
+            Outcome::Invalid => "invalid",
+            Outcome::Unauthorized => "unauthorized",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|o| o.as_str() == text)
+    }
+
+    /// Whether the attempt changed nothing because the fence or a precondition refused it.
+    pub fn is_rejection(self) -> bool {
+        !matches!(self, Outcome::Accepted | Outcome::Replayed)
+    }
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_match_serde() {
+        for outcome in Outcome::ALL {
+            assert_eq!(Outcome::parse(outcome.as_str()), Some(outcome));
+            assert_eq!(
+                serde_json::to_string(&outcome).unwrap(),
+                format!("\"{}\"", outcome.as_str())
+            );
+        }
+        assert_eq!(Outcome::parse("nope"), None);
+    }
+}

@@ -1,0 +1,49 @@
+//! The axum edge: each module owns its routes; errors take one shape (`problem`).
+
+mod audit;
+mod health;
+pub mod problem;
+mod resources;
+mod write_request;
+
+use crate::service::FenceService;
+use axum::http::{Method, Uri};
+use axum::Router;
+use problem::Problem;
+use std::future::Future;
+use tokio::net::TcpListener;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub service: FenceService,
+}
+
+/// The whole HTTP API, ready to serve or to drive in tests.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .merge(resources::router())
+        .merge(audit::router())
+        .merge(health::router())
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(state)
+}
+
+async fn not_found(uri: Uri) -> Problem {
+    Problem::not_found(format!("no such endpoint: {}", uri.path()))
+}
+
+async fn method_not_allowed(method: Method, uri: Uri) -> Problem {
+    Problem::method_not_allowed(format!("{method} is not allowed on {}", uri.path()))
+}
+
+/// Serves until `shutdown` completes, then lets in-flight requests finish.
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
+}

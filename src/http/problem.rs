@@ -1,0 +1,184 @@
+//! The one error shape of the HTTP edge: RFC 9457 problem details, with the write members of
+//! API.md when the problem answers a write.
+
+use crate::store::StoreError;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+/// What every response to a PUT carries, success or problem.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct WriteMembers {
+    pub resource: String,
+    pub outcome: &'static str,
+    pub token: Option<i64>,
+    pub highest_token: i64,
+    pub revision: i64,
+    pub idempotency_key: Option<String>,
+    pub audit_id: i64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Problem {
+    pub status: StatusCode,
+    pub kind: &'static str,
+    pub title: &'static str,
+    pub detail: String,
+    pub members: Option<WriteMembers>,
+    pub etag: Option<String>,
+}
+
+#[derive(Serialize)]
+struct ProblemBody<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    title: &'a str,
+    status: u16,
+    detail: &'a str,
+    #[serde(flatten)]
+    members: Option<&'a WriteMembers>,
+}
+
+impl Problem {
+    fn new(status: StatusCode, kind: &'static str, title: &'static str, detail: String) -> Self {
+        Self {
+            status,
+            kind,
+            title,
+            detail,
+            members: None,
+            etag: None,
+        }
+    }
+
+    /// `400 invalid-request`: a malformed key, header, query or body.
+    pub fn invalid_request(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "invalid-request", "Invalid request", detail.into())
+    }
+
+    /// `413 payload-too-large`.
+    pub fn payload_too_large(detail: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload-too-large",
+            "Payload too large",
+            detail.into(),
+        )
+    }
+
+    /// `409 stale-token`: a higher generation has been accepted.
+    pub fn stale_token(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, "stale-token", "Stale fencing token", detail.into())
+    }
+
+    /// `412 revision-mismatch`: `If-Match` names another revision.
+    pub fn revision_mismatch(detail: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::PRECONDITION_FAILED,
+            "revision-mismatch",
+            "Revision mismatch",
+            detail.into(),
+        )
+    }
+
+    /// `422 idempotency-key-reuse`: the key was recorded with another token or body.
+    pub fn idempotency_key_reuse(detail: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "idempotency-key-reuse",
+            "Idempotency key reused for another request",
+            detail.into(),
+        )
+    }
+
+    /// `404 not-found`.
+    pub fn not_found(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not-found", "Not found", detail.into())
+    }
+
+    /// `405 method-not-allowed`.
+    pub fn method_not_allowed(detail: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method-not-allowed",
+            "Method not allowed",
+            detail.into(),
+        )
+    }
+
+    /// `503 unavailable`: the database cannot be reached now; retry later.
+    pub fn unavailable(detail: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            "Service unavailable",
+            detail.into(),
+        )
+    }
+
+    /// `500 internal`: a bug; details are in the daemon's log, not in the response.
+    pub fn internal() -> Self {
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "Internal error",
+            "the daemon failed; its log has the details".into(),
+        )
+    }
+
+    pub fn with_members(mut self, members: WriteMembers) -> Self {
+        self.members = Some(members);
+        self
+    }
+
+    pub fn with_etag(mut self, etag: String) -> Self {
+        self.etag = Some(etag);
+        self
+    }
+}
+
+impl From<StoreError> for Problem {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::Unavailable(_) | StoreError::Contention { .. } => {
+                tracing::warn!(%error, "request failed: database unavailable");
+                Problem::unavailable(format!("the database cannot take the request now: {error}"))
+            }
+            StoreError::Internal(_) | StoreError::Open(_) => {
+                tracing::error!(%error, "request failed");
+                Problem::internal()
+            }
+        }
+    }
+}
+
+impl IntoResponse for Problem {
+    fn into_response(self) -> Response {
+        let body = ProblemBody {
+            kind: self.kind,
+            title: self.title,
+            status: self.status.as_u16(),
+            detail: &self.detail,
+            members: self.members.as_ref(),
+        };
+        let mut response = (self.status, json_bytes(&body)).into_response();
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/problem+json"),
+        );
+        if let Some(etag) = self.etag.and_then(|e| HeaderValue::from_str(&e).ok()) {
+            headers.insert(header::ETAG, etag);
+        }
+        response
+    }
+}
+
+/// Serialises a body that cannot fail to serialise (plain structs of strings and numbers).
+pub(crate) fn json_bytes<T: Serialize>(value: &T) -> Vec<u8> {
+    serde_json::to_vec(value).unwrap_or_else(|error| {
+        tracing::error!(%error, "failed to serialise a response body");
+        br#"{"type":"internal","title":"Internal error","status":500,"detail":"serialisation failed"}"#
+            .to_vec()
+    })
+}

@@ -1,0 +1,146 @@
+//! `PUT` and `GET /v1/resources/{key}`.
+
+use super::problem::{json_bytes, Problem, WriteMembers};
+use super::write_request::{self, Refusal};
+use super::AppState;
+use crate::domain::{AuditEntry, Decision, ResourceKey, Revision};
+use crate::store::{RefusedAttempt, WriteResult};
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+
+const PREFIX: &str = "/v1/resources/";
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/v1/resources/{*key}", get(read).put(write))
+        .route("/v1/resources/", get(empty_key).put(empty_key))
+}
+
+async fn empty_key() -> Problem {
+    Problem::invalid_request("resource key is empty")
+}
+
+/// The key from the raw path, so that its percent-decoding follows our rules, not the router's.
+fn key_from(uri: &Uri) -> Result<ResourceKey, Problem> {
+    let raw = uri.path().strip_prefix(PREFIX).unwrap_or_default();
+    ResourceKey::from_percent_encoded(raw).map_err(|e| Problem::invalid_request(e.0))
+}
+
+async fn write(
+    State(state): State<AppState>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, Problem> {
+    let key = key_from(&uri)?;
+    let max = state.service.limits().max_value_bytes;
+    match write_request::parse(key, &headers, body, max).await {
+        Ok(write) => {
+            let result = state.service.write(&write).await?;
+            Ok(write_response(result))
+        }
+        Err((attempt, refusal)) => Err(refused_response(&state, attempt, refusal).await),
+    }
+}
+
+async fn refused_response(state: &AppState, attempt: RefusedAttempt, refusal: Refusal) -> Problem {
+    let problem = match refusal {
+        Refusal::Invalid(detail) => Problem::invalid_request(detail),
+        Refusal::TooLarge(detail) => Problem::payload_too_large(detail),
+    };
+    match state.service.refuse(&attempt).await {
+        Ok(entry) => problem.with_members(members(&entry)),
+        // The refusal stands, but an attempt we could not audit must not look audited.
+        Err(error) => Problem::from(error),
+    }
+}
+
+fn members(entry: &AuditEntry) -> WriteMembers {
+    WriteMembers {
+        resource: entry.resource.clone(),
+        outcome: entry.outcome.as_str(),
+        token: entry.token,
+        highest_token: entry.highest_token,
+        revision: entry.revision,
+        idempotency_key: entry.idempotency_key.clone(),
+        audit_id: entry.id,
+    }
+}
+
+fn write_response(result: WriteResult) -> Response {
+    let entry = &result.entry;
+    match result.decision {
+        Decision::Accept { revision } => {
+            let status = StatusCode::from_u16(crate::store::created_or_updated(revision))
+                .unwrap_or(StatusCode::OK);
+            json_response(status, &members(entry), revision, false)
+        }
+        Decision::Replay(recorded) => {
+            let status = StatusCode::from_u16(recorded.status).unwrap_or(StatusCode::OK);
+            let body = WriteMembers {
+                highest_token: recorded.highest_token,
+                revision: recorded.revision.get(),
+                ..members(entry)
+            };
+            json_response(status, &body, recorded.revision, true)
+        }
+        Decision::KeyReuse { .. } => Problem::idempotency_key_reuse(
+            entry.detail.clone().unwrap_or_default(),
+        )
+        .with_members(members(entry))
+        .into_response(),
+        Decision::Stale => Problem::stale_token(entry.detail.clone().unwrap_or_default())
+            .with_members(members(entry))
+            .into_response(),
+        Decision::RevisionMismatch => {
+            let current = Revision::new(entry.revision).unwrap_or(Revision::NEVER_WRITTEN);
+            Problem::revision_mismatch(entry.detail.clone().unwrap_or_default())
+                .with_members(members(entry))
+                .with_etag(current.etag())
+                .into_response()
+        }
+    }
+}
+
+fn json_response(status: StatusCode, body: &WriteMembers, revision: Revision, replayed: bool) -> Response {
+    let mut response = (status, json_bytes(body)).into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if let Ok(etag) = HeaderValue::from_str(&revision.etag()) {
+        headers.insert(header::ETAG, etag);
+    }
+    if replayed {
+        headers.insert(
+            HeaderName::from_static("idempotent-replayed"),
+            HeaderValue::from_static("true"),
+        );
+    }
+    response
+}
+
+async fn read(State(state): State<AppState>, uri: Uri) -> Result<Response, Problem> {
+    let key = key_from(&uri)?;
+    let Some(stored) = state.service.read(&key).await? else {
+        return Err(Problem::not_found(format!("resource {key:?} has never been written")));
+    };
+    let content_type = stored
+        .content_type
+        .as_deref()
+        .and_then(|ct| HeaderValue::from_str(ct).ok())
+        .unwrap_or(HeaderValue::from_static("application/octet-stream"));
+    let mut response = (StatusCode::OK, stored.value).into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, content_type);
+    if let Ok(etag) = HeaderValue::from_str(&format!("\"{}\"", stored.revision)) {
+        headers.insert(header::ETAG, etag);
+    }
+    headers.insert(
+        HeaderName::from_static(write_request::FENCING_TOKEN),
+        HeaderValue::from(stored.highest_token),
+    );
+    Ok(response)
+}

@@ -1,0 +1,154 @@
+//! Reads a PUT's headers and body into a `FencedWrite`, or says what is wrong with them while
+//! keeping every part that could be read, for the audit.
+
+use crate::domain::{
+    FencingToken, IdempotencyKey, LeaseName, OwnerLabel, ParseError, ResourceKey, Revision,
+};
+use crate::store::{FencedWrite, RefusedAttempt};
+use crate::domain::Outcome;
+use axum::body::{Body, Bytes};
+use axum::http::{header, HeaderMap};
+use sha2::{Digest, Sha256};
+
+pub const FENCING_TOKEN: &str = "fencing-token";
+pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
+pub const FENCING_OWNER: &str = "fencing-owner";
+pub const FENCING_LEASE: &str = "fencing-lease";
+
+/// Why a PUT was refused before the fence was consulted.
+pub enum Refusal {
+    Invalid(String),
+    TooLarge(String),
+}
+
+/// The value of a header that may appear at most once.
+fn single<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, ParseError> {
+    let mut values = headers.get_all(name).iter();
+    let Some(first) = values.next() else {
+        return Ok(None);
+    };
+    if values.next().is_some() {
+        return Err(ParseError(format!("{name} must be given once")));
+    }
+    first
+        .to_str()
+        .map(Some)
+        .map_err(|_| ParseError(format!("{name} must be printable ASCII")))
+}
+
+fn optional<T>(
+    headers: &HeaderMap,
+    name: &str,
+    parse: impl FnOnce(&str) -> Result<T, ParseError>,
+) -> Result<Option<T>, ParseError> {
+    single(headers, name)?.map(parse).transpose()
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// Parses the write; on a refusal, returns the attempt to audit along with the reason.
+pub async fn parse(
+    key: ResourceKey,
+    headers: &HeaderMap,
+    body: Body,
+    max_value_bytes: usize,
+) -> Result<FencedWrite, (RefusedAttempt, Refusal)> {
+    let token = single(headers, FENCING_TOKEN).and_then(|value| {
+        value
+            .ok_or_else(|| ParseError("Fencing-Token header is required".into()))
+            .and_then(FencingToken::parse)
+    });
+    let idempotency_key = optional(headers, IDEMPOTENCY_KEY, IdempotencyKey::parse_header);
+    let expected_revision = optional(headers, header::IF_MATCH.as_str(), Revision::parse_if_match);
+    let owner = optional(headers, FENCING_OWNER, OwnerLabel::parse);
+    let lease = optional(headers, FENCING_LEASE, LeaseName::parse);
+    let content_type = single(headers, header::CONTENT_TYPE.as_str())
+        .map(|value| value.map(str::to_owned));
+    let body = read_body(headers, body, max_value_bytes).await;
+
+    let mut refused = RefusedAttempt {
+        key: key.clone(),
+        outcome: Outcome::Invalid,
+        token: token.as_ref().ok().map(|t| t.get()),
+        idempotency_key: idempotency_key
+            .as_ref().ok().and_then(Option::as_ref)
+            .map(|k| k.as_str().to_owned()),
+        expected_revision: expected_revision.as_ref().ok().and_then(Option::as_ref).map(|r| r.get()),
+        owner: owner.as_ref().ok().and_then(Option::as_ref).map(|o| o.as_str().to_owned()),
+        lease: lease.as_ref().ok().and_then(Option::as_ref).map(|l| l.as_str().to_owned()),
+        body_sha256: body.as_ref().ok().map(|b| sha256_hex(b)),
+        body_len: match &body {
+            Ok(bytes) => i64::try_from(bytes.len()).ok(),
+            Err(BodyError::TooLarge { declared, .. }) => *declared,
+            Err(BodyError::Unreadable(_)) => None,
+        },
+        detail: String::new(),
+    };
+    // Checked in the order the contract lists the headers, then the body.
+    let invalid = |error: ParseError| Refusal::Invalid(error.0);
+    let parsed = (|| {
+        let token = token.map_err(invalid)?;
+        let idempotency_key = idempotency_key.map_err(invalid)?;
+        let expected_revision = expected_revision.map_err(invalid)?;
+        let owner = owner.map_err(invalid)?;
+        let lease = lease.map_err(invalid)?;
+        let content_type = content_type.map_err(invalid)?;
+        let body = body.map_err(|error| match error {
+            BodyError::TooLarge { limit, .. } => Refusal::TooLarge(format!(
+                "the value is larger than the limit of {limit} bytes"
+            )),
+            BodyError::Unreadable(message) => Refusal::Invalid(message),
+        })?;
+        Ok(FencedWrite {
+            body_sha256: sha256_hex(&body),
+            key,
+            token,
+            idempotency_key,
+            expected_revision,
+            owner,
+            lease,
+            body,
+            content_type,
+        })
+    })();
+    parsed.map_err(|refusal| {
+        refused.detail = match &refusal {
+            Refusal::Invalid(detail) | Refusal::TooLarge(detail) => detail.clone(),
+        };
+        (refused, refusal)
+    })
+}
+
+enum BodyError {
+    TooLarge { limit: usize, declared: Option<i64> },
+    Unreadable(String),
+}
+
+async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<Bytes, BodyError> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|length| length > limit as u64) {
+        // Refuse before reading: a client announcing a huge body must not make us take it.
+        return Err(BodyError::TooLarge {
+            limit,
+            declared: declared.and_then(|d| i64::try_from(d).ok()),
+        });
+    }
+    axum::body::to_bytes(body, limit).await.map_err(|error| {
+        let too_large = std::error::Error::source(&error)
+            .is_some_and(|source| source.is::<http_body_util::LengthLimitError>())
+            || error.to_string().contains("length limit");
+        if too_large {
+            BodyError::TooLarge {
+                limit,
+                declared: None,
+            }
+        } else {
+            BodyError::Unreadable(format!("failed to read the request body: {error}"))
+        }
+    })
+}

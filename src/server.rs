@@ -1,0 +1,71 @@
+//! `fencewatch serve`: open the store, bind, announce the address, serve until a signal.
+
+use crate::cli::ServeArgs;
+use crate::http::{self, AppState};
+use crate::service::{FenceService, Limits};
+use crate::store::{Store, StoreOptions};
+use anyhow::Context;
+use std::io::Write;
+use tokio::net::TcpListener;
+
+pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let store = Store::open(
+        &args.database,
+        &StoreOptions {
+            max_connections: args.db_max_connections,
+            ..StoreOptions::default()
+        },
+    )
+    .await
+    .context("failed to open the database")?;
+    let service = FenceService::new(
+        store.clone(),
+        Limits {
+            max_value_bytes: args.max_value_bytes,
+            idempotency_retention: args.idempotency_retention,
+        },
+    );
+    let listener = TcpListener::bind(&args.listen)
+        .await
+        .with_context(|| format!("failed to listen on {}", args.listen))?;
+    let address = listener.local_addr().context("failed to read the bound address")?;
+    // Bind first, then announce: with port 0 the caller learns the real port from this line.
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "listening on http://{address}").context("failed to write to stdout")?;
+    stdout.flush().context("failed to write to stdout")?;
+    drop(stdout);
+    tracing::info!(%address, backend = store.backend().name(), "serving");
+
+    let retention = service.spawn_retention();
+    let app = http::router(AppState { service });
+    let served = http::serve(listener, app, shutdown_signal()).await;
+    retention.abort();
+    store.close().await;
+    tracing::info!("stopped");
+    served.context("the server failed")
+}
+
+/// Completes on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                tokio::select! {
+                    _ = interrupt => {}
+                    _ = terminate.recv() => {}
+                }
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot listen for SIGTERM; stopping on SIGINT only");
+                let _ = interrupt.await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = interrupt.await;
+    }
+    tracing::info!("shutting down: finishing in-flight requests");
+}

@@ -1,0 +1,80 @@
+//! The use cases, between the HTTP edge and the store. Later work (events, overlaps, metrics)
+//! hooks in here, after the store has committed.
+
+use crate::domain::{AuditEntry, ResourceKey};
+use crate::store::{AuditQuery, FencedWrite, RefusedAttempt, Store, StoreError, StoredValue, WriteResult};
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// The largest value a write may carry.
+    pub max_value_bytes: usize,
+    /// How long an accepted operation's result is kept for replay.
+    pub idempotency_retention: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_value_bytes: 1024 * 1024,
+            idempotency_retention: Duration::from_secs(24 * 60 * 60),
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct FenceService {
+    store: Store,
+    limits: Limits,
+}
+
+impl FenceService {
+    pub fn new(store: Store, limits: Limits) -> Self {
+        Self { store, limits }
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub async fn write(&self, write: &FencedWrite) -> Result<WriteResult, StoreError> {
+        self.store.apply_write(write).await
+    }
+
+    pub async fn refuse(&self, attempt: &RefusedAttempt) -> Result<AuditEntry, StoreError> {
+        self.store.record_refused(attempt).await
+    }
+
+    pub async fn read(&self, key: &ResourceKey) -> Result<Option<StoredValue>, StoreError> {
+        self.store.read_value(key).await
+    }
+
+    pub async fn audit(&self, query: &AuditQuery) -> Result<Vec<AuditEntry>, StoreError> {
+        self.store.audit_page(query).await
+    }
+
+    /// Prunes operation records until the returned task is aborted. Runs at a tenth of the
+    /// retention (between a second and a minute), so a record outlives its window by at most
+    /// that much.
+    pub fn spawn_retention(&self) -> tokio::task::JoinHandle<()> {
+        let store = self.store.clone();
+        let retention = self.limits.idempotency_retention;
+        let period = (retention / 10).clamp(Duration::from_secs(1), Duration::from_secs(60));
+        tokio::spawn(async move {
+            let mut ticker = tokio::time::interval(period);
+            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticker.tick().await;
+                match store.prune_operations(retention).await {
+                    Ok(0) => {}
+                    Ok(pruned) => tracing::debug!(pruned, "pruned expired operation records"),
+                    Err(error) => tracing::warn!(%error, "failed to prune operation records"),
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,168 @@
+use super::{Store, StoreError};
+use sqlx::any::{AnyPoolOptions, install_default_drivers};
+use sqlx::{AnyPool, Executor};
+use std::time::Duration;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl Backend {
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// Connections to PostgreSQL (SQLite always uses one writer and a few readers).
+    pub max_connections: u32,
+    /// How long a request waits for a connection before the database counts as unavailable.
+    pub acquire_timeout: Duration,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        Self {
+            max_connections: 16,
+            acquire_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// WAL lets readers run beside the writer; `synchronous = FULL` makes every commit durable
+/// before it is acknowledged (WAL's default, NORMAL, may lose the last commits on power loss).
+const SQLITE_WRITER_PRAGMAS: &str = "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; \
+     PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON;";
+const SQLITE_READER_PRAGMAS: &str = "PRAGMA busy_timeout = 5000;";
+const SQLITE_READERS: u32 = 4;
+
+impl Store {
+    /// Opens `sqlite://PATH` (created with its schema if missing) or `postgres://…`, and brings
+    /// the schema up to date.
+    pub async fn open(url: &str, options: &StoreOptions) -> Result<Store, StoreError> {
+        install_default_drivers();
+        if let Some(path) = sqlite_path(url) {
+            open_sqlite(path, options).await
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            open_postgres(url, options).await
+        } else {
+            Err(StoreError::Open(format!(
+                "unsupported database URL {:?}: use sqlite://PATH or postgres://…",
+                redact(url)
+            )))
+        }
+    }
+}
+
+/// The file path of a `sqlite:` URL (with any query string), or `None` for other schemes.
+fn sqlite_path(url: &str) -> Option<&str> {
+    url.strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))
+}
+
+async fn open_sqlite(path_and_query: &str, options: &StoreOptions) -> Result<Store, StoreError> {
+    let (path, query) = match path_and_query.split_once('?') {
+        Some((path, query)) => (path, Some(query)),
+        None => (path_and_query, None),
+    };
+    if path.is_empty() || path == ":memory:" || query.is_some_and(|q| q.contains("memory")) {
+        return Err(StoreError::Open(
+            "an in-memory SQLite database cannot be shared by the writer and readers; use a file"
+                .into(),
+        ));
+    }
+    let extra = query.map(|q| format!("&{q}")).unwrap_or_default();
+    let writer = AnyPoolOptions::new()
+        .max_connections(1)
+        .acquire_timeout(options.acquire_timeout)
+        .after_connect(|conn, _| {
+            Box::pin(async move {
+                conn.execute(SQLITE_WRITER_PRAGMAS).await?;
+                Ok(())
+            })
+        })
+        .connect(&format!("sqlite://{path}?mode=rwc{extra}"))
+        .await
+        .map_err(|e| StoreError::Open(format!("cannot open SQLite file {path:?}: {e}")))?;
+    sqlx::migrate!("migrations/sqlite").run(&writer).await?;
+    let reader = AnyPoolOptions::new()
+        .max_connections(SQLITE_READERS)
+        .acquire_timeout(options.acquire_timeout)
+        .after_connect(|conn, _| {
+            Box::pin(async move {
+                conn.execute(SQLITE_READER_PRAGMAS).await?;
+                Ok(())
+            })
+        })
+        .connect(&format!("sqlite://{path}?mode=ro{extra}"))
+        .await
+        .map_err(|e| StoreError::Open(format!("cannot open SQLite file {path:?}: {e}")))?;
+    Ok(Store {
+        backend: super::Backend::Sqlite,
+        writer,
+        reader,
+        observe_hook: None,
+    })
+}
+
+async fn open_postgres(url: &str, options: &StoreOptions) -> Result<Store, StoreError> {
+    let pool: AnyPool = AnyPoolOptions::new()
+        .max_connections(options.max_connections)
+        .acquire_timeout(options.acquire_timeout)
+        .connect(url)
+        .await
+        .map_err(|e| StoreError::Open(format!("cannot connect to {}: {e}", redact(url))))?;
+    // The migrator holds an advisory lock, so daemons starting together migrate once.
+    sqlx::migrate!("migrations/postgres").run(&pool).await?;
+    Ok(Store {
+        backend: super::Backend::Postgres,
+        writer: pool.clone(),
+        reader: pool,
+        observe_hook: None,
+    })
+}
+
+/// The URL without its password, for messages.
+pub(crate) fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme_end), Some(at)) if at > scheme_end => {
+            let credentials = &url[scheme_end + 3..at];
+            match credentials.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme_end + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_never_reach_messages() {
+        assert_eq!(
+            redact("postgres://app:s3cret@db:5432/x"),
+            "postgres://app:***@db:5432/x"
+        );
+        assert_eq!(
+            redact("postgres://postgres@127.0.0.1/test"),
+            "postgres://postgres@127.0.0.1/test"
+        );
+    }
+
+    #[test]
+    fn recognises_sqlite_urls() {
+        assert_eq!(sqlite_path("sqlite://fencewatch.db"), Some("fencewatch.db"));
+        assert_eq!(sqlite_path("sqlite:///var/x.db"), Some("/var/x.db"));
+        assert_eq!(sqlite_path("sqlite:x.db"), Some("x.db"));
+        assert_eq!(sqlite_path("postgres://h/db"), None);
+    }
+}

@@ -1,0 +1,75 @@
+/// A failure of the database, classified by what the caller can do about it.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database cannot be reached or cannot take the write now (down, full, overloaded):
+    /// worth retrying later.
+    #[error("database unavailable: {0}")]
+    Unavailable(#[source] sqlx::Error),
+    /// Concurrent writers kept winning the race for the same resource.
+    #[error("gave up after {attempts} attempts lost to concurrent writers")]
+    Contention { attempts: u32 },
+    /// Anything else: a bug or a schema that does not match.
+    #[error("database error: {0}")]
+    Internal(#[source] sqlx::Error),
+    #[error("failed to open the database: {0}")]
+    Open(String),
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(error: sqlx::Error) -> Self {
+        if is_unavailable(&error) {
+            StoreError::Unavailable(error)
+        } else {
+            StoreError::Internal(error)
+        }
+    }
+}
+
+impl From<sqlx::migrate::MigrateError> for StoreError {
+    fn from(error: sqlx::migrate::MigrateError) -> Self {
+        StoreError::Open(format!("migration failed: {error}"))
+    }
+}
+
+fn database_code(error: &sqlx::Error) -> Option<String> {
+    match error {
+        sqlx::Error::Database(db) => db.code().map(|code| code.into_owned()),
+        _ => None,
+    }
+}
+
+/// A transaction that lost to a concurrent one and can simply run again.
+pub(crate) fn is_retryable(error: &sqlx::Error) -> bool {
+    matches!(
+        database_code(error).as_deref(),
+        // SQLite: BUSY, LOCKED, BUSY_RECOVERY, BUSY_SNAPSHOT (a stale read snapshot that tried
+        // to write), LOCKED_SHAREDCACHE.
+        Some("5" | "6" | "261" | "517" | "262")
+        // PostgreSQL: serialization_failure, deadlock_detected.
+        | Some("40001" | "40P01")
+    )
+}
+
+fn is_unavailable(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::Io(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed
+        | sqlx::Error::Tls(_) => true,
+        sqlx::Error::Database(_) => {
+            let code = database_code(error).unwrap_or_default();
+            // PostgreSQL: connection exceptions (08…), shutdowns (57P…), out of resources (53…).
+            code.starts_with("08")
+                || code.starts_with("57P")
+                || code.starts_with("53")
+                // SQLite: IOERR (10 and its extended codes end in 10 mod 256), FULL, CANTOPEN,
+                // and BUSY/LOCKED that outlasted the busy timeout.
+                || code
+                    .parse::<i32>()
+                    .map(|c| matches!(c & 0xff, 5 | 6 | 10 | 13 | 14))
+                    .unwrap_or(false)
+        }
+        _ => false,
+    }
+}

@@ -1,0 +1,64 @@
+//! Persistence over SQLite and PostgreSQL through sqlx's `Any` driver. The schema keeps to
+//! types both databases share (integers, text, bytes; times as microseconds since the epoch) so
+//! that one set of queries serves both; where the dialects differ there is one folder of
+//! migrations each.
+
+mod connect;
+mod error;
+mod reads;
+mod retention;
+mod writes;
+
+pub use connect::{Backend, StoreOptions};
+pub use error::StoreError;
+pub use reads::{AuditQuery, StoredValue};
+pub use writes::{created_or_updated, FencedWrite, RefusedAttempt, WriteResult};
+
+use sqlx::AnyPool;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+/// Called by the write path after it has observed a resource and decided, before it changes
+/// anything. Tests use it to pause one writer there while another commits.
+pub type ObserveHook = Arc<dyn Fn() -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+
+/// A handle on the database; cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    backend: Backend,
+    /// SQLite allows one writer at a time, so the SQLite store funnels writes through a pool of
+    /// one connection instead of letting connections queue on the file lock.
+    writer: AnyPool,
+    reader: AnyPool,
+    observe_hook: Option<ObserveHook>,
+}
+
+impl Store {
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// Installs a hook that runs between observing and changing state on the write path.
+    /// For tests of interleavings; production code never sets one.
+    pub fn with_observe_hook(mut self, hook: ObserveHook) -> Self {
+        self.observe_hook = Some(hook);
+        self
+    }
+
+    /// Answers whether the database is reachable.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT 1").execute(&self.reader).await?;
+        Ok(())
+    }
+
+    /// Waits for connections to finish and closes them (SQLite then checkpoints its WAL).
+    pub async fn close(&self) {
+        self.writer.close().await;
+        self.reader.close().await;
+    }
+}
+
+pub(crate) fn now_micros() -> i64 {
+    chrono::Utc::now().timestamp_micros()
+}

@@ -1,0 +1,94 @@
+use super::{Store, StoreError};
+use crate::domain::{AuditEntry, Outcome, ResourceKey};
+use chrono::DateTime;
+use sqlx::any::AnyRow;
+use sqlx::Row;
+
+/// A resource's current value with its fence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredValue {
+    pub value: Vec<u8>,
+    pub content_type: Option<String>,
+    pub revision: i64,
+    pub highest_token: i64,
+}
+
+/// A page of the audit, newest first.
+#[derive(Debug, Clone, Default)]
+pub struct AuditQuery {
+    pub resource: Option<ResourceKey>,
+    /// Only rows with an id below this one (exclusive).
+    pub before: Option<i64>,
+    pub limit: u32,
+}
+
+const AUDIT_COLUMNS: &str = "id, at_us, resource, outcome, token, highest_token, revision, \
+     idempotency_key, expected_revision, owner, lease, body_sha256, body_len, detail";
+
+impl Store {
+    pub async fn read_value(&self, key: &ResourceKey) -> Result<Option<StoredValue>, StoreError> {
+        let row = sqlx::query(
+            "SELECT value, content_type, revision, highest_token FROM resources WHERE key = $1",
+        )
+        .bind(key.as_str())
+        .fetch_optional(&self.reader)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        Ok(Some(StoredValue {
+            value: row.try_get("value")?,
+            content_type: row.try_get("content_type")?,
+            revision: row.try_get("revision")?,
+            highest_token: row.try_get("highest_token")?,
+        }))
+    }
+
+    pub async fn audit_page(&self, query: &AuditQuery) -> Result<Vec<AuditEntry>, StoreError> {
+        let mut sql = format!("SELECT {AUDIT_COLUMNS} FROM audit WHERE 1 = 1");
+        let mut next_param = 1;
+        if query.resource.is_some() {
+            sql.push_str(&format!(" AND resource = ${next_param}"));
+            next_param += 1;
+        }
+        if query.before.is_some() {
+            sql.push_str(&format!(" AND id < ${next_param}"));
+            next_param += 1;
+        }
+        sql.push_str(&format!(" ORDER BY id DESC LIMIT ${next_param}"));
+        let mut statement = sqlx::query(&sql);
+        if let Some(resource) = &query.resource {
+            statement = statement.bind(resource.as_str());
+        }
+        if let Some(before) = query.before {
+            statement = statement.bind(before);
+        }
+        let rows = statement
+            .bind(i64::from(query.limit))
+            .fetch_all(&self.reader)
+            .await?;
+        rows.iter().map(audit_entry).collect()
+    }
+}
+
+pub(crate) fn audit_entry(row: &AnyRow) -> Result<AuditEntry, StoreError> {
+    let decode = |message: String| StoreError::Internal(sqlx::Error::Decode(message.into()));
+    let at_us: i64 = row.try_get("at_us")?;
+    let outcome: String = row.try_get("outcome")?;
+    Ok(AuditEntry {
+        id: row.try_get("id")?,
+        at: DateTime::from_timestamp_micros(at_us)
+            .ok_or_else(|| decode(format!("audit time {at_us} is out of range")))?,
+        resource: row.try_get("resource")?,
+        outcome: Outcome::parse(&outcome)
+            .ok_or_else(|| decode(format!("unknown outcome {outcome:?} in the audit")))?,
+        token: row.try_get("token")?,
+        highest_token: row.try_get("highest_token")?,
+        revision: row.try_get("revision")?,
+        idempotency_key: row.try_get("idempotency_key")?,
+        expected_revision: row.try_get("expected_revision")?,
+        owner: row.try_get("owner")?,
+        lease: row.try_get("lease")?,
+        body_sha256: row.try_get("body_sha256")?,
+        body_len: row.try_get("body_len")?,
+        detail: row.try_get("detail")?,
+    })
+}
