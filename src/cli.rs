@@ -4,7 +4,11 @@ use clap::{Args, Parser, Subcommand};
 use std::time::Duration;
 
 #[derive(Debug, Parser)]
-#[command(name = "fencewatch", version, about = "Fencing tokens with an audit of every write: a daemon, a lease authority and a dashboard")]
+#[command(
+    name = "fencewatch",
+    version,
+    about = "Fencing tokens with an audit of every write: a daemon, a lease authority and a dashboard"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -23,7 +27,11 @@ pub struct ServeArgs {
     pub listen: String,
 
     /// `sqlite://PATH` (created on first start) or `postgres://USER@HOST/DB`.
-    #[arg(long, env = "FENCEWATCH_DATABASE_URL", default_value = "sqlite://fencewatch.db")]
+    #[arg(
+        long,
+        env = "FENCEWATCH_DATABASE_URL",
+        default_value = "sqlite://fencewatch.db"
+    )]
     pub database: String,
 
     /// The largest value a write may carry, in bytes.

@@ -28,7 +28,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let listener = TcpListener::bind(&args.listen)
         .await
         .with_context(|| format!("failed to listen on {}", args.listen))?;
-    let address = listener.local_addr().context("failed to read the bound address")?;
+    let address = listener
+        .local_addr()
+        .context("failed to read the bound address")?;
     // Bind first, then announce: with port 0 the caller learns the real port from this line.
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "listening on http://{address}").context("failed to write to stdout")?;

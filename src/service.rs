@@ -2,7 +2,9 @@
 //! hooks in here, after the store has committed.
 
 use crate::domain::{AuditEntry, ResourceKey};
-use crate::store::{AuditQuery, FencedWrite, RefusedAttempt, Store, StoreError, StoredValue, WriteResult};
+use crate::store::{
+    AuditQuery, FencedWrite, RefusedAttempt, Store, StoreError, StoredValue, WriteResult,
+};
 use std::time::Duration;
 
 #[derive(Debug, Clone)]

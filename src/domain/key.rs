@@ -14,8 +14,9 @@ impl ResourceKey {
     /// Parses a key as it appears in a URL path or query: percent-encoded.
     pub fn from_percent_encoded(raw: &str) -> Result<Self, ParseError> {
         let bytes: Vec<u8> = percent_decode_str(raw).collect();
-        let text = String::from_utf8(bytes)
-            .map_err(|_| ParseError::new("resource key is not valid UTF-8 after percent-decoding"))?;
+        let text = String::from_utf8(bytes).map_err(|_| {
+            ParseError::new("resource key is not valid UTF-8 after percent-decoding")
+        })?;
         Self::parse(text)
     }
 
@@ -77,7 +78,9 @@ mod tests {
 
     #[test]
     fn rejects_empty_control_and_invalid_utf8() {
-        for raw in ["", "a%00b", "a%0Ab", "%7F", "a%C2%85b", "%FF", "%C3", "%E2%82"] {
+        for raw in [
+            "", "a%00b", "a%0Ab", "%7F", "a%C2%85b", "%FF", "%C3", "%E2%82",
+        ] {
             assert!(
                 ResourceKey::from_percent_encoded(raw).is_err(),
                 "{raw:?} was accepted"

@@ -13,9 +13,7 @@ fn printable_ascii(text: &str, max: usize, what: &str) -> Result<(), ParseError>
         )));
     }
     if !text.bytes().all(|b| (0x20..=0x7e).contains(&b)) {
-        return Err(ParseError::new(format!(
-            "{what} must be printable ASCII"
-        )));
+        return Err(ParseError::new(format!("{what} must be printable ASCII")));
     }
     Ok(())
 }

@@ -20,9 +20,9 @@ impl Revision {
     /// too). Weak tags, `*` and lists are refused rather than guessed at.
     pub fn parse_if_match(value: &str) -> Result<Self, ParseError> {
         let inner = match value.strip_prefix('"') {
-            Some(rest) => rest
-                .strip_suffix('"')
-                .ok_or_else(|| ParseError::new("If-Match has an opening quote but no closing quote"))?,
+            Some(rest) => rest.strip_suffix('"').ok_or_else(|| {
+                ParseError::new("If-Match has an opening quote but no closing quote")
+            })?,
             None => value,
         };
         let invalid = || {
@@ -66,14 +66,28 @@ mod tests {
     #[test]
     fn parses_entity_tags() {
         assert_eq!(Revision::parse_if_match("\"3\"").unwrap().get(), 3);
-        assert_eq!(Revision::parse_if_match("\"0\"").unwrap(), Revision::NEVER_WRITTEN);
+        assert_eq!(
+            Revision::parse_if_match("\"0\"").unwrap(),
+            Revision::NEVER_WRITTEN
+        );
         assert_eq!(Revision::parse_if_match("12").unwrap().get(), 12);
         assert_eq!(Revision::parse_if_match("\"3\"").unwrap().etag(), "\"3\"");
     }
 
     #[test]
     fn refuses_what_it_cannot_honour() {
-        for bad in ["", "\"\"", "*", "W/\"3\"", "\"3\", \"4\"", "\"-1\"", "\"03\"", "\"3", "x", "\"99999999999999999999\""] {
+        for bad in [
+            "",
+            "\"\"",
+            "*",
+            "W/\"3\"",
+            "\"3\", \"4\"",
+            "\"-1\"",
+            "\"03\"",
+            "\"3",
+            "x",
+            "\"99999999999999999999\"",
+        ] {
             assert!(Revision::parse_if_match(bad).is_err(), "{bad:?}");
         }
     }

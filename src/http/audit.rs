@@ -23,13 +23,18 @@ struct AuditPage<'a> {
     entries: &'a [AuditEntry],
 }
 
-async fn list(State(state): State<AppState>, RawQuery(query): RawQuery) -> Result<Response, Problem> {
+async fn list(
+    State(state): State<AppState>,
+    RawQuery(query): RawQuery,
+) -> Result<Response, Problem> {
     let query = parse_query(query.as_deref().unwrap_or(""))?;
     let entries = state.service.audit(&query).await?;
-    let mut response = (StatusCode::OK, json_bytes(&AuditPage { entries: &entries })).into_response();
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    let mut response =
+        (StatusCode::OK, json_bytes(&AuditPage { entries: &entries })).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     Ok(response)
 }
 
@@ -45,11 +50,14 @@ pub fn parse_query(raw: &str) -> Result<AuditQuery, Problem> {
     let mut seen = Vec::new();
     for (name, value) in pairs {
         if seen.contains(&name) {
-            return Err(Problem::invalid_request(format!("{name} is given more than once")));
+            return Err(Problem::invalid_request(format!(
+                "{name} is given more than once"
+            )));
         }
         match name.as_str() {
             "resource" => {
-                query.resource = Some(ResourceKey::parse(value).map_err(|e| Problem::invalid_request(e.0))?);
+                query.resource =
+                    Some(ResourceKey::parse(value).map_err(|e| Problem::invalid_request(e.0))?);
             }
             "limit" => {
                 query.limit = value
@@ -57,7 +65,9 @@ pub fn parse_query(raw: &str) -> Result<AuditQuery, Problem> {
                     .ok()
                     .filter(|limit| (1..=MAX_LIMIT).contains(limit))
                     .ok_or_else(|| {
-                        Problem::invalid_request(format!("limit must be an integer from 1 to {MAX_LIMIT}"))
+                        Problem::invalid_request(format!(
+                            "limit must be an integer from 1 to {MAX_LIMIT}"
+                        ))
                     })?;
             }
             "before" => {
@@ -66,7 +76,11 @@ pub fn parse_query(raw: &str) -> Result<AuditQuery, Problem> {
                         .parse::<i64>()
                         .ok()
                         .filter(|before| *before >= 1)
-                        .ok_or_else(|| Problem::invalid_request("before must be an audit id (a positive integer)"))?,
+                        .ok_or_else(|| {
+                            Problem::invalid_request(
+                                "before must be an audit id (a positive integer)",
+                            )
+                        })?,
                 );
             }
             other => {
@@ -93,8 +107,18 @@ mod tests {
         assert_eq!(query.resource.unwrap().as_str(), "accounts/totals");
         assert_eq!((query.limit, query.before), (1000, Some(42)));
         for bad in [
-            "limit=0", "limit=1001", "limit=-1", "limit=ten", "limit=", "before=0", "before=-3",
-            "before=99999999999999999999", "resource=", "resource=%00", "owner=x", "limit=1&limit=2",
+            "limit=0",
+            "limit=1001",
+            "limit=-1",
+            "limit=ten",
+            "limit=",
+            "before=0",
+            "before=-3",
+            "before=99999999999999999999",
+            "resource=",
+            "resource=%00",
+            "owner=x",
+            "limit=1&limit=2",
         ] {
             assert!(parse_query(bad).is_err(), "{bad:?} was accepted");
         }

@@ -22,6 +22,8 @@ async fn readyz(State(state): State<AppState>) -> Result<Json<Value>, Problem> {
     match tokio::time::timeout(Duration::from_secs(2), state.service.store().ping()).await {
         Ok(Ok(())) => Ok(Json(json!({ "status": "ready" }))),
         Ok(Err(error)) => Err(Problem::from(error)),
-        Err(_) => Err(Problem::unavailable("the database did not answer within 2 s")),
+        Err(_) => Err(Problem::unavailable(
+            "the database did not answer within 2 s",
+        )),
     }
 }

@@ -24,7 +24,7 @@ pub struct Problem {
     pub kind: &'static str,
     pub title: &'static str,
     pub detail: String,
-    pub members: Option<WriteMembers>,
+    pub members: Option<Box<WriteMembers>>,
     pub etag: Option<String>,
 }
 
@@ -53,7 +53,12 @@ impl Problem {
 
     /// `400 invalid-request`: a malformed key, header, query or body.
     pub fn invalid_request(detail: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, "invalid-request", "Invalid request", detail.into())
+        Self::new(
+            StatusCode::BAD_REQUEST,
+            "invalid-request",
+            "Invalid request",
+            detail.into(),
+        )
     }
 
     /// `413 payload-too-large`.
@@ -68,7 +73,12 @@ impl Problem {
 
     /// `409 stale-token`: a higher generation has been accepted.
     pub fn stale_token(detail: impl Into<String>) -> Self {
-        Self::new(StatusCode::CONFLICT, "stale-token", "Stale fencing token", detail.into())
+        Self::new(
+            StatusCode::CONFLICT,
+            "stale-token",
+            "Stale fencing token",
+            detail.into(),
+        )
     }
 
     /// `412 revision-mismatch`: `If-Match` names another revision.
@@ -93,7 +103,12 @@ impl Problem {
 
     /// `404 not-found`.
     pub fn not_found(detail: impl Into<String>) -> Self {
-        Self::new(StatusCode::NOT_FOUND, "not-found", "Not found", detail.into())
+        Self::new(
+            StatusCode::NOT_FOUND,
+            "not-found",
+            "Not found",
+            detail.into(),
+        )
     }
 
     /// `405 method-not-allowed`.
@@ -127,7 +142,7 @@ impl Problem {
     }
 
     pub fn with_members(mut self, members: WriteMembers) -> Self {
-        self.members = Some(members);
+        self.members = Some(Box::new(members));
         self
     }
 
@@ -159,7 +174,7 @@ impl IntoResponse for Problem {
             title: self.title,
             status: self.status.as_u16(),
             detail: &self.detail,
-            members: self.members.as_ref(),
+            members: self.members.as_deref(),
         };
         let mut response = (self.status, json_bytes(&body)).into_response();
         let headers = response.headers_mut();

@@ -88,11 +88,11 @@ fn write_response(result: WriteResult) -> Response {
             };
             json_response(status, &body, recorded.revision, true)
         }
-        Decision::KeyReuse { .. } => Problem::idempotency_key_reuse(
-            entry.detail.clone().unwrap_or_default(),
-        )
-        .with_members(members(entry))
-        .into_response(),
+        Decision::KeyReuse { .. } => {
+            Problem::idempotency_key_reuse(entry.detail.clone().unwrap_or_default())
+                .with_members(members(entry))
+                .into_response()
+        }
         Decision::Stale => Problem::stale_token(entry.detail.clone().unwrap_or_default())
             .with_members(members(entry))
             .into_response(),
@@ -106,10 +106,18 @@ fn write_response(result: WriteResult) -> Response {
     }
 }
 
-fn json_response(status: StatusCode, body: &WriteMembers, revision: Revision, replayed: bool) -> Response {
+fn json_response(
+    status: StatusCode,
+    body: &WriteMembers,
+    revision: Revision,
+    replayed: bool,
+) -> Response {
     let mut response = (status, json_bytes(body)).into_response();
     let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     if let Ok(etag) = HeaderValue::from_str(&revision.etag()) {
         headers.insert(header::ETAG, etag);
     }
@@ -125,7 +133,9 @@ fn json_response(status: StatusCode, body: &WriteMembers, revision: Revision, re
 async fn read(State(state): State<AppState>, uri: Uri) -> Result<Response, Problem> {
     let key = key_from(&uri)?;
     let Some(stored) = state.service.read(&key).await? else {
-        return Err(Problem::not_found(format!("resource {key:?} has never been written")));
+        return Err(Problem::not_found(format!(
+            "resource {key:?} has never been written"
+        )));
     };
     let content_type = stored
         .content_type

@@ -1,11 +1,11 @@
 //! Reads a PUT's headers and body into a `FencedWrite`, or says what is wrong with them while
 //! keeping every part that could be read, for the audit.
 
+use crate::domain::Outcome;
 use crate::domain::{
     FencingToken, IdempotencyKey, LeaseName, OwnerLabel, ParseError, ResourceKey, Revision,
 };
 use crate::store::{FencedWrite, RefusedAttempt};
-use crate::domain::Outcome;
 use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderMap};
 use sha2::{Digest, Sha256};
@@ -64,8 +64,8 @@ pub async fn parse(
     let expected_revision = optional(headers, header::IF_MATCH.as_str(), Revision::parse_if_match);
     let owner = optional(headers, FENCING_OWNER, OwnerLabel::parse);
     let lease = optional(headers, FENCING_LEASE, LeaseName::parse);
-    let content_type = single(headers, header::CONTENT_TYPE.as_str())
-        .map(|value| value.map(str::to_owned));
+    let content_type =
+        single(headers, header::CONTENT_TYPE.as_str()).map(|value| value.map(str::to_owned));
     let body = read_body(headers, body, max_value_bytes).await;
 
     let mut refused = RefusedAttempt {
@@ -73,11 +73,25 @@ pub async fn parse(
         outcome: Outcome::Invalid,
         token: token.as_ref().ok().map(|t| t.get()),
         idempotency_key: idempotency_key
-            .as_ref().ok().and_then(Option::as_ref)
+            .as_ref()
+            .ok()
+            .and_then(Option::as_ref)
             .map(|k| k.as_str().to_owned()),
-        expected_revision: expected_revision.as_ref().ok().and_then(Option::as_ref).map(|r| r.get()),
-        owner: owner.as_ref().ok().and_then(Option::as_ref).map(|o| o.as_str().to_owned()),
-        lease: lease.as_ref().ok().and_then(Option::as_ref).map(|l| l.as_str().to_owned()),
+        expected_revision: expected_revision
+            .as_ref()
+            .ok()
+            .and_then(Option::as_ref)
+            .map(|r| r.get()),
+        owner: owner
+            .as_ref()
+            .ok()
+            .and_then(Option::as_ref)
+            .map(|o| o.as_str().to_owned()),
+        lease: lease
+            .as_ref()
+            .ok()
+            .and_then(Option::as_ref)
+            .map(|l| l.as_str().to_owned()),
         body_sha256: body.as_ref().ok().map(|b| sha256_hex(b)),
         body_len: match &body {
             Ok(bytes) => i64::try_from(bytes.len()).ok(),

@@ -1,5 +1,5 @@
 use super::{Store, StoreError};
-use sqlx::any::{AnyPoolOptions, install_default_drivers};
+use sqlx::any::{install_default_drivers, AnyPoolOptions};
 use sqlx::{AnyPool, Executor};
 use std::time::Duration;
 

@@ -12,8 +12,8 @@
 use super::error::is_retryable;
 use super::{Store, StoreError};
 use crate::domain::{
-    decide, AuditEntry, Decision, FencingToken, IdempotencyKey, LeaseName, Outcome,
-    OwnerLabel, RecordedOperation, ResourceKey, ResourceState, Revision, WriteIntent,
+    decide, AuditEntry, Decision, FencingToken, IdempotencyKey, LeaseName, Outcome, OwnerLabel,
+    RecordedOperation, ResourceKey, ResourceState, Revision, WriteIntent,
 };
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
@@ -295,7 +295,10 @@ async fn insert_audit(
         )),
         Decision::RevisionMismatch => Some(format!(
             "expected revision {} but the resource is at {}",
-            write.expected_revision.map(Revision::get).unwrap_or_default(),
+            write
+                .expected_revision
+                .map(Revision::get)
+                .unwrap_or_default(),
             after.revision
         )),
         Decision::Accept { .. } => None,
@@ -308,7 +311,10 @@ async fn insert_audit(
         token: Some(write.token.get()),
         highest_token: after.highest_token,
         revision: after.revision.get(),
-        idempotency_key: write.idempotency_key.as_ref().map(|k| k.as_str().to_owned()),
+        idempotency_key: write
+            .idempotency_key
+            .as_ref()
+            .map(|k| k.as_str().to_owned()),
         expected_revision: write.expected_revision.map(Revision::get),
         owner: write.owner.as_ref().map(|o| o.as_str().to_owned()),
         lease: write.lease.as_ref().map(|l| l.as_str().to_owned()),

@@ -1,0 +1,397 @@
+//! The test harness: a fresh database per test on either backend, the daemon in-process or as a
+//! real process, and a small HTTP client for the contract.
+
+use fencewatch::http::{router, serve, AppState};
+use fencewatch::service::{FenceService, Limits};
+use fencewatch::store::{Store, StoreOptions};
+use reqwest::header::HeaderMap;
+use reqwest::StatusCode;
+use serde_json::Value;
+use sqlx::Connection;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// A fresh database: a SQLite file in a temporary folder, or a PostgreSQL schema of its own.
+pub struct TestDb {
+    pub url: String,
+    /// Holds the SQLite file; removed when the test ends.
+    _dir: tempfile::TempDir,
+    pg: Option<(String, String)>,
+}
+
+static SCHEMA_COUNTER: AtomicU32 = AtomicU32::new(0);
+
+impl TestDb {
+    /// `None` when the test should be skipped: PostgreSQL asked for but not configured, and
+    /// `FENCEWATCH_REQUIRE_PG` not set.
+    pub async fn new(backend: Backend) -> Option<TestDb> {
+        let dir = tempfile::tempdir().expect("create a temporary folder");
+        match backend {
+            Backend::Sqlite => {
+                let url = format!("sqlite://{}", dir.path().join("fencewatch.db").display());
+                Some(TestDb {
+                    url,
+                    _dir: dir,
+                    pg: None,
+                })
+            }
+            Backend::Postgres => {
+                let Ok(base) = std::env::var("FENCEWATCH_TEST_PG") else {
+                    assert!(
+                        std::env::var("FENCEWATCH_REQUIRE_PG").as_deref() != Ok("1"),
+                        "FENCEWATCH_REQUIRE_PG=1 but FENCEWATCH_TEST_PG is not set"
+                    );
+                    eprintln!("skipping: FENCEWATCH_TEST_PG is not set");
+                    return None;
+                };
+                let schema = format!(
+                    "fwtest_{}_{}_{}",
+                    std::process::id(),
+                    SCHEMA_COUNTER.fetch_add(1, Ordering::Relaxed),
+                    chrono::Utc::now().timestamp_micros() % 1_000_000
+                );
+                let mut conn = sqlx::PgConnection::connect(&base)
+                    .await
+                    .unwrap_or_else(|e| {
+                        panic!("PostgreSQL at FENCEWATCH_TEST_PG is unreachable: {e}")
+                    });
+                sqlx::query(&format!("CREATE SCHEMA {schema}"))
+                    .execute(&mut conn)
+                    .await
+                    .expect("create a schema");
+                conn.close().await.ok();
+                let separator = if base.contains('?') { '&' } else { '?' };
+                let url = format!("{base}{separator}options=-c%20search_path%3D{schema}");
+                Some(TestDb {
+                    url,
+                    _dir: dir,
+                    pg: Some((base, schema)),
+                })
+            }
+        }
+    }
+
+    pub async fn store(&self) -> Store {
+        Store::open(
+            &self.url,
+            &StoreOptions {
+                max_connections: 8,
+                ..StoreOptions::default()
+            },
+        )
+        .await
+        .expect("open the store")
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        let Some((base, schema)) = self.pg.take() else {
+            return;
+        };
+        // Drop runs outside any runtime we can block on, so clean up from a thread of its own.
+        let _ = std::thread::spawn(move || {
+            let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            runtime.block_on(async {
+                if let Ok(mut conn) = sqlx::PgConnection::connect(&base).await {
+                    let _ = sqlx::query(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
+                        .execute(&mut conn)
+                        .await;
+                    let _ = conn.close().await;
+                }
+            });
+        })
+        .join();
+    }
+}
+
+/// Skips the test (returns) when its backend is not available.
+#[macro_export]
+macro_rules! test_db {
+    ($backend:expr) => {
+        match $crate::helpers::TestDb::new($backend).await {
+            Some(db) => db,
+            None => return,
+        }
+    };
+}
+
+/// The daemon's router served in this process on a free port.
+pub struct TestApp {
+    pub base: String,
+    pub http: reqwest::Client,
+    pub store: Store,
+}
+
+impl TestApp {
+    pub async fn spawn(db: &TestDb) -> TestApp {
+        Self::spawn_with(db, Limits::default()).await
+    }
+
+    pub async fn spawn_with(db: &TestDb, limits: Limits) -> TestApp {
+        let store = db.store().await;
+        let app = router(AppState {
+            service: FenceService::new(store.clone(), limits),
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let base = format!("http://{}", listener.local_addr().expect("address"));
+        tokio::spawn(serve(listener, app, std::future::pending()));
+        TestApp {
+            base,
+            http: reqwest::Client::new(),
+            store,
+        }
+    }
+
+    pub fn put(&self, key: &str) -> Put {
+        Put::new(&self.http, format!("{}/v1/resources/{key}", self.base))
+    }
+
+    pub async fn get(&self, path: &str) -> Reply {
+        Reply::from(
+            self.http
+                .get(format!("{}{path}", self.base))
+                .send()
+                .await
+                .expect("GET"),
+        )
+        .await
+    }
+
+    /// Every audit row of `resource`, oldest first, following the pages.
+    pub async fn audit_of(&self, resource: &str) -> Vec<Value> {
+        audit_of(&self.http, &self.base, resource).await
+    }
+}
+
+pub async fn audit_of(http: &reqwest::Client, base: &str, resource: &str) -> Vec<Value> {
+    let mut rows = Vec::new();
+    let mut before: Option<i64> = None;
+    loop {
+        let mut url = format!("{base}/v1/audit?limit=1000&resource={}", encode(resource));
+        if let Some(before) = before {
+            url.push_str(&format!("&before={before}"));
+        }
+        let reply = Reply::from(http.get(url).send().await.expect("GET audit")).await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.json);
+        let page = reply.json["entries"].as_array().expect("entries").clone();
+        if page.is_empty() {
+            break;
+        }
+        before = page.last().and_then(|row| row["id"].as_i64());
+        rows.extend(page);
+    }
+    rows.reverse();
+    rows
+}
+
+pub fn encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// A PUT under construction.
+pub struct Put {
+    request: reqwest::RequestBuilder,
+}
+
+impl Put {
+    fn new(http: &reqwest::Client, url: String) -> Self {
+        Self {
+            request: http.put(url),
+        }
+    }
+
+    pub fn token(self, token: impl ToString) -> Self {
+        self.header("Fencing-Token", token.to_string())
+    }
+
+    pub fn key(self, key: &str) -> Self {
+        self.header("Idempotency-Key", format!("\"{key}\""))
+    }
+
+    pub fn if_match(self, revision: i64) -> Self {
+        self.header("If-Match", format!("\"{revision}\""))
+    }
+
+    pub fn owner(self, owner: &str) -> Self {
+        self.header("Fencing-Owner", owner)
+    }
+
+    pub fn header(mut self, name: &str, value: impl AsRef<str>) -> Self {
+        self.request = self.request.header(name, value.as_ref());
+        self
+    }
+
+    pub fn body(mut self, body: impl Into<reqwest::Body>) -> Self {
+        self.request = self.request.body(body);
+        self
+    }
+
+    pub async fn send(self) -> Reply {
+        Reply::from(self.request.send().await.expect("PUT")).await
+    }
+}
+
+#[derive(Debug)]
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+    pub json: Value,
+}
+
+impl Reply {
+    pub async fn from(response: reqwest::Response) -> Reply {
+        let status = response.status();
+        let headers = response.headers().clone();
+        let body = response.bytes().await.expect("body").to_vec();
+        let json = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        Reply {
+            status,
+            headers,
+            body,
+            json,
+        }
+    }
+
+    /// Like `from`, but `None` when the connection broke before the whole body arrived.
+    pub async fn from_checked(response: reqwest::Response) -> Option<Reply> {
+        let status = response.status();
+        let headers = response.headers().clone();
+        let body = response.bytes().await.ok()?.to_vec();
+        let json = serde_json::from_slice(&body).ok()?;
+        Some(Reply {
+            status,
+            headers,
+            body,
+            json,
+        })
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    pub fn content_type(&self) -> &str {
+        self.header("content-type").unwrap_or_default()
+    }
+
+    /// Asserts the RFC 9457 shape and the problem's `type`.
+    pub fn assert_problem(&self, status: u16, kind: &str) {
+        assert_eq!(self.status.as_u16(), status, "{}", self.json);
+        assert_eq!(
+            self.content_type(),
+            "application/problem+json",
+            "{}",
+            self.json
+        );
+        assert_eq!(self.json["type"], kind, "{}", self.json);
+        assert_eq!(self.json["status"], status, "{}", self.json);
+        assert!(self.json["title"].is_string(), "{}", self.json);
+        assert!(self.json["detail"].is_string(), "{}", self.json);
+    }
+}
+
+/// The daemon as a real process, as users run it.
+pub struct Daemon {
+    pub child: Child,
+    pub base: String,
+}
+
+impl Daemon {
+    pub async fn spawn(db: &TestDb, extra: &[&str]) -> Daemon {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_fencewatch"))
+            .args([
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--database",
+                &db.url,
+                "--db-max-connections",
+                "8",
+            ])
+            .args(extra)
+            .env("FENCEWATCH_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start fencewatch serve");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let first = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+            .await
+            .expect("the daemon announces its address within 30 s")
+            .expect("read stdout")
+            .expect("a first line");
+        let base = first
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
+            .to_owned();
+        Daemon { child, base }
+    }
+
+    pub fn signal(&self, name: &str) {
+        let pid = self.child.id().expect("running").to_string();
+        let status = std::process::Command::new("kill")
+            .args([&format!("-{name}"), &pid])
+            .status()
+            .expect("run kill");
+        assert!(status.success());
+    }
+
+    pub async fn kill(mut self) {
+        self.child.kill().await.expect("SIGKILL");
+    }
+
+    /// Sends SIGTERM and returns whether it exited cleanly.
+    pub async fn terminate(mut self) -> bool {
+        self.signal("TERM");
+        tokio::time::timeout(Duration::from_secs(30), self.child.wait())
+            .await
+            .expect("stops within 30 s of SIGTERM")
+            .expect("wait")
+            .success()
+    }
+}
+
+/// A small deterministic generator so that failures replay exactly.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Self(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    pub fn below(&mut self, bound: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % bound
+    }
+}

@@ -1,0 +1,13 @@
+//! Black-box tests of the daemon's contract: the real router or the real binary against a real
+//! database, on SQLite and (when `FENCEWATCH_TEST_PG` is set) PostgreSQL.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod helpers;
+
+mod bad_input;
+mod concurrency;
+mod durability;
+mod fence;
+mod idempotency;
+mod interleaving;
+mod layering;
