@@ -1,6 +1,7 @@
 //! The command line.
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(Debug, Parser)]
@@ -16,8 +17,21 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the daemon: fenced writes, reads and the audit over HTTP.
+    /// Run the daemon: fenced writes, the lease authority and the audit over HTTP.
     Serve(ServeArgs),
+    /// Acquire, renew, release or show a lease of a running daemon's authority.
+    Lease(LeaseArgs),
+    /// Write stdin as a resource's value, fenced by a token.
+    #[command(after_help = crate::client::EXIT_CODES_HELP)]
+    Write(WriteArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LeaseScopeArg {
+    /// A lease's tokens may fence any resource.
+    Any,
+    /// Lease L's tokens may fence only resources L and L/….
+    Prefix,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -46,4 +60,112 @@ pub struct ServeArgs {
     /// PostgreSQL connections per daemon.
     #[arg(long, default_value_t = 16)]
     pub db_max_connections: u32,
+
+    /// Refuse writes with a lease's current generation once its grant has expired or been
+    /// released (409 lease-expired), instead of accepting and flagging them in the audit.
+    #[arg(long)]
+    pub strict_leases: bool,
+
+    /// Which resources a lease's tokens may fence.
+    #[arg(long, value_enum, default_value_t = LeaseScopeArg::Any)]
+    pub lease_scope: LeaseScopeArg,
+
+    /// Require `Authorization: Bearer KEY` on every /v1 request; one key per line, optionally
+    /// `name:key` (the name is recorded in the audit as the caller).
+    #[arg(long, env = "FENCEWATCH_API_KEY_FILE")]
+    pub api_key_file: Option<PathBuf>,
+}
+
+/// Where a client command finds the daemon.
+#[derive(Debug, Clone, Args)]
+pub struct Connection {
+    /// The daemon's base URL.
+    #[arg(
+        long,
+        env = "FENCEWATCH_URL",
+        default_value = "http://127.0.0.1:7420",
+        global = true
+    )]
+    pub url: String,
+
+    /// API key, sent as `Authorization: Bearer KEY`.
+    #[arg(
+        long,
+        env = "FENCEWATCH_API_KEY",
+        global = true,
+        hide_env_values = true
+    )]
+    pub api_key: Option<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(after_help = crate::client::EXIT_CODES_HELP)]
+pub struct LeaseArgs {
+    #[command(subcommand)]
+    pub action: LeaseAction,
+    #[command(flatten)]
+    pub connection: Connection,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum LeaseAction {
+    /// Take the lease: prints it with its new generation (the fencing token).
+    Acquire {
+        name: String,
+        #[arg(long)]
+        holder: String,
+        /// How long the grant lasts (e.g. 10s, 1500ms).
+        #[arg(long, value_parser = humantime::parse_duration)]
+        ttl: Duration,
+        /// Print only the token, for scripts.
+        #[arg(long)]
+        token_only: bool,
+    },
+    /// Extend the current grant.
+    Renew {
+        name: String,
+        #[arg(long)]
+        holder: String,
+        #[arg(long)]
+        token: i64,
+        /// A new TTL (default: the one given at acquire).
+        #[arg(long, value_parser = humantime::parse_duration)]
+        ttl: Option<Duration>,
+    },
+    /// End the current grant early.
+    Release {
+        name: String,
+        #[arg(long)]
+        holder: String,
+        #[arg(long)]
+        token: i64,
+    },
+    /// Show the lease's holder, generation and expiry.
+    Show { name: String },
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct WriteArgs {
+    /// The resource key (for example accounts/totals).
+    pub key: String,
+    /// The writer's fencing token.
+    #[arg(long)]
+    pub token: String,
+    /// The operation's identity, for safe retries.
+    #[arg(long)]
+    pub idempotency_key: Option<String>,
+    /// The revision the write expects (0: never written).
+    #[arg(long)]
+    pub if_match: Option<i64>,
+    /// The lease of the daemon's authority that issued the token.
+    #[arg(long)]
+    pub lease: Option<String>,
+    /// A label for the audit.
+    #[arg(long)]
+    pub owner: Option<String>,
+    /// The value's media type.
+    #[arg(long)]
+    pub content_type: Option<String>,
+    #[command(flatten)]
+    pub connection: Connection,
 }

@@ -4,6 +4,7 @@
 //! it, never the other way round.
 
 pub mod cli;
+pub mod client;
 pub mod domain;
 pub mod http;
 pub mod server;
@@ -11,10 +12,13 @@ pub mod service;
 pub mod store;
 
 use cli::{Cli, Command};
+use std::process::ExitCode;
 
 /// Runs a parsed command line; `main` only parses and maps the result to an exit code.
-pub async fn run(cli: Cli) -> anyhow::Result<()> {
+pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Serve(args) => server::run(args).await,
+        Command::Serve(args) => server::run(args).await.map(|()| ExitCode::SUCCESS),
+        Command::Lease(args) => client::lease(args).await,
+        Command::Write(args) => client::write(args).await,
     }
 }

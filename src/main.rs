@@ -20,7 +20,7 @@ fn main() -> ExitCode {
         }
     };
     match runtime.block_on(fencewatch::run(cli)) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(error) => {
             eprintln!("error: {error:#}");
             ExitCode::FAILURE

@@ -1,14 +1,25 @@
 //! `fencewatch serve`: open the store, bind, announce the address, serve until a signal.
 
-use crate::cli::ServeArgs;
+use crate::cli::{LeaseScopeArg, ServeArgs};
+use crate::domain::LeaseScope;
+use crate::http::auth::ApiKeys;
 use crate::http::{self, AppState};
 use crate::service::{FenceService, Limits};
+use crate::store::LeasePolicy;
 use crate::store::{Store, StoreOptions};
 use anyhow::Context;
 use std::io::Write;
+use std::sync::Arc;
 use tokio::net::TcpListener;
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let api_keys = args
+        .api_key_file
+        .as_deref()
+        .map(ApiKeys::load)
+        .transpose()
+        .map_err(anyhow::Error::msg)?
+        .map(Arc::new);
     let store = Store::open(
         &args.database,
         &StoreOptions {
@@ -23,6 +34,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         Limits {
             max_value_bytes: args.max_value_bytes,
             idempotency_retention: args.idempotency_retention,
+            leases: LeasePolicy {
+                scope: match args.lease_scope {
+                    LeaseScopeArg::Any => LeaseScope::Any,
+                    LeaseScopeArg::Prefix => LeaseScope::Prefix,
+                },
+                strict: args.strict_leases,
+            },
         },
     );
     let listener = TcpListener::bind(&args.listen)
@@ -39,7 +57,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     tracing::info!(%address, backend = store.backend().name(), "serving");
 
     let retention = service.spawn_retention();
-    let app = http::router(AppState { service });
+    let app = http::router(AppState { service, api_keys });
     let served = http::serve(listener, app, shutdown_signal()).await;
     retention.abort();
     store.close().await;

@@ -3,7 +3,8 @@
 
 use crate::domain::{AuditEntry, ResourceKey};
 use crate::store::{
-    AuditQuery, FencedWrite, RefusedAttempt, Store, StoreError, StoredValue, WriteResult,
+    AuditQuery, FencedWrite, LeasePolicy, RefusedAttempt, Store, StoreError, StoredValue,
+    WriteResult,
 };
 use std::time::Duration;
 
@@ -13,6 +14,8 @@ pub struct Limits {
     pub max_value_bytes: usize,
     /// How long an accepted operation's result is kept for replay.
     pub idempotency_retention: Duration,
+    /// How writes that name a lease are judged.
+    pub leases: LeasePolicy,
 }
 
 impl Default for Limits {
@@ -20,6 +23,7 @@ impl Default for Limits {
         Self {
             max_value_bytes: 1024 * 1024,
             idempotency_retention: Duration::from_secs(24 * 60 * 60),
+            leases: LeasePolicy::default(),
         }
     }
 }
@@ -44,7 +48,7 @@ impl FenceService {
     }
 
     pub async fn write(&self, write: &FencedWrite) -> Result<WriteResult, StoreError> {
-        self.store.apply_write(write).await
+        self.store.apply_write(write, self.limits.leases).await
     }
 
     pub async fn refuse(&self, attempt: &RefusedAttempt) -> Result<AuditEntry, StoreError> {

@@ -6,7 +6,7 @@ use serde::{Serialize, Serializer};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AuditEntry {
     pub id: i64,
-    #[serde(serialize_with = "rfc3339_micros")]
+    #[serde(serialize_with = "serialize_rfc3339_micros")]
     pub at: DateTime<Utc>,
     pub resource: String,
     pub outcome: Outcome,
@@ -22,13 +22,18 @@ pub struct AuditEntry {
     pub body_sha256: Option<String>,
     pub body_len: Option<i64>,
     pub detail: Option<String>,
+    /// The authenticated caller (its API key's name), when keys are configured.
+    pub caller: Option<String>,
 }
 
 pub fn format_rfc3339_micros(at: &DateTime<Utc>) -> String {
     at.to_rfc3339_opts(SecondsFormat::Micros, true)
 }
 
-fn rfc3339_micros<S: Serializer>(at: &DateTime<Utc>, serializer: S) -> Result<S::Ok, S::Error> {
+pub fn serialize_rfc3339_micros<S: Serializer>(
+    at: &DateTime<Utc>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
     serializer.serialize_str(&format_rfc3339_micros(at))
 }
 

@@ -2,6 +2,7 @@
 //! The store observes the state and applies the decision under its database's concurrency
 //! control; this module only says what the answer is.
 
+use super::lease::LeaseCheck;
 use super::{FencingToken, Outcome, Revision};
 
 /// What a resource holds when a write is decided.
@@ -36,6 +37,8 @@ pub struct WriteIntent<'a> {
     pub token: FencingToken,
     pub body_sha256: &'a str,
     pub expected_revision: Option<Revision>,
+    /// Present when the write names a lease of this daemon's authority (`Fencing-Lease`).
+    pub lease: Option<LeaseCheck>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,12 +47,24 @@ pub enum Decision {
     Replay(RecordedOperation),
     /// The idempotency key was used before for another token or body.
     KeyReuse { recorded: RecordedOperation },
+    /// The lease may not fence this resource (`--lease-scope`).
+    OutOfScope,
+    /// The token is above any generation the lease has issued: forged or foreign.
+    UnknownGeneration,
+    /// The lease has issued a newer generation, whether or not this resource has seen it.
+    Superseded,
+    /// The current generation, but its grant lapsed (refused under `--strict-leases`).
+    LeaseExpired,
     /// A higher generation was accepted already.
     Stale,
     /// `If-Match` does not name the current revision.
     RevisionMismatch,
-    /// Apply: the fence moves to `token` and the revision to `revision`.
-    Accept { revision: Revision },
+    /// Apply: the fence moves to `token` and the revision to `revision`. `lease_lapsed` flags
+    /// a lease-checked write whose grant had lapsed (accepted when leases are not strict).
+    Accept {
+        revision: Revision,
+        lease_lapsed: bool,
+    },
 }
 
 impl Decision {
@@ -57,6 +72,9 @@ impl Decision {
         match self {
             Decision::Replay(_) => Outcome::Replayed,
             Decision::KeyReuse { .. } => Outcome::IdempotencyConflict,
+            Decision::OutOfScope | Decision::UnknownGeneration => Outcome::Unauthorized,
+            Decision::Superseded => Outcome::Superseded,
+            Decision::LeaseExpired => Outcome::LeaseExpired,
             Decision::Stale => Outcome::Stale,
             Decision::RevisionMismatch => Outcome::RevisionConflict,
             Decision::Accept { .. } => Outcome::Accepted,
@@ -64,7 +82,8 @@ impl Decision {
     }
 }
 
-/// Decides a write in the contract's order: replay or key reuse, stale token, revision, accept.
+/// Decides a write in the contract's order: replay or key reuse, the lease authority's checks,
+/// stale token, revision, accept.
 ///
 /// Equal tokens are accepted: one owner may write many times. Duplicate suppression is the
 /// operation record's job, not the token's.
@@ -82,6 +101,20 @@ pub fn decide(
             }
         };
     }
+    if let Some(lease) = intent.lease {
+        if !lease.in_scope {
+            return Decision::OutOfScope;
+        }
+        if intent.token.get() > lease.issued {
+            return Decision::UnknownGeneration;
+        }
+        if intent.token.get() < lease.issued {
+            return Decision::Superseded;
+        }
+        if lease.lapsed && lease.strict {
+            return Decision::LeaseExpired;
+        }
+    }
     if intent.token.get() < state.highest_token {
         return Decision::Stale;
     }
@@ -92,6 +125,7 @@ pub fn decide(
     }
     Decision::Accept {
         revision: state.revision.next(),
+        lease_lapsed: intent.lease.is_some_and(|lease| lease.lapsed),
     }
 }
 
@@ -115,6 +149,7 @@ mod tests {
             token: token(value),
             body_sha256: "aa",
             expected_revision: None,
+            lease: None,
         }
     }
 
@@ -130,7 +165,7 @@ mod tests {
         ] {
             let decision = decide(current, None, intent(value));
             assert_eq!(decision.outcome(), expected_outcome, "token {value}");
-            if let Decision::Accept { revision } = decision {
+            if let Decision::Accept { revision, .. } = decision {
                 current = ResourceState {
                     highest_token: value,
                     revision,
@@ -158,7 +193,8 @@ mod tests {
         assert_eq!(
             decide(state(7, 1), None, write),
             Decision::Accept {
-                revision: Revision::new(2).unwrap()
+                revision: Revision::new(2).unwrap(),
+                lease_lapsed: false
             }
         );
         write.expected_revision = Some(Revision::NEVER_WRITTEN);
@@ -166,6 +202,60 @@ mod tests {
             decide(ResourceState::FRESH, None, write).outcome(),
             Outcome::Accepted
         );
+    }
+
+    fn leased(value: i64, issued: i64, lapsed: bool, strict: bool) -> WriteIntent<'static> {
+        WriteIntent {
+            lease: Some(LeaseCheck {
+                issued,
+                lapsed,
+                in_scope: true,
+                strict,
+            }),
+            ..intent(value)
+        }
+    }
+
+    #[test]
+    fn the_authority_closes_the_fresh_resource_gap_and_refuses_forgeries() {
+        // The resource never saw 8, but the lease issued it: 7 is superseded.
+        assert_eq!(
+            decide(ResourceState::FRESH, None, leased(7, 8, false, false)),
+            Decision::Superseded
+        );
+        assert_eq!(
+            decide(ResourceState::FRESH, None, leased(9, 8, false, false)),
+            Decision::UnknownGeneration
+        );
+        assert_eq!(
+            decide(ResourceState::FRESH, None, leased(1, 0, false, false)),
+            Decision::UnknownGeneration
+        );
+        assert_eq!(
+            decide(ResourceState::FRESH, None, leased(8, 8, true, false)),
+            Decision::Accept {
+                revision: Revision::new(1).unwrap(),
+                lease_lapsed: true
+            }
+        );
+        assert_eq!(
+            decide(ResourceState::FRESH, None, leased(8, 8, true, true)),
+            Decision::LeaseExpired
+        );
+        let mut out_of_scope = leased(8, 8, false, false);
+        if let Some(lease) = out_of_scope.lease.as_mut() {
+            lease.in_scope = false;
+        }
+        assert_eq!(
+            decide(ResourceState::FRESH, None, out_of_scope),
+            Decision::OutOfScope
+        );
+        // The resource's own fence still applies to the current generation.
+        assert_eq!(
+            decide(state(9, 4), None, leased(8, 8, false, false)),
+            Decision::Stale
+        );
+        assert_eq!(Decision::UnknownGeneration.outcome(), Outcome::Unauthorized);
     }
 
     #[test]
@@ -178,6 +268,11 @@ mod tests {
             highest_token: 7,
             audit_id: 1,
         };
+        // A replay comes before the authority's checks too.
+        assert_eq!(
+            decide(state(8, 2), Some(&recorded), leased(7, 9, true, true)),
+            Decision::Replay(recorded.clone())
+        );
         // Replayed even though generation 8 has been accepted since.
         assert_eq!(
             decide(state(8, 2), Some(&recorded), intent(7)),

@@ -6,6 +6,7 @@ pub mod fence;
 pub mod idempotency;
 pub mod key;
 pub mod label;
+pub mod lease;
 pub mod outcome;
 pub mod revision;
 pub mod token;
@@ -15,6 +16,7 @@ pub use fence::{decide, Decision, RecordedOperation, ResourceState, WriteIntent}
 pub use idempotency::IdempotencyKey;
 pub use key::ResourceKey;
 pub use label::{LeaseName, OwnerLabel};
+pub use lease::{Holder, LeaseCheck, LeaseRecord, LeaseScope, Ttl};
 pub use outcome::Outcome;
 pub use revision::Revision;
 pub use token::FencingToken;

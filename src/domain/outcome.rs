@@ -10,21 +10,30 @@ pub enum Outcome {
     Replayed,
     /// Rejected: the resource had already accepted a higher generation.
     Stale,
+    /// Rejected: the lease had issued a newer generation (a zombie owner), even if the
+    /// resource had not seen it.
+    Superseded,
+    /// Rejected: the lease's current generation, but its grant had lapsed
+    /// (`--strict-leases`).
+    LeaseExpired,
     /// Rejected: `If-Match` named another revision.
     RevisionConflict,
     /// Rejected: an `Idempotency-Key` reused with another token or body.
     IdempotencyConflict,
     /// Rejected: malformed request.
     Invalid,
-    /// Rejected: the caller was not allowed to make it.
+    /// Rejected: the caller was not allowed to make it (no or wrong API key, a token the lease
+    /// never issued, a resource outside the lease's scope).
     Unauthorized,
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 7] = [
+    pub const ALL: [Outcome; 9] = [
         Outcome::Accepted,
         Outcome::Replayed,
         Outcome::Stale,
+        Outcome::Superseded,
+        Outcome::LeaseExpired,
         Outcome::RevisionConflict,
         Outcome::IdempotencyConflict,
         Outcome::Invalid,
@@ -36,6 +45,8 @@ impl Outcome {
             Outcome::Accepted => "accepted",
             Outcome::Replayed => "replayed",
             Outcome::Stale => "stale",
+            Outcome::Superseded => "superseded",
+            Outcome::LeaseExpired => "lease_expired",
             Outcome::RevisionConflict => "revision_conflict",
             Outcome::IdempotencyConflict => "idempotency_conflict",
             Outcome::Invalid => "invalid",

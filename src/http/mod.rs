@@ -1,28 +1,50 @@
 //! The axum edge: each module owns its routes; errors take one shape (`problem`).
 
 mod audit;
+pub mod auth;
 mod health;
+mod leases;
 pub mod problem;
 mod resources;
 mod write_request;
 
 use crate::service::FenceService;
+use auth::ApiKeys;
 use axum::http::{Method, Uri};
 use axum::Router;
 use problem::Problem;
 use std::future::Future;
+use std::sync::Arc;
 use tokio::net::TcpListener;
 
 #[derive(Clone)]
 pub struct AppState {
     pub service: FenceService,
+    /// When set, every `/v1` request needs one of these keys.
+    pub api_keys: Option<Arc<ApiKeys>>,
+}
+
+impl AppState {
+    pub fn new(service: FenceService) -> Self {
+        Self {
+            service,
+            api_keys: None,
+        }
+    }
 }
 
 /// The whole HTTP API, ready to serve or to drive in tests.
 pub fn router(state: AppState) -> Router {
-    Router::new()
+    let v1 = Router::new()
         .merge(resources::router())
         .merge(audit::router())
+        .merge(leases::router())
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::require_key,
+        ));
+    Router::new()
+        .merge(v1)
         .merge(health::router())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

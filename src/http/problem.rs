@@ -24,7 +24,8 @@ pub struct Problem {
     pub kind: &'static str,
     pub title: &'static str,
     pub detail: String,
-    pub members: Option<Box<WriteMembers>>,
+    /// Extension members: the write members of a PUT, or a lease's holder and expiry.
+    pub members: Option<Box<serde_json::Map<String, serde_json::Value>>>,
     pub etag: Option<String>,
 }
 
@@ -36,7 +37,7 @@ struct ProblemBody<'a> {
     status: u16,
     detail: &'a str,
     #[serde(flatten)]
-    members: Option<&'a WriteMembers>,
+    members: Option<&'a serde_json::Map<String, serde_json::Value>>,
 }
 
 impl Problem {
@@ -101,6 +102,66 @@ impl Problem {
         )
     }
 
+    /// `401 unauthorized`: no or wrong API key.
+    pub fn unauthorized(detail: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "Unauthorized",
+            detail.into(),
+        )
+    }
+
+    /// `403 unknown-generation`: a token the named lease never issued.
+    pub fn unknown_generation(detail: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::FORBIDDEN,
+            "unknown-generation",
+            "Unknown generation",
+            detail.into(),
+        )
+    }
+
+    /// `403 out-of-scope`: the lease may not fence this resource.
+    pub fn out_of_scope(detail: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::FORBIDDEN,
+            "out-of-scope",
+            "Resource outside the lease's scope",
+            detail.into(),
+        )
+    }
+
+    /// `409 lease-expired`: the lease's current generation after its grant lapsed (strict).
+    pub fn lease_expired(detail: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::CONFLICT,
+            "lease-expired",
+            "Lease expired",
+            detail.into(),
+        )
+    }
+
+    /// `409 lease-held`: someone else holds the lease.
+    pub fn lease_held(detail: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::CONFLICT,
+            "lease-held",
+            "Lease held",
+            detail.into(),
+        )
+    }
+
+    /// `409 lease-lost`: the caller no longer holds the lease.
+    pub fn lease_lost(detail: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::CONFLICT,
+            "lease-lost",
+            "Lease lost",
+            detail.into(),
+        )
+    }
+
     /// `404 not-found`.
     pub fn not_found(detail: impl Into<String>) -> Self {
         Self::new(
@@ -141,8 +202,10 @@ impl Problem {
         )
     }
 
-    pub fn with_members(mut self, members: WriteMembers) -> Self {
-        self.members = Some(Box::new(members));
+    pub fn with_members(mut self, members: impl Serialize) -> Self {
+        if let Ok(serde_json::Value::Object(map)) = serde_json::to_value(members) {
+            self.members = Some(Box::new(map));
+        }
         self
     }
 
@@ -184,6 +247,9 @@ impl IntoResponse for Problem {
         );
         if let Some(etag) = self.etag.and_then(|e| HeaderValue::from_str(&e).ok()) {
             headers.insert(header::ETAG, etag);
+        }
+        if self.status == StatusCode::UNAUTHORIZED {
+            headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
         response
     }

@@ -1,5 +1,6 @@
 //! `PUT` and `GET /v1/resources/{key}`.
 
+use super::auth::Caller;
 use super::problem::{json_bytes, Problem, WriteMembers};
 use super::write_request::{self, Refusal};
 use super::AppState;
@@ -10,9 +11,10 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use axum::Extension;
 use axum::Router;
 
-const PREFIX: &str = "/v1/resources/";
+pub(super) const PREFIX: &str = "/v1/resources/";
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -32,13 +34,15 @@ fn key_from(uri: &Uri) -> Result<ResourceKey, Problem> {
 
 async fn write(
     State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
     uri: Uri,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Problem> {
     let key = key_from(&uri)?;
     let max = state.service.limits().max_value_bytes;
-    match write_request::parse(key, &headers, body, max).await {
+    let caller = caller.and_then(|Extension(Caller(name))| name);
+    match write_request::parse(key, &headers, body, max, caller).await {
         Ok(write) => {
             let result = state.service.write(&write).await?;
             Ok(write_response(result))
@@ -59,7 +63,7 @@ async fn refused_response(state: &AppState, attempt: RefusedAttempt, refusal: Re
     }
 }
 
-fn members(entry: &AuditEntry) -> WriteMembers {
+pub(super) fn members(entry: &AuditEntry) -> WriteMembers {
     WriteMembers {
         resource: entry.resource.clone(),
         outcome: entry.outcome.as_str(),
@@ -74,7 +78,7 @@ fn members(entry: &AuditEntry) -> WriteMembers {
 fn write_response(result: WriteResult) -> Response {
     let entry = &result.entry;
     match result.decision {
-        Decision::Accept { revision } => {
+        Decision::Accept { revision, .. } => {
             let status = StatusCode::from_u16(crate::store::created_or_updated(revision))
                 .unwrap_or(StatusCode::OK);
             json_response(status, &members(entry), revision, false)
@@ -93,7 +97,20 @@ fn write_response(result: WriteResult) -> Response {
                 .with_members(members(entry))
                 .into_response()
         }
-        Decision::Stale => Problem::stale_token(entry.detail.clone().unwrap_or_default())
+        Decision::Stale | Decision::Superseded => {
+            Problem::stale_token(entry.detail.clone().unwrap_or_default())
+                .with_members(members(entry))
+                .into_response()
+        }
+        Decision::UnknownGeneration => {
+            Problem::unknown_generation(entry.detail.clone().unwrap_or_default())
+                .with_members(members(entry))
+                .into_response()
+        }
+        Decision::OutOfScope => Problem::out_of_scope(entry.detail.clone().unwrap_or_default())
+            .with_members(members(entry))
+            .into_response(),
+        Decision::LeaseExpired => Problem::lease_expired(entry.detail.clone().unwrap_or_default())
             .with_members(members(entry))
             .into_response(),
         Decision::RevisionMismatch => {

@@ -48,58 +48,110 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
+/// The write's headers, each parsed on its own so that a refusal can keep the parts that
+/// were fine.
+struct WriteHeaders {
+    token: Result<FencingToken, ParseError>,
+    idempotency_key: Result<Option<IdempotencyKey>, ParseError>,
+    expected_revision: Result<Option<Revision>, ParseError>,
+    owner: Result<Option<OwnerLabel>, ParseError>,
+    lease: Result<Option<LeaseName>, ParseError>,
+    content_type: Result<Option<String>, ParseError>,
+}
+
+impl WriteHeaders {
+    fn read(headers: &HeaderMap) -> Self {
+        Self {
+            token: single(headers, FENCING_TOKEN).and_then(|value| {
+                value
+                    .ok_or_else(|| ParseError("Fencing-Token header is required".into()))
+                    .and_then(FencingToken::parse)
+            }),
+            idempotency_key: optional(headers, IDEMPOTENCY_KEY, IdempotencyKey::parse_header),
+            expected_revision: optional(
+                headers,
+                header::IF_MATCH.as_str(),
+                Revision::parse_if_match,
+            ),
+            owner: optional(headers, FENCING_OWNER, OwnerLabel::parse),
+            lease: optional(headers, FENCING_LEASE, LeaseName::parse),
+            content_type: single(headers, header::CONTENT_TYPE.as_str())
+                .map(|value| value.map(str::to_owned)),
+        }
+    }
+
+    /// The attempt as the audit records a refusal: the valid parts, none of the invalid ones.
+    fn refused(
+        &self,
+        key: ResourceKey,
+        outcome: Outcome,
+        detail: String,
+        caller: Option<String>,
+    ) -> RefusedAttempt {
+        fn valid<T>(
+            parsed: &Result<Option<T>, ParseError>,
+            text: impl Fn(&T) -> String,
+        ) -> Option<String> {
+            parsed.as_ref().ok().and_then(Option::as_ref).map(text)
+        }
+        RefusedAttempt {
+            key,
+            outcome,
+            token: self.token.as_ref().ok().map(|t| t.get()),
+            idempotency_key: valid(&self.idempotency_key, |k| k.as_str().to_owned()),
+            expected_revision: self
+                .expected_revision
+                .as_ref()
+                .ok()
+                .and_then(Option::as_ref)
+                .map(|r| r.get()),
+            owner: valid(&self.owner, |o| o.as_str().to_owned()),
+            lease: valid(&self.lease, |l| l.as_str().to_owned()),
+            body_sha256: None,
+            body_len: None,
+            detail,
+            caller,
+        }
+    }
+}
+
+/// A write refused before its body was read (for instance, without a valid API key).
+pub fn refused_from_headers(
+    key: ResourceKey,
+    headers: &HeaderMap,
+    outcome: Outcome,
+    detail: &str,
+    caller: Option<String>,
+) -> RefusedAttempt {
+    WriteHeaders::read(headers).refused(key, outcome, detail.to_owned(), caller)
+}
+
 /// Parses the write; on a refusal, returns the attempt to audit along with the reason.
 pub async fn parse(
     key: ResourceKey,
     headers: &HeaderMap,
     body: Body,
     max_value_bytes: usize,
+    caller: Option<String>,
 ) -> Result<FencedWrite, (RefusedAttempt, Refusal)> {
-    let token = single(headers, FENCING_TOKEN).and_then(|value| {
-        value
-            .ok_or_else(|| ParseError("Fencing-Token header is required".into()))
-            .and_then(FencingToken::parse)
-    });
-    let idempotency_key = optional(headers, IDEMPOTENCY_KEY, IdempotencyKey::parse_header);
-    let expected_revision = optional(headers, header::IF_MATCH.as_str(), Revision::parse_if_match);
-    let owner = optional(headers, FENCING_OWNER, OwnerLabel::parse);
-    let lease = optional(headers, FENCING_LEASE, LeaseName::parse);
-    let content_type =
-        single(headers, header::CONTENT_TYPE.as_str()).map(|value| value.map(str::to_owned));
+    let parsed_headers = WriteHeaders::read(headers);
     let body = read_body(headers, body, max_value_bytes).await;
-
-    let mut refused = RefusedAttempt {
-        key: key.clone(),
-        outcome: Outcome::Invalid,
-        token: token.as_ref().ok().map(|t| t.get()),
-        idempotency_key: idempotency_key
-            .as_ref()
-            .ok()
-            .and_then(Option::as_ref)
-            .map(|k| k.as_str().to_owned()),
-        expected_revision: expected_revision
-            .as_ref()
-            .ok()
-            .and_then(Option::as_ref)
-            .map(|r| r.get()),
-        owner: owner
-            .as_ref()
-            .ok()
-            .and_then(Option::as_ref)
-            .map(|o| o.as_str().to_owned()),
-        lease: lease
-            .as_ref()
-            .ok()
-            .and_then(Option::as_ref)
-            .map(|l| l.as_str().to_owned()),
-        body_sha256: body.as_ref().ok().map(|b| sha256_hex(b)),
-        body_len: match &body {
-            Ok(bytes) => i64::try_from(bytes.len()).ok(),
-            Err(BodyError::TooLarge { declared, .. }) => *declared,
-            Err(BodyError::Unreadable(_)) => None,
-        },
-        detail: String::new(),
+    let mut refused =
+        parsed_headers.refused(key.clone(), Outcome::Invalid, String::new(), caller.clone());
+    refused.body_sha256 = body.as_ref().ok().map(|b| sha256_hex(b));
+    refused.body_len = match &body {
+        Ok(bytes) => i64::try_from(bytes.len()).ok(),
+        Err(BodyError::TooLarge { declared, .. }) => *declared,
+        Err(BodyError::Unreadable(_)) => None,
     };
+    let WriteHeaders {
+        token,
+        idempotency_key,
+        expected_revision,
+        owner,
+        lease,
+        content_type,
+    } = parsed_headers;
     // Checked in the order the contract lists the headers, then the body.
     let invalid = |error: ParseError| Refusal::Invalid(error.0);
     let parsed = (|| {
@@ -125,6 +177,7 @@ pub async fn parse(
             lease,
             body,
             content_type,
+            caller,
         })
     })();
     parsed.map_err(|refusal| {

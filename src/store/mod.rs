@@ -5,14 +5,17 @@
 
 mod connect;
 mod error;
+mod leases;
 mod reads;
 mod retention;
+mod tx;
 mod writes;
 
 pub use connect::{Backend, StoreOptions};
 pub use error::StoreError;
+pub use leases::{AcquireResult, LeaseEvent, LeaseState};
 pub use reads::{AuditQuery, StoredValue};
-pub use writes::{created_or_updated, FencedWrite, RefusedAttempt, WriteResult};
+pub use writes::{created_or_updated, FencedWrite, LeasePolicy, RefusedAttempt, WriteResult};
 
 use sqlx::AnyPool;
 use std::future::Future;

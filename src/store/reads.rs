@@ -23,7 +23,7 @@ pub struct AuditQuery {
 }
 
 const AUDIT_COLUMNS: &str = "id, at_us, resource, outcome, token, highest_token, revision, \
-     idempotency_key, expected_revision, owner, lease, body_sha256, body_len, detail";
+     idempotency_key, expected_revision, owner, lease, body_sha256, body_len, detail, caller";
 
 impl Store {
     pub async fn read_value(&self, key: &ResourceKey) -> Result<Option<StoredValue>, StoreError> {
@@ -90,5 +90,6 @@ pub(crate) fn audit_entry(row: &AnyRow) -> Result<AuditEntry, StoreError> {
         body_sha256: row.try_get("body_sha256")?,
         body_len: row.try_get("body_len")?,
         detail: row.try_get("detail")?,
+        caller: row.try_get("caller")?,
     })
 }

@@ -9,16 +9,17 @@
 //! `SQLITE_BUSY_SNAPSHOT`) and runs again from the start. Either way, no decision is ever
 //! applied to a state other than the one it was made on.
 
-use super::error::is_retryable;
-use super::{Store, StoreError};
+use super::leases::read_lease;
+use super::tx::{clock_us, retrying};
+use super::{Backend, Store, StoreError};
 use crate::domain::{
-    decide, AuditEntry, Decision, FencingToken, IdempotencyKey, LeaseName, Outcome, OwnerLabel,
-    RecordedOperation, ResourceKey, ResourceState, Revision, WriteIntent,
+    decide, AuditEntry, Decision, FencingToken, IdempotencyKey, LeaseCheck, LeaseName, LeaseScope,
+    Outcome, OwnerLabel, RecordedOperation, ResourceKey, ResourceState, Revision, WriteIntent,
 };
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use sqlx::{Any, Row, Transaction};
-use std::time::Duration;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// A well-formed write, ready to be decided.
 #[derive(Debug, Clone)]
@@ -32,6 +33,16 @@ pub struct FencedWrite {
     pub body: Bytes,
     pub body_sha256: String,
     pub content_type: Option<String>,
+    /// The authenticated caller, when API keys are configured.
+    pub caller: Option<String>,
+}
+
+/// How writes that name a lease are judged (`serve --lease-scope`, `--strict-leases`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LeasePolicy {
+    pub scope: LeaseScope,
+    /// Refuse the current generation once its grant has lapsed, instead of flagging it.
+    pub strict: bool,
 }
 
 /// An attempt refused before any decision (malformed or not allowed), recorded with whatever
@@ -48,6 +59,7 @@ pub struct RefusedAttempt {
     pub body_sha256: Option<String>,
     pub body_len: Option<i64>,
     pub detail: String,
+    pub caller: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -60,47 +72,45 @@ pub struct WriteResult {
     pub observations: u32,
 }
 
-/// Transactions restarted after losing to a concurrent one before giving up.
-const MAX_TRANSACTION_RUNS: u32 = 50;
 /// Compare-and-set attempts inside one transaction before giving up.
 const MAX_OBSERVATIONS: u32 = 64;
 
 impl Store {
-    /// Decides `write` against the resource's committed state and applies the decision with its
-    /// audit row, atomically. Rejections are results, not errors; errors are the database's.
-    pub async fn apply_write(&self, write: &FencedWrite) -> Result<WriteResult, StoreError> {
-        let mut observations = 0;
-        let mut run = 0;
-        loop {
-            run += 1;
-            match self.try_apply_write(write, &mut observations).await {
-                Err(StoreError::Internal(error) | StoreError::Unavailable(error))
-                    if is_retryable(&error) && run < MAX_TRANSACTION_RUNS =>
-                {
-                    tokio::time::sleep(Duration::from_millis(u64::from(run.min(20)))).await;
-                }
-                other => return other,
-            }
-        }
+    /// Decides `write` against the resource's committed state (and, when it names a lease, the
+    /// authority's) and applies the decision with its audit row, atomically. Rejections are
+    /// results, not errors; errors are the database's.
+    pub async fn apply_write(
+        &self,
+        write: &FencedWrite,
+        policy: LeasePolicy,
+    ) -> Result<WriteResult, StoreError> {
+        let observations = AtomicU32::new(0);
+        retrying(|| self.try_apply_write(write, policy, &observations)).await
     }
 
     async fn try_apply_write(
         &self,
         write: &FencedWrite,
-        observations: &mut u32,
+        policy: LeasePolicy,
+        observations: &AtomicU32,
     ) -> Result<WriteResult, StoreError> {
         let mut tx = self.writer.begin().await?;
-        let started = *observations;
+        let mut this_run = 0;
         loop {
-            *observations += 1;
-            if *observations - started > MAX_OBSERVATIONS {
-                return Err(StoreError::Contention {
-                    attempts: *observations,
-                });
+            this_run += 1;
+            let seen = observations.fetch_add(1, Ordering::Relaxed) + 1;
+            if this_run > MAX_OBSERVATIONS {
+                return Err(StoreError::Contention { attempts: seen });
             }
             let state = observe_resource(&mut tx, &write.key).await?;
             let recorded = match &write.idempotency_key {
                 Some(key) => observe_operation(&mut tx, &write.key, key).await?,
+                None => None,
+            };
+            let lease = match &write.lease {
+                Some(name) => {
+                    Some(observe_lease(&mut tx, self.backend, name, write, policy).await?)
+                }
                 None => None,
             };
             let decision = decide(
@@ -110,6 +120,7 @@ impl Store {
                     token: write.token,
                     body_sha256: &write.body_sha256,
                     expected_revision: write.expected_revision,
+                    lease: lease.as_ref().map(|(check, _)| *check),
                 },
             );
             if let Some(hook) = &self.observe_hook {
@@ -117,7 +128,7 @@ impl Store {
             }
             let at = Utc::now();
             let after = match &decision {
-                Decision::Accept { revision } => {
+                Decision::Accept { revision, .. } => {
                     if !compare_and_set(&mut tx, write, state, *revision, at).await? {
                         // A concurrent commit changed the row since we looked: decide again.
                         continue;
@@ -129,8 +140,10 @@ impl Store {
                 }
                 _ => state.unwrap_or(ResourceState::FRESH),
             };
-            let entry = insert_audit(&mut tx, write, &decision, after, at).await?;
-            if let (Decision::Accept { revision }, Some(key)) = (&decision, &write.idempotency_key)
+            let lease_note = lease.and_then(|(_, note)| note);
+            let entry = insert_audit(&mut tx, write, &decision, after, at, lease_note).await?;
+            if let (Decision::Accept { revision, .. }, Some(key)) =
+                (&decision, &write.idempotency_key)
             {
                 record_operation(&mut tx, write, key, *revision, entry.id, at).await?;
             }
@@ -138,50 +151,97 @@ impl Store {
             return Ok(WriteResult {
                 decision,
                 entry,
-                observations: *observations,
+                observations: observations.load(Ordering::Relaxed),
             });
         }
     }
 
     /// Records an attempt that was refused before the fence was consulted.
     pub async fn record_refused(&self, attempt: &RefusedAttempt) -> Result<AuditEntry, StoreError> {
-        let mut run = 0;
-        loop {
-            run += 1;
-            let result = async {
-                let mut tx = self.writer.begin().await?;
-                let state = observe_resource(&mut tx, &attempt.key)
-                    .await?
-                    .unwrap_or(ResourceState::FRESH);
-                let entry = AuditEntry {
-                    id: 0,
-                    at: Utc::now(),
-                    resource: attempt.key.as_str().to_owned(),
-                    outcome: attempt.outcome,
-                    token: attempt.token,
-                    highest_token: state.highest_token,
-                    revision: state.revision.get(),
-                    idempotency_key: attempt.idempotency_key.clone(),
-                    expected_revision: attempt.expected_revision,
-                    owner: attempt.owner.clone(),
-                    lease: attempt.lease.clone(),
-                    body_sha256: attempt.body_sha256.clone(),
-                    body_len: attempt.body_len,
-                    detail: Some(attempt.detail.clone()),
-                };
-                let entry = insert_entry(&mut tx, entry).await?;
-                tx.commit().await?;
-                Ok::<_, sqlx::Error>(entry)
-            }
-            .await;
-            match result {
-                Err(error) if is_retryable(&error) && run < MAX_TRANSACTION_RUNS => {
-                    tokio::time::sleep(Duration::from_millis(u64::from(run.min(20)))).await;
-                }
-                other => return other.map_err(StoreError::from),
-            }
-        }
+        retrying(|| async {
+            let mut tx = self.writer.begin().await?;
+            let state = observe_resource(&mut tx, &attempt.key)
+                .await?
+                .unwrap_or(ResourceState::FRESH);
+            let entry = AuditEntry {
+                id: 0,
+                at: Utc::now(),
+                resource: attempt.key.as_str().to_owned(),
+                outcome: attempt.outcome,
+                token: attempt.token,
+                highest_token: state.highest_token,
+                revision: state.revision.get(),
+                idempotency_key: attempt.idempotency_key.clone(),
+                expected_revision: attempt.expected_revision,
+                owner: attempt.owner.clone(),
+                lease: attempt.lease.clone(),
+                body_sha256: attempt.body_sha256.clone(),
+                body_len: attempt.body_len,
+                detail: Some(attempt.detail.clone()),
+                caller: attempt.caller.clone(),
+            };
+            let entry = insert_entry(&mut tx, entry).await?;
+            tx.commit().await?;
+            Ok(entry)
+        })
+        .await
     }
+}
+
+/// What the authority knows of the lease a write names, and a note for the audit when its
+/// grant had lapsed. On PostgreSQL the lease row is share-locked until the write commits, so no
+/// new generation can be granted between this check and the write.
+async fn observe_lease(
+    tx: &mut Transaction<'_, Any>,
+    backend: Backend,
+    name: &LeaseName,
+    write: &FencedWrite,
+    policy: LeasePolicy,
+) -> Result<(LeaseCheck, Option<String>), StoreError> {
+    let lock = match backend {
+        Backend::Postgres => " FOR SHARE",
+        Backend::Sqlite => "",
+    };
+    let record = read_lease(tx, name, lock).await?;
+    let now = clock_us(tx, backend).await?;
+    let in_scope = policy.scope.allows(name, &write.key);
+    let Some(record) = record else {
+        return Ok((
+            LeaseCheck {
+                issued: 0,
+                lapsed: false,
+                in_scope,
+                strict: policy.strict,
+            },
+            None,
+        ));
+    };
+    let lapsed = record.lapsed(now);
+    let note = (lapsed && record.token == write.token).then(|| {
+        let how = if record.released {
+            "was released"
+        } else {
+            "had expired"
+        };
+        let at = DateTime::from_timestamp_micros(record.expires_at_us)
+            .map(|t| crate::domain::audit::format_rfc3339_micros(&t))
+            .unwrap_or_default();
+        format!(
+            "lease {} generation {} {how} at {at} (held by {})",
+            name.as_str(),
+            record.token,
+            record.holder.as_str()
+        )
+    });
+    Ok((
+        LeaseCheck {
+            issued: record.token.get(),
+            lapsed,
+            in_scope,
+            strict: policy.strict,
+        },
+        note,
+    ))
 }
 
 async fn observe_resource(
@@ -279,7 +339,9 @@ async fn insert_audit(
     decision: &Decision,
     after: ResourceState,
     at: DateTime<Utc>,
+    lease_note: Option<String>,
 ) -> Result<AuditEntry, sqlx::Error> {
+    let lease_name = || write.lease.as_ref().map(|l| l.as_str()).unwrap_or_default();
     let detail = match decision {
         Decision::Replay(recorded) => Some(format!(
             "repeat of the operation recorded as audit {}",
@@ -301,7 +363,23 @@ async fn insert_audit(
                 .unwrap_or_default(),
             after.revision
         )),
-        Decision::Accept { .. } => None,
+        Decision::OutOfScope => Some(format!(
+            "lease {} may not fence resource {}",
+            lease_name(),
+            write.key
+        )),
+        Decision::UnknownGeneration => Some(format!(
+            "lease {} never issued generation {}",
+            lease_name(),
+            write.token
+        )),
+        Decision::Superseded => Some(format!(
+            "lease {} has issued a newer generation than {}",
+            lease_name(),
+            write.token
+        )),
+        Decision::LeaseExpired => lease_note,
+        Decision::Accept { lease_lapsed, .. } => lease_note.filter(|_| *lease_lapsed),
     };
     let entry = AuditEntry {
         id: 0,
@@ -321,6 +399,7 @@ async fn insert_audit(
         body_sha256: Some(write.body_sha256.clone()),
         body_len: i64::try_from(write.body.len()).ok(),
         detail,
+        caller: write.caller.clone(),
     };
     insert_entry(tx, entry).await
 }
@@ -332,8 +411,8 @@ async fn insert_entry(
 ) -> Result<AuditEntry, sqlx::Error> {
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO audit (at_us, resource, outcome, token, highest_token, revision, \
-         idempotency_key, expected_revision, owner, lease, body_sha256, body_len, detail) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id",
+         idempotency_key, expected_revision, owner, lease, body_sha256, body_len, detail, caller) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id",
     )
     .bind(entry.at.timestamp_micros())
     .bind(entry.resource.as_str())
@@ -348,6 +427,7 @@ async fn insert_entry(
     .bind(entry.body_sha256.as_deref())
     .bind(entry.body_len)
     .bind(entry.detail.as_deref())
+    .bind(entry.caller.as_deref())
     .fetch_one(&mut **tx)
     .await?;
     entry.id = id;

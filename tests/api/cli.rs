@@ -65,3 +65,229 @@ async fn a_bad_database_url_is_a_clear_error() {
         "nothing is announced when the daemon cannot start"
     );
 }
+
+/// Runs the CLI against `base` with `stdin`; returns (exit code, stdout, stderr).
+async fn fencewatch(base: &str, args: &[&str], stdin: &str) -> (i32, String, String) {
+    use tokio::io::AsyncWriteExt;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fencewatch"))
+        .args(args)
+        .args(["--url", base])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin.as_bytes()).await.unwrap();
+    drop(input);
+    let output = child.wait_with_output().await.unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).trim().to_owned(),
+        String::from_utf8_lossy(&output.stderr).trim().to_owned(),
+    )
+}
+
+/// The worker loop of the README, with the CLI: acquire → write with the token → renew; a
+/// replacement takes over; the old worker's write is refused; every kind of answer has its
+/// exit code.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_worker_loop_with_the_cli() {
+    let db = crate::test_db!(crate::helpers::Backend::Sqlite);
+    let daemon = crate::helpers::Daemon::spawn(&db, &[]).await;
+    let base_url = daemon.base.clone();
+    let base = base_url.as_str();
+
+    let (code, token, _) = fencewatch(
+        base,
+        &[
+            "lease",
+            "acquire",
+            "jobs",
+            "--holder",
+            "w1",
+            "--ttl",
+            "60s",
+            "--token-only",
+        ],
+        "",
+    )
+    .await;
+    assert_eq!((code, token.as_str()), (0, "1"));
+    let (code, out, _) = fencewatch(
+        base,
+        &[
+            "write",
+            "jobs/totals",
+            "--token",
+            "1",
+            "--lease",
+            "jobs",
+            "--owner",
+            "w1",
+            "--idempotency-key",
+            "op-1",
+        ],
+        "total=10",
+    )
+    .await;
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&out).unwrap()["outcome"],
+        "accepted"
+    );
+    let (code, out, _) = fencewatch(
+        base,
+        &[
+            "lease", "renew", "jobs", "--holder", "w1", "--token", "1", "--ttl", "90s",
+        ],
+        "",
+    )
+    .await;
+    assert_eq!(code, 0, "{out}");
+
+    // Someone else cannot take it while it is held.
+    let (code, _, err) = fencewatch(
+        base,
+        &["lease", "acquire", "jobs", "--holder", "w2", "--ttl", "60s"],
+        "",
+    )
+    .await;
+    assert_eq!(code, 6, "{err}");
+    assert!(err.contains("lease-held"), "{err}");
+
+    // w1 pauses past its lease (here: releases it); w2 takes over with generation 2.
+    assert_eq!(
+        fencewatch(
+            base,
+            &["lease", "release", "jobs", "--holder", "w1", "--token", "1"],
+            ""
+        )
+        .await
+        .0,
+        0
+    );
+    let (code, token, _) = fencewatch(
+        base,
+        &[
+            "lease",
+            "acquire",
+            "jobs",
+            "--holder",
+            "w2",
+            "--ttl",
+            "60s",
+            "--token-only",
+        ],
+        "",
+    )
+    .await;
+    assert_eq!((code, token.as_str()), (0, "2"));
+
+    // The old worker resumes: renew and write both fail, each with its own code.
+    assert_eq!(
+        fencewatch(
+            base,
+            &["lease", "renew", "jobs", "--holder", "w1", "--token", "1"],
+            ""
+        )
+        .await
+        .0,
+        6
+    );
+    let (code, _, err) = fencewatch(
+        base,
+        &["write", "jobs/other", "--token", "1", "--lease", "jobs"],
+        "stale",
+    )
+    .await;
+    assert_eq!(
+        code, 3,
+        "superseded even on a resource that never saw 2: {err}"
+    );
+    assert!(err.contains("superseded"), "{err}");
+    // Other answers.
+    assert_eq!(
+        fencewatch(
+            base,
+            &["write", "jobs/totals", "--token", "5", "--lease", "jobs"],
+            "forged"
+        )
+        .await
+        .0,
+        7
+    );
+    assert_eq!(
+        fencewatch(
+            base,
+            &["write", "jobs/totals", "--token", "2", "--if-match", "0"],
+            "x"
+        )
+        .await
+        .0,
+        4
+    );
+    assert_eq!(
+        fencewatch(
+            base,
+            &[
+                "write",
+                "jobs/totals",
+                "--token",
+                "1",
+                "--idempotency-key",
+                "op-1"
+            ],
+            "other"
+        )
+        .await
+        .0,
+        5
+    );
+    assert_eq!(
+        fencewatch(base, &["write", "jobs/totals", "--token", "abc"], "x")
+            .await
+            .0,
+        8
+    );
+    assert_eq!(fencewatch(base, &["lease", "show", "nope"], "").await.0, 9);
+    let (code, out, _) = fencewatch(base, &["lease", "show", "jobs"], "").await;
+    assert_eq!(code, 0);
+    let shown: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (
+            shown["holder"].as_str(),
+            shown["token"].as_i64(),
+            shown["state"].as_str()
+        ),
+        (Some("w2"), Some(2), Some("held"))
+    );
+    // The new holder writes; the value is its.
+    assert_eq!(
+        fencewatch(
+            base,
+            &["write", "jobs/totals", "--token", "2", "--lease", "jobs"],
+            "total=12"
+        )
+        .await
+        .0,
+        0
+    );
+    let value = Reply::from(
+        reqwest::get(format!("{base}/v1/resources/jobs/totals"))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(value.body, b"total=12");
+    daemon.kill().await;
+
+    // Nobody listening, and a bad command line.
+    assert_eq!(
+        fencewatch("http://127.0.0.1:9", &["lease", "show", "jobs"], "")
+            .await
+            .0,
+        1
+    );
+    assert_eq!(fencewatch(base, &["write", "k"], "").await.0, 2);
+}

@@ -143,10 +143,13 @@ impl TestApp {
     }
 
     pub async fn spawn_with(db: &TestDb, limits: Limits) -> TestApp {
+        Self::spawn_state(db, |store| AppState::new(FenceService::new(store, limits))).await
+    }
+
+    /// The router over `state`, which `make` builds around the test's store.
+    pub async fn spawn_state(db: &TestDb, make: impl FnOnce(Store) -> AppState) -> TestApp {
         let store = db.store().await;
-        let app = router(AppState {
-            service: FenceService::new(store.clone(), limits),
-        });
+        let app = router(make(store.clone()));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");

@@ -4,7 +4,7 @@
 use crate::helpers::{Backend, TestDb};
 use crate::test_db;
 use fencewatch::domain::{Decision, FencingToken, ResourceKey};
-use fencewatch::store::{FencedWrite, ObserveHook, Store};
+use fencewatch::store::{FencedWrite, LeasePolicy, ObserveHook, Store};
 use rstest::rstest;
 use sqlx::any::AnyPoolOptions;
 use sqlx::{AnyPool, Row};
@@ -22,6 +22,7 @@ fn write(token: i64, body: &'static str) -> FencedWrite {
         body: body.into(),
         body_sha256: "unused".into(),
         content_type: None,
+        caller: None,
     }
 }
 
@@ -72,7 +73,7 @@ struct Observed {
 async fn run_interleaving(db: &TestDb, older: OlderWriter) -> Observed {
     let newer_client = db.store().await;
     newer_client
-        .apply_write(&write(7, "old worker started"))
+        .apply_write(&write(7, "old worker started"), LeasePolicy::default())
         .await
         .unwrap();
 
@@ -87,7 +88,7 @@ async fn run_interleaving(db: &TestDb, older: OlderWriter) -> Observed {
             let older_client = db.store().await.with_observe_hook(hook);
             tokio::spawn(async move {
                 let result = older_client
-                    .apply_write(&write(7, "old worker resumed"))
+                    .apply_write(&write(7, "old worker resumed"), LeasePolicy::default())
                     .await
                     .unwrap();
                 assert!(
@@ -110,7 +111,7 @@ async fn run_interleaving(db: &TestDb, older: OlderWriter) -> Observed {
 
     // The newer owner writes and commits while the older one is paused after its read.
     let newer = newer_client
-        .apply_write(&write(8, "replacement completed"))
+        .apply_write(&write(8, "replacement completed"), LeasePolicy::default())
         .await
         .unwrap();
     assert!(matches!(newer.decision, Decision::Accept { .. }));

@@ -12,3 +12,4 @@ mod fence;
 mod idempotency;
 mod interleaving;
 mod layering;
+mod leases;

@@ -1,0 +1,202 @@
+//! The lease authority: `POST /v1/leases/{name}/acquire|renew|release`, `GET /v1/leases/{name}`.
+
+use super::problem::{json_bytes, Problem};
+use super::AppState;
+use crate::domain::audit::format_rfc3339_micros;
+use crate::domain::{FencingToken, Holder, LeaseName, LeaseRecord, ParseError, Ttl};
+use crate::store::{AcquireResult, LeaseState};
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{header, HeaderValue, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use chrono::DateTime;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+const PREFIX: &str = "/v1/leases/";
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/v1/leases/{*rest}", get(show).post(act))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AcquireBody {
+    holder: String,
+    ttl_ms: i64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RenewBody {
+    holder: String,
+    token: i64,
+    ttl_ms: Option<i64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReleaseBody {
+    holder: String,
+    token: i64,
+}
+
+/// A lease as the API shows it.
+#[derive(Serialize)]
+struct LeaseView {
+    lease: String,
+    holder: String,
+    token: i64,
+    expires_at: String,
+    ttl_ms: i64,
+    /// `held`, `expired` or `released`.
+    state: &'static str,
+}
+
+impl LeaseView {
+    fn new(record: &LeaseRecord, now_us: i64) -> Self {
+        let state = if record.released {
+            "released"
+        } else if record.expires_at_us <= now_us {
+            "expired"
+        } else {
+            "held"
+        };
+        Self {
+            lease: record.name.as_str().to_owned(),
+            holder: record.holder.as_str().to_owned(),
+            token: record.token.get(),
+            expires_at: expires_at(record),
+            ttl_ms: record.ttl.millis(),
+            state,
+        }
+    }
+}
+
+fn expires_at(record: &LeaseRecord) -> String {
+    DateTime::from_timestamp_micros(record.expires_at_us)
+        .map(|at| format_rfc3339_micros(&at))
+        .unwrap_or_default()
+}
+
+fn invalid(error: ParseError) -> Problem {
+    Problem::invalid_request(error.0)
+}
+
+fn lease_name(raw: &str) -> Result<LeaseName, Problem> {
+    let bytes: Vec<u8> = percent_encoding::percent_decode_str(raw).collect();
+    let text = String::from_utf8(bytes)
+        .map_err(|_| Problem::invalid_request("lease name is not valid UTF-8"))?;
+    LeaseName::parse(&text).map_err(invalid)
+}
+
+fn json_body<T: DeserializeOwned>(body: &Bytes) -> Result<T, Problem> {
+    serde_json::from_slice(body)
+        .map_err(|e| Problem::invalid_request(format!("invalid JSON body: {e}")))
+}
+
+fn ok_json(body: &impl Serialize) -> Response {
+    let mut response = (StatusCode::OK, json_bytes(body)).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+async fn show(State(state): State<AppState>, uri: Uri) -> Result<Response, Problem> {
+    let name = lease_name(uri.path().strip_prefix(PREFIX).unwrap_or_default())?;
+    match state.service.store().lease(&name).await? {
+        Some(LeaseState { record, now_us }) => Ok(ok_json(&LeaseView::new(&record, now_us))),
+        None => Err(Problem::not_found(format!(
+            "lease {:?} has never been acquired",
+            name.as_str()
+        ))),
+    }
+}
+
+async fn act(State(state): State<AppState>, uri: Uri, body: Bytes) -> Result<Response, Problem> {
+    let rest = uri.path().strip_prefix(PREFIX).unwrap_or_default();
+    let Some((raw_name, action)) = rest.rsplit_once('/') else {
+        return Err(Problem::not_found(
+            "POST to /v1/leases/NAME/acquire, renew or release",
+        ));
+    };
+    let name = lease_name(raw_name)?;
+    let store = state.service.store();
+    match action {
+        "acquire" => {
+            let request: AcquireBody = json_body(&body)?;
+            let holder = Holder::parse(&request.holder).map_err(invalid)?;
+            let ttl = Ttl::from_millis(request.ttl_ms).map_err(invalid)?;
+            match store.acquire_lease(&name, &holder, ttl).await? {
+                AcquireResult::Granted(record) => Ok(ok_json(&LeaseView::new(&record, 0))),
+                AcquireResult::Held(current) => Err(Problem::lease_held(format!(
+                    "lease {:?} is held by {:?} until {}",
+                    name.as_str(),
+                    current.holder.as_str(),
+                    expires_at(&current)
+                ))
+                .with_members(serde_json::json!({
+                    "lease": name.as_str(),
+                    "holder": current.holder.as_str(),
+                    "expires_at": expires_at(&current),
+                }))),
+            }
+        }
+        "renew" => {
+            let request: RenewBody = json_body(&body)?;
+            let holder = Holder::parse(&request.holder).map_err(invalid)?;
+            let token = FencingToken::new(request.token).map_err(invalid)?;
+            let ttl = request
+                .ttl_ms
+                .map(Ttl::from_millis)
+                .transpose()
+                .map_err(invalid)?;
+            match store.renew_lease(&name, &holder, token, ttl).await? {
+                Ok(record) => Ok(ok_json(&LeaseView::new(&record, 0))),
+                Err(current) => Err(lost(&name, &holder, token, current.as_ref())),
+            }
+        }
+        "release" => {
+            let request: ReleaseBody = json_body(&body)?;
+            let holder = Holder::parse(&request.holder).map_err(invalid)?;
+            let token = FencingToken::new(request.token).map_err(invalid)?;
+            match store.release_lease(&name, &holder, token).await? {
+                Ok(()) => Ok(StatusCode::NO_CONTENT.into_response()),
+                Err(current) => Err(lost(&name, &holder, token, current.as_ref())),
+            }
+        }
+        other => Err(Problem::not_found(format!(
+            "unknown lease action {other:?}: use acquire, renew or release"
+        ))),
+    }
+}
+
+/// `409 lease-lost`, saying why: superseded, expired, or never held.
+fn lost(
+    name: &LeaseName,
+    holder: &Holder,
+    token: FencingToken,
+    current: Option<&LeaseState>,
+) -> Problem {
+    let Some(LeaseState { record, now_us }) = current else {
+        return Problem::lease_lost(format!("lease {:?} has never been acquired", name.as_str()));
+    };
+    let why = if record.token != token || &record.holder != holder {
+        format!(
+            "generation {token} of {:?} is superseded: generation {} is held by {:?}",
+            holder.as_str(),
+            record.token,
+            record.holder.as_str()
+        )
+    } else if record.released {
+        format!("generation {token} was released")
+    } else {
+        format!("generation {token} expired at {}", expires_at(record))
+    };
+    Problem::lease_lost(format!("lease {:?}: {why}", name.as_str()))
+        .with_members(serde_json::json!({ "lease": LeaseView::new(record, *now_us) }))
+}

@@ -1,0 +1,295 @@
+//! The lease authority's persistence: grants from a durable counter, renewals, releases, and the
+//! history of who held which generation when.
+
+use super::tx::{clock_us, retrying};
+use super::{Store, StoreError};
+use crate::domain::lease::{decide_acquire, holds, AcquireDecision};
+use crate::domain::{FencingToken, Holder, LeaseName, LeaseRecord, Ttl};
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::any::AnyRow;
+use sqlx::{Any, Row, Transaction};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AcquireResult {
+    Granted(LeaseRecord),
+    Held(LeaseRecord),
+}
+
+/// A lease with the authority's clock reading, so callers can tell whether it has lapsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseState {
+    pub record: LeaseRecord,
+    pub now_us: i64,
+}
+
+/// One entry of a lease's history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LeaseEvent {
+    pub id: i64,
+    #[serde(serialize_with = "crate::domain::audit::serialize_rfc3339_micros")]
+    pub at: DateTime<Utc>,
+    pub lease: String,
+    /// `acquired`, `renewed`, `released`, or `expired` (observed when the next grant was made).
+    pub event: String,
+    pub holder: String,
+    pub token: i64,
+    #[serde(serialize_with = "crate::domain::audit::serialize_rfc3339_micros")]
+    pub expires_at: DateTime<Utc>,
+}
+
+const LEASE_COLUMNS: &str = "name, holder, token, ttl_ms, expires_at_us, released_at_us";
+
+impl Store {
+    /// Grants `name` to `holder` with the next generation, unless someone else holds it.
+    pub async fn acquire_lease(
+        &self,
+        name: &LeaseName,
+        holder: &Holder,
+        ttl: Ttl,
+    ) -> Result<AcquireResult, StoreError> {
+        retrying(|| async move {
+            let mut tx = self.writer.begin().await?;
+            loop {
+                let now = clock_us(&mut tx, self.backend).await?;
+                let current = read_lease(&mut tx, name, "").await?;
+                let decision = decide_acquire(current.as_ref(), holder, now)
+                    .map_err(|e| StoreError::Internal(sqlx::Error::Protocol(e.0)))?;
+                let (token, lapsed) = match decision {
+                    AcquireDecision::Held { current } => {
+                        tx.commit().await?;
+                        return Ok(AcquireResult::Held(current));
+                    }
+                    AcquireDecision::Grant { token, lapsed } => (token, lapsed),
+                };
+                let expires_at_us = now + ttl.micros();
+                let granted = match &current {
+                    None => sqlx::query(
+                        "INSERT INTO leases (name, holder, token, ttl_ms, acquired_at_us, expires_at_us) \
+                         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (name) DO NOTHING",
+                    )
+                    .bind(name.as_str())
+                    .bind(holder.as_str())
+                    .bind(token.get())
+                    .bind(ttl.millis())
+                    .bind(now)
+                    .bind(expires_at_us)
+                    .execute(&mut *tx)
+                    .await?,
+                    // Compare-and-set on the generation observed: of concurrent acquirers,
+                    // exactly one moves the counter; the others look again.
+                    Some(observed) => sqlx::query(
+                        "UPDATE leases SET holder = $2, token = $3, ttl_ms = $4, acquired_at_us = $5, \
+                         expires_at_us = $6, released_at_us = NULL WHERE name = $1 AND token = $7",
+                    )
+                    .bind(name.as_str())
+                    .bind(holder.as_str())
+                    .bind(token.get())
+                    .bind(ttl.millis())
+                    .bind(now)
+                    .bind(expires_at_us)
+                    .bind(observed.token.get())
+                    .execute(&mut *tx)
+                    .await?,
+                };
+                if granted.rows_affected() != 1 {
+                    continue;
+                }
+                if let Some(lapsed) = lapsed {
+                    insert_event(&mut tx, now, &lapsed, "expired", lapsed.expires_at_us).await?;
+                }
+                let record = LeaseRecord {
+                    name: name.clone(),
+                    holder: holder.clone(),
+                    token,
+                    ttl,
+                    expires_at_us,
+                    released: false,
+                };
+                insert_event(&mut tx, now, &record, "acquired", expires_at_us).await?;
+                tx.commit().await?;
+                return Ok(AcquireResult::Granted(record));
+            }
+        })
+        .await
+    }
+
+    /// Extends the current grant by its TTL (or `ttl`). `Err(current)` when `holder` and
+    /// `token` are not the current, unexpired grant.
+    pub async fn renew_lease(
+        &self,
+        name: &LeaseName,
+        holder: &Holder,
+        token: FencingToken,
+        ttl: Option<Ttl>,
+    ) -> Result<Result<LeaseRecord, Option<LeaseState>>, StoreError> {
+        retrying(|| async move {
+            let mut tx = self.writer.begin().await?;
+            let now = clock_us(&mut tx, self.backend).await?;
+            let current = read_lease(&mut tx, name, "").await?;
+            if !holds(current.as_ref(), holder, token, now, false) {
+                tx.commit().await?;
+                return Ok(Err(current.map(|record| LeaseState { record, now_us: now })));
+            }
+            let Some(mut record) = current else {
+                return Ok(Err(None));
+            };
+            record.ttl = ttl.unwrap_or(record.ttl);
+            record.expires_at_us = now + record.ttl.micros();
+            // Conditional on the grant still being the one checked above.
+            let renewed = sqlx::query(
+                "UPDATE leases SET ttl_ms = $4, expires_at_us = $5 \
+                 WHERE name = $1 AND holder = $2 AND token = $3 AND released_at_us IS NULL AND expires_at_us > $6",
+            )
+            .bind(name.as_str())
+            .bind(holder.as_str())
+            .bind(token.get())
+            .bind(record.ttl.millis())
+            .bind(record.expires_at_us)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+            if renewed.rows_affected() != 1 {
+                let current = read_lease(&mut tx, name, "").await?;
+                tx.commit().await?;
+                return Ok(Err(current.map(|record| LeaseState { record, now_us: now })));
+            }
+            insert_event(&mut tx, now, &record, "renewed", record.expires_at_us).await?;
+            tx.commit().await?;
+            Ok(Ok(record))
+        })
+        .await
+    }
+
+    /// Ends the current grant early. `Err(current)` when `holder` and `token` are not the
+    /// current grant. Releasing a grant that has already expired, or releasing twice, is fine.
+    pub async fn release_lease(
+        &self,
+        name: &LeaseName,
+        holder: &Holder,
+        token: FencingToken,
+    ) -> Result<Result<(), Option<LeaseState>>, StoreError> {
+        retrying(|| async move {
+            let mut tx = self.writer.begin().await?;
+            let now = clock_us(&mut tx, self.backend).await?;
+            let current = read_lease(&mut tx, name, "").await?;
+            if !holds(current.as_ref(), holder, token, now, true) {
+                tx.commit().await?;
+                return Ok(Err(current.map(|record| LeaseState { record, now_us: now })));
+            }
+            let released = sqlx::query(
+                "UPDATE leases SET released_at_us = $4, expires_at_us = CASE WHEN expires_at_us < $4 \
+                 THEN expires_at_us ELSE $4 END \
+                 WHERE name = $1 AND holder = $2 AND token = $3 AND released_at_us IS NULL",
+            )
+            .bind(name.as_str())
+            .bind(holder.as_str())
+            .bind(token.get())
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+            if let (1, Some(record)) = (released.rows_affected(), &current) {
+                insert_event(&mut tx, now, record, "released", now.min(record.expires_at_us)).await?;
+            }
+            tx.commit().await?;
+            Ok(Ok(()))
+        })
+        .await
+    }
+
+    /// The lease as it stands, with the authority's clock.
+    pub async fn lease(&self, name: &LeaseName) -> Result<Option<LeaseState>, StoreError> {
+        let mut tx = self.reader.begin().await?;
+        let now = clock_us(&mut tx, self.backend).await?;
+        let record = read_lease(&mut tx, name, "").await?;
+        tx.commit().await?;
+        Ok(record.map(|record| LeaseState {
+            record,
+            now_us: now,
+        }))
+    }
+
+    /// The history of a lease, oldest first.
+    pub async fn lease_events(&self, name: &LeaseName) -> Result<Vec<LeaseEvent>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, at_us, lease, event, holder, token, expires_at_us FROM lease_events \
+             WHERE lease = $1 ORDER BY id",
+        )
+        .bind(name.as_str())
+        .fetch_all(&self.reader)
+        .await?;
+        rows.iter().map(lease_event).collect()
+    }
+}
+
+/// Reads a lease inside `tx`; `lock` is appended to the query (a row lock where the dialect
+/// has one).
+pub(crate) async fn read_lease(
+    tx: &mut Transaction<'_, Any>,
+    name: &LeaseName,
+    lock: &str,
+) -> Result<Option<LeaseRecord>, StoreError> {
+    let sql = format!("SELECT {LEASE_COLUMNS} FROM leases WHERE name = $1{lock}");
+    let row = sqlx::query(&sql)
+        .bind(name.as_str())
+        .fetch_optional(&mut **tx)
+        .await?;
+    row.map(|row| lease_record(&row)).transpose()
+}
+
+fn corrupt(message: String) -> StoreError {
+    StoreError::Internal(sqlx::Error::Decode(message.into()))
+}
+
+fn lease_record(row: &AnyRow) -> Result<LeaseRecord, StoreError> {
+    let name: String = row.try_get("name")?;
+    let holder: String = row.try_get("holder")?;
+    let released_at: Option<i64> = row.try_get("released_at_us")?;
+    Ok(LeaseRecord {
+        name: LeaseName::parse(&name).map_err(|e| corrupt(e.0))?,
+        holder: Holder::parse(&holder).map_err(|e| corrupt(e.0))?,
+        token: FencingToken::new(row.try_get("token")?).map_err(|e| corrupt(e.0))?,
+        ttl: Ttl::from_millis(row.try_get("ttl_ms")?).map_err(|e| corrupt(e.0))?,
+        expires_at_us: row.try_get("expires_at_us")?,
+        released: released_at.is_some(),
+    })
+}
+
+fn lease_event(row: &AnyRow) -> Result<LeaseEvent, StoreError> {
+    let time = |column: &str| -> Result<DateTime<Utc>, StoreError> {
+        let us: i64 = row.try_get(column)?;
+        DateTime::from_timestamp_micros(us)
+            .ok_or_else(|| corrupt(format!("{column} {us} is out of range")))
+    };
+    Ok(LeaseEvent {
+        id: row.try_get("id")?,
+        at: time("at_us")?,
+        lease: row.try_get("lease")?,
+        event: row.try_get("event")?,
+        holder: row.try_get("holder")?,
+        token: row.try_get("token")?,
+        expires_at: time("expires_at_us")?,
+    })
+}
+
+async fn insert_event(
+    tx: &mut Transaction<'_, Any>,
+    now: i64,
+    record: &LeaseRecord,
+    event: &str,
+    expires_at_us: i64,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO lease_events (at_us, lease, event, holder, token, expires_at_us) \
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(now)
+    .bind(record.name.as_str())
+    .bind(event)
+    .bind(record.holder.as_str())
+    .bind(record.token.get())
+    .bind(expires_at_us)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}

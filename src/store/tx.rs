@@ -1,0 +1,54 @@
+//! What every transaction of the store shares: restarting one that lost a race, and the clock.
+
+use super::error::is_retryable;
+use super::{Backend, StoreError};
+use sqlx::{Any, Transaction};
+use std::future::Future;
+use std::time::Duration;
+
+/// Transactions restarted after losing to a concurrent one before giving up.
+const MAX_RUNS: u32 = 50;
+
+/// Runs a transaction until it does not lose to a concurrent one (SQLite's busy snapshot,
+/// PostgreSQL's serialization failure or deadlock), with a short growing pause between runs.
+pub(crate) async fn retrying<T, F, Fut>(mut run: F) -> Result<T, StoreError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, StoreError>>,
+{
+    let mut runs = 0;
+    loop {
+        runs += 1;
+        match run().await {
+            Err(error) if error.is_retryable() && runs < MAX_RUNS => {
+                tokio::time::sleep(Duration::from_millis(u64::from(runs.min(20)))).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+impl StoreError {
+    fn is_retryable(&self) -> bool {
+        match self {
+            StoreError::Internal(error) | StoreError::Unavailable(error) => is_retryable(error),
+            _ => false,
+        }
+    }
+}
+
+/// The authority's clock in microseconds since the epoch: the database's on PostgreSQL, so that
+/// daemons sharing it agree on expiry; this process's on SQLite, which has one daemon.
+pub(crate) async fn clock_us(
+    tx: &mut Transaction<'_, Any>,
+    backend: Backend,
+) -> Result<i64, sqlx::Error> {
+    match backend {
+        Backend::Postgres => {
+            sqlx::query_scalar("SELECT (EXTRACT(EPOCH FROM clock_timestamp()) * 1000000)::BIGINT")
+                .fetch_one(&mut **tx)
+                .await
+        }
+        Backend::Sqlite => Ok(chrono::Utc::now().timestamp_micros()),
+    }
+}

@@ -1,0 +1,692 @@
+//! The lease authority: its lifecycle, concurrent acquires, and writes checked against it.
+
+use crate::helpers::{Backend, Daemon, Reply, TestApp, TestDb};
+use crate::test_db;
+use fencewatch::domain::{LeaseName, LeaseScope};
+use fencewatch::http::AppState;
+use fencewatch::service::{FenceService, Limits};
+use fencewatch::store::LeasePolicy;
+use rstest::rstest;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+async fn post(app_base: &str, http: &reqwest::Client, path: &str, body: Value) -> Reply {
+    Reply::from(
+        http.post(format!("{app_base}{path}"))
+            .json(&body)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await
+}
+
+impl TestApp {
+    async fn acquire(&self, lease: &str, holder: &str, ttl_ms: i64) -> Reply {
+        post(
+            &self.base,
+            &self.http,
+            &format!("/v1/leases/{lease}/acquire"),
+            json!({"holder": holder, "ttl_ms": ttl_ms}),
+        )
+        .await
+    }
+
+    async fn renew(&self, lease: &str, holder: &str, token: i64) -> Reply {
+        post(
+            &self.base,
+            &self.http,
+            &format!("/v1/leases/{lease}/renew"),
+            json!({"holder": holder, "token": token}),
+        )
+        .await
+    }
+
+    async fn release(&self, lease: &str, holder: &str, token: i64) -> Reply {
+        post(
+            &self.base,
+            &self.http,
+            &format!("/v1/leases/{lease}/release"),
+            json!({"holder": holder, "token": token}),
+        )
+        .await
+    }
+}
+
+async fn app_with(db: &TestDb, policy: LeasePolicy) -> TestApp {
+    TestApp::spawn_with(
+        db,
+        Limits {
+            leases: policy,
+            ..Limits::default()
+        },
+    )
+    .await
+}
+
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn the_lease_lifecycle(#[case] backend: Backend) {
+    let db = test_db!(backend);
+    let app = TestApp::spawn(&db).await;
+    app.get("/v1/leases/jobs")
+        .await
+        .assert_problem(404, "not-found");
+
+    let first = app.acquire("jobs", "w1", 60_000).await;
+    assert_eq!(first.status, 200, "{}", first.json);
+    assert_eq!(
+        (
+            first.json["lease"].as_str(),
+            first.json["holder"].as_str(),
+            first.json["token"].as_i64()
+        ),
+        (Some("jobs"), Some("w1"), Some(1))
+    );
+    let expires: chrono::DateTime<chrono::Utc> =
+        first.json["expires_at"].as_str().unwrap().parse().unwrap();
+    assert!(expires > chrono::Utc::now() + chrono::Duration::seconds(50));
+
+    let held = app.acquire("jobs", "w2", 60_000).await;
+    held.assert_problem(409, "lease-held");
+    assert_eq!(held.json["holder"], "w1");
+    assert_eq!(held.json["expires_at"], first.json["expires_at"]);
+
+    let renewed = app.renew("jobs", "w1", 1).await;
+    assert_eq!(renewed.status, 200);
+    assert_eq!(renewed.json["token"], 1, "renewing keeps the generation");
+    assert!(renewed.json["expires_at"].as_str() >= first.json["expires_at"].as_str());
+    app.renew("jobs", "w2", 1)
+        .await
+        .assert_problem(409, "lease-lost");
+    app.renew("jobs", "w1", 2)
+        .await
+        .assert_problem(409, "lease-lost");
+
+    // Expiry: a short grant runs out; the next holder gets a higher generation.
+    assert_eq!(app.acquire("short", "w1", 150).await.json["token"], 1);
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    assert_eq!(app.get("/v1/leases/short").await.json["state"], "expired");
+    app.renew("short", "w1", 1)
+        .await
+        .assert_problem(409, "lease-lost");
+    let second = app.acquire("short", "w2", 60_000).await;
+    assert_eq!(
+        (second.status.as_u16(), second.json["token"].as_i64()),
+        (200, Some(2))
+    );
+    // The old holder can neither renew nor release.
+    app.renew("short", "w1", 1)
+        .await
+        .assert_problem(409, "lease-lost");
+    app.release("short", "w1", 1)
+        .await
+        .assert_problem(409, "lease-lost");
+    let released = app.release("short", "w2", 2).await;
+    assert_eq!(released.status, 204);
+    assert!(released.body.is_empty());
+    assert_eq!(app.get("/v1/leases/short").await.json["state"], "released");
+    assert_eq!(
+        app.acquire("short", "w3", 60_000).await.json["token"],
+        3,
+        "free after release"
+    );
+
+    // Who held which generation when.
+    let events = app
+        .store
+        .lease_events(&LeaseName::parse("short").unwrap())
+        .await
+        .unwrap();
+    let history: Vec<_> = events
+        .iter()
+        .map(|e| (e.event.as_str(), e.holder.as_str(), e.token))
+        .collect();
+    assert_eq!(
+        history,
+        [
+            ("acquired", "w1", 1),
+            ("expired", "w1", 1),
+            ("acquired", "w2", 2),
+            ("released", "w2", 2),
+            ("acquired", "w3", 3)
+        ]
+    );
+    assert!(events.windows(2).all(|pair| pair[0].at <= pair[1].at));
+}
+
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn bad_lease_requests_get_400(#[case] backend: Backend) {
+    let db = test_db!(backend);
+    let app = TestApp::spawn(&db).await;
+    let long = "h".repeat(129);
+    for body in [
+        json!({}),
+        json!({"holder": "w1"}),
+        json!({"ttl_ms": 1000}),
+        json!({"holder": "w1", "ttl_ms": 0}),
+        json!({"holder": "w1", "ttl_ms": 86_400_001}),
+        json!({"holder": "w1", "ttl_ms": "1000"}),
+        json!({"holder": "w1", "ttl_ms": 1.5}),
+        json!({"holder": "w1", "ttl_ms": -5}),
+        json!({"holder": "", "ttl_ms": 1000}),
+        json!({"holder": long, "ttl_ms": 1000}),
+        json!({"holder": "tab\there", "ttl_ms": 1000}),
+        json!({"holder": "w1", "ttl_ms": 1000, "extra": true}),
+        json!([1, 2]),
+    ] {
+        app.acquire_raw("jobs", body.to_string())
+            .await
+            .assert_problem(400, "invalid-request");
+    }
+    app.acquire_raw("jobs", "not json".into())
+        .await
+        .assert_problem(400, "invalid-request");
+    post(
+        &app.base,
+        &app.http,
+        "/v1/leases/jobs/renew",
+        json!({"holder": "w1", "token": 0}),
+    )
+    .await
+    .assert_problem(400, "invalid-request");
+    post(&app.base, &app.http, "/v1/leases/jobs/steal", json!({}))
+        .await
+        .assert_problem(404, "not-found");
+    app.get("/v1/leases/jobs")
+        .await
+        .assert_problem(404, "not-found");
+    // The largest TTL is fine.
+    assert_eq!(app.acquire("jobs", "w1", 86_400_000).await.status, 200);
+}
+
+impl TestApp {
+    async fn acquire_raw(&self, lease: &str, body: String) -> Reply {
+        Reply::from(
+            self.http
+                .post(format!("{}/v1/leases/{lease}/acquire", self.base))
+                .header("content-type", "application/json")
+                .body(body)
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await
+    }
+}
+
+/// Races `tasks` acquirers, each acquiring `rounds` times with a TTL that lapses at once, so
+/// that nearly every acquire is granted; returns the granted generations.
+async fn acquire_race(bases: &[String], tasks: usize, rounds: usize) -> Vec<i64> {
+    let http = reqwest::Client::new();
+    let mut handles = Vec::new();
+    for task in 0..tasks {
+        let base = bases[task % bases.len()].clone();
+        let http = http.clone();
+        handles.push(tokio::spawn(async move {
+            let mut granted = Vec::new();
+            for _ in 0..rounds {
+                let reply = post(
+                    &base,
+                    &http,
+                    "/v1/leases/race/acquire",
+                    json!({"holder": format!("w{task}"), "ttl_ms": 1}),
+                )
+                .await;
+                match reply.status.as_u16() {
+                    200 => granted.push(reply.json["token"].as_i64().unwrap()),
+                    409 => assert_eq!(reply.json["type"], "lease-held"),
+                    other => panic!("unexpected {other}: {}", reply.json),
+                }
+            }
+            granted
+        }));
+    }
+    let mut all = Vec::new();
+    for handle in handles {
+        all.extend(handle.await.unwrap());
+    }
+    all
+}
+
+fn assert_each_generation_once(mut granted: Vec<i64>, events: &[fencewatch::store::LeaseEvent]) {
+    let total = granted.len();
+    assert!(total > 20, "only {total} grants");
+    granted.sort();
+    let expected: Vec<i64> = (1..=total as i64).collect();
+    assert_eq!(
+        granted, expected,
+        "each generation granted exactly once, none skipped"
+    );
+    let acquired: Vec<i64> = events
+        .iter()
+        .filter(|e| e.event == "acquired")
+        .map(|e| e.token)
+        .collect();
+    assert_eq!(acquired.len(), total);
+    assert!(
+        acquired.windows(2).all(|pair| pair[0] < pair[1]),
+        "generations strictly increase in grant order"
+    );
+}
+
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_acquires_grant_each_generation_once(#[case] backend: Backend) {
+    let db = test_db!(backend);
+    let app = TestApp::spawn(&db).await;
+    let granted = acquire_race(std::slice::from_ref(&app.base), 16, 6).await;
+    let events = app
+        .store
+        .lease_events(&LeaseName::parse("race").unwrap())
+        .await
+        .unwrap();
+    assert_each_generation_once(granted, &events);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_daemons_grant_each_generation_once() {
+    let db = test_db!(Backend::Postgres);
+    let first = Daemon::spawn(&db, &[]).await;
+    let second = Daemon::spawn(&db, &[]).await;
+    let granted = acquire_race(&[first.base.clone(), second.base.clone()], 16, 6).await;
+    let events = db
+        .store()
+        .await
+        .lease_events(&LeaseName::parse("race").unwrap())
+        .await
+        .unwrap();
+    assert_each_generation_once(granted, &events);
+    assert!(first.terminate().await && second.terminate().await);
+}
+
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn generations_survive_a_restart(#[case] backend: Backend) {
+    let db = test_db!(backend);
+    let http = reqwest::Client::new();
+    let daemon = Daemon::spawn(&db, &[]).await;
+    let reply = post(
+        &daemon.base,
+        &http,
+        "/v1/leases/jobs/acquire",
+        json!({"holder": "w1", "ttl_ms": 1}),
+    )
+    .await;
+    assert_eq!(reply.json["token"], 1);
+    assert!(daemon.terminate().await);
+    let daemon = Daemon::spawn(&db, &[]).await;
+    let reply = post(
+        &daemon.base,
+        &http,
+        "/v1/leases/jobs/acquire",
+        json!({"holder": "w2", "ttl_ms": 1000}),
+    )
+    .await;
+    assert_eq!(
+        reply.json["token"], 2,
+        "the counter is durable, never reset"
+    );
+    daemon.kill().await;
+}
+
+/// A write naming a lease is judged by what the authority knows, not only by what the
+/// resource has seen.
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn the_authority_closes_the_gaps(#[case] backend: Backend) {
+    let db = test_db!(backend);
+    let app = TestApp::spawn(&db).await;
+    // Generations 7 and 8 of lease "jobs": 7 lapses, 8 goes to the replacement.
+    for _ in 0..6 {
+        app.acquire("jobs", "churn", 1).await;
+        tokio::time::sleep(Duration::from_millis(3)).await;
+    }
+    assert_eq!(app.acquire("jobs", "old", 1).await.json["token"], 7);
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    assert_eq!(app.acquire("jobs", "new", 60_000).await.json["token"], 8);
+
+    // The fresh resource never saw 8, yet 7 is refused: the lease issued 8.
+    let zombie = app
+        .put("jobs/totals")
+        .token(7)
+        .header("Fencing-Lease", "jobs")
+        .owner("old")
+        .body("stale")
+        .send()
+        .await;
+    zombie.assert_problem(409, "stale-token");
+    assert_eq!(zombie.json["outcome"], "superseded");
+    app.get("/v1/resources/jobs/totals")
+        .await
+        .assert_problem(404, "not-found");
+    // Without naming the lease, the fence alone cannot know (the documented limit).
+    assert_eq!(
+        app.put("jobs/unfenced")
+            .token(7)
+            .body("stale")
+            .send()
+            .await
+            .status,
+        201
+    );
+
+    // A token the lease never issued is forged.
+    let forged = app
+        .put("jobs/totals")
+        .token(9)
+        .header("Fencing-Lease", "jobs")
+        .body("x")
+        .send()
+        .await;
+    forged.assert_problem(403, "unknown-generation");
+    assert_eq!(forged.json["outcome"], "unauthorized");
+    app.put("jobs/totals")
+        .token(1)
+        .header("Fencing-Lease", "never-acquired")
+        .body("x")
+        .send()
+        .await
+        .assert_problem(403, "unknown-generation");
+
+    // The current holder writes.
+    let current = app
+        .put("jobs/totals")
+        .token(8)
+        .header("Fencing-Lease", "jobs")
+        .key("op-1")
+        .body("fresh")
+        .send()
+        .await;
+    assert_eq!(current.status, 201, "{}", current.json);
+    let row = app.audit_of("jobs/totals").await.pop().unwrap();
+    assert_eq!(
+        (row["lease"].as_str(), row["detail"].as_str()),
+        (Some("jobs"), None)
+    );
+
+    // A replay comes before the authority's checks: after 8 is superseded, op-1 still replays.
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    app.release("jobs", "new", 8).await;
+    assert_eq!(app.acquire("jobs", "newest", 60_000).await.json["token"], 9);
+    let retry = app
+        .put("jobs/totals")
+        .token(8)
+        .header("Fencing-Lease", "jobs")
+        .key("op-1")
+        .body("fresh")
+        .send()
+        .await;
+    assert_eq!(
+        (retry.status.as_u16(), retry.header("idempotent-replayed")),
+        (201, Some("true"))
+    );
+    app.put("jobs/totals")
+        .token(8)
+        .header("Fencing-Lease", "jobs")
+        .key("op-2")
+        .body("late")
+        .send()
+        .await
+        .assert_problem(409, "stale-token");
+
+    let outcomes: Vec<String> = app
+        .audit_of("jobs/totals")
+        .await
+        .iter()
+        .map(|r| r["outcome"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            "superseded",
+            "unauthorized",
+            "unauthorized",
+            "accepted",
+            "replayed",
+            "superseded"
+        ]
+    );
+}
+
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn lapsed_grants_are_flagged_or_refused(#[case] backend: Backend) {
+    let db = test_db!(backend);
+    let lenient = app_with(&db, LeasePolicy::default()).await;
+    let strict = app_with(
+        &db,
+        LeasePolicy {
+            strict: true,
+            ..LeasePolicy::default()
+        },
+    )
+    .await;
+    assert_eq!(lenient.acquire("batch", "w1", 100).await.json["token"], 1);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    let flagged = lenient
+        .put("batch")
+        .token(1)
+        .header("Fencing-Lease", "batch")
+        .body("late")
+        .send()
+        .await;
+    assert_eq!(
+        (flagged.status.as_u16(), flagged.json["outcome"].as_str()),
+        (201, Some("accepted"))
+    );
+    let detail = lenient.audit_of("batch").await[0]["detail"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(detail.contains("generation 1 had expired"), "{detail}");
+
+    let refused = strict
+        .put("batch")
+        .token(1)
+        .header("Fencing-Lease", "batch")
+        .body("later")
+        .send()
+        .await;
+    refused.assert_problem(409, "lease-expired");
+    assert_eq!(refused.json["outcome"], "lease_expired");
+    assert_eq!(lenient.get("/v1/resources/batch").await.body, b"late");
+
+    // A released grant is lapsed too.
+    let token = lenient.acquire("done", "w1", 60_000).await.json["token"]
+        .as_i64()
+        .unwrap();
+    assert_eq!(lenient.release("done", "w1", token).await.status, 204);
+    strict
+        .put("done")
+        .token(token)
+        .header("Fencing-Lease", "done")
+        .body("x")
+        .send()
+        .await
+        .assert_problem(409, "lease-expired");
+    assert_eq!(
+        lenient
+            .put("done")
+            .token(token)
+            .header("Fencing-Lease", "done")
+            .body("x")
+            .send()
+            .await
+            .status,
+        201
+    );
+    let detail = lenient.audit_of("done").await.pop().unwrap()["detail"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(detail.contains("was released"), "{detail}");
+}
+
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn a_lease_fences_only_its_scope(#[case] backend: Backend) {
+    let db = test_db!(backend);
+    let app = app_with(
+        &db,
+        LeasePolicy {
+            scope: LeaseScope::Prefix,
+            ..LeasePolicy::default()
+        },
+    )
+    .await;
+    let token = app.acquire("accounts", "w1", 60_000).await.json["token"]
+        .as_i64()
+        .unwrap();
+    for (key, status) in [
+        ("accounts", 201),
+        ("accounts/totals", 201),
+        ("accountsx", 403),
+        ("billing/accounts", 403),
+    ] {
+        let reply = app
+            .put(key)
+            .token(token)
+            .header("Fencing-Lease", "accounts")
+            .body("v")
+            .send()
+            .await;
+        assert_eq!(reply.status.as_u16(), status, "{key}: {}", reply.json);
+        if status == 403 {
+            reply.assert_problem(403, "out-of-scope");
+            assert_eq!(reply.json["outcome"], "unauthorized");
+        }
+    }
+    app.get("/v1/resources/billing/accounts")
+        .await
+        .assert_problem(404, "not-found");
+}
+
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn api_keys_guard_v1_and_name_the_caller(#[case] backend: Backend) {
+    use fencewatch::http::auth::ApiKeys;
+    let db = test_db!(backend);
+    let keys =
+        std::sync::Arc::new(ApiKeys::parse("alice:key-of-alice\nkey-without-name\n").unwrap());
+    let app = TestApp::spawn_state(&db, |store| AppState {
+        service: FenceService::new(store, Limits::default()),
+        api_keys: Some(keys),
+    })
+    .await;
+    let alice = |request: reqwest::RequestBuilder| request.bearer_auth("key-of-alice");
+
+    let none = app
+        .put("doc")
+        .token(1)
+        .owner("mallory")
+        .body("x")
+        .send()
+        .await;
+    none.assert_problem(401, "unauthorized");
+    assert_eq!(none.header("www-authenticate"), Some("Bearer"));
+    assert_eq!(none.json["outcome"], "unauthorized");
+    let wrong = app
+        .put("doc")
+        .token(1)
+        .header("Authorization", "Bearer key-of-alicf")
+        .body("x")
+        .send()
+        .await;
+    wrong.assert_problem(401, "unauthorized");
+    app.put("doc")
+        .token(1)
+        .header("Authorization", "Basic a2V5LW9mLWFsaWNl")
+        .body("x")
+        .send()
+        .await
+        .assert_problem(401, "unauthorized");
+
+    let written = app
+        .put("doc")
+        .token(1)
+        .header("Authorization", "Bearer key-of-alice")
+        .body("x")
+        .send()
+        .await;
+    assert_eq!(written.status, 201);
+    let anonymous = app
+        .put("doc")
+        .token(1)
+        .header("Authorization", "bearer key-without-name")
+        .body("y")
+        .send()
+        .await;
+    assert_eq!(anonymous.status, 200);
+
+    // Reads, the audit and the authority need a key too; health does not.
+    app.get("/v1/resources/doc")
+        .await
+        .assert_problem(401, "unauthorized");
+    app.get("/v1/audit")
+        .await
+        .assert_problem(401, "unauthorized");
+    app.acquire("jobs", "w1", 1000)
+        .await
+        .assert_problem(401, "unauthorized");
+    assert_eq!(app.get("/healthz").await.status, 200);
+    let value = Reply::from(
+        alice(app.http.get(format!("{}/v1/resources/doc", app.base)))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(value.body, b"y");
+
+    let audit = Reply::from(
+        alice(app.http.get(format!("{}/v1/audit?resource=doc", app.base)))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let rows: Vec<(String, Value, Value)> = audit.json["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .map(|r| {
+            (
+                r["outcome"].as_str().unwrap().to_owned(),
+                r["caller"].clone(),
+                r["owner"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("unauthorized".to_owned(), Value::Null, json!("mallory")),
+            ("unauthorized".to_owned(), Value::Null, Value::Null),
+            ("unauthorized".to_owned(), Value::Null, Value::Null),
+            ("accepted".to_owned(), json!("alice"), Value::Null),
+            ("accepted".to_owned(), Value::Null, Value::Null),
+        ]
+    );
+    // The unauthorized attempts changed nothing.
+    assert_eq!(value.header("etag"), Some("\"2\""));
+}
