@@ -66,6 +66,11 @@ pub struct ServeArgs {
     #[arg(long)]
     pub strict_leases: bool,
 
+    /// Refuse every write that does not name a lease of this daemon's authority
+    /// (403 unknown-generation), so that no caller can present a token it made up.
+    #[arg(long)]
+    pub require_lease: bool,
+
     /// Which resources a lease's tokens may fence.
     #[arg(long, value_enum, default_value_t = LeaseScopeArg::Any)]
     pub lease_scope: LeaseScopeArg,

@@ -40,6 +40,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
                     LeaseScopeArg::Prefix => LeaseScope::Prefix,
                 },
                 strict: args.strict_leases,
+                require_lease: args.require_lease,
             },
         },
     );

@@ -43,6 +43,9 @@ pub struct LeasePolicy {
     pub scope: LeaseScope,
     /// Refuse the current generation once its grant has lapsed, instead of flagging it.
     pub strict: bool,
+    /// Every write must name a lease: a token must come from this daemon's authority, so no
+    /// caller can fence a resource with a generation it made up.
+    pub require_lease: bool,
 }
 
 /// An attempt refused before any decision (malformed or not allowed), recorded with whatever
@@ -111,6 +114,16 @@ impl Store {
                 Some(name) => {
                     Some(observe_lease(&mut tx, self.backend, name, write, policy).await?)
                 }
+                // No lease named where one is required: no generation is known to be issued.
+                None if policy.require_lease => Some((
+                    LeaseCheck {
+                        issued: 0,
+                        lapsed: false,
+                        in_scope: true,
+                        strict: policy.strict,
+                    },
+                    None,
+                )),
                 None => None,
             };
             let decision = decide(
@@ -368,11 +381,15 @@ async fn insert_audit(
             lease_name(),
             write.key
         )),
-        Decision::UnknownGeneration => Some(format!(
-            "lease {} never issued generation {}",
-            lease_name(),
-            write.token
-        )),
+        Decision::UnknownGeneration => Some(match &write.lease {
+            Some(lease) => format!(
+                "lease {} never issued generation {}",
+                lease.as_str(),
+                write.token
+            ),
+            None => "this daemon requires Fencing-Lease: tokens must come from its lease authority"
+                .to_owned(),
+        }),
         Decision::Superseded => Some(format!(
             "lease {} has issued a newer generation than {}",
             lease_name(),

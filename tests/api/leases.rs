@@ -690,3 +690,49 @@ async fn api_keys_guard_v1_and_name_the_caller(#[case] backend: Backend) {
     // The unauthorized attempts changed nothing.
     assert_eq!(value.header("etag"), Some("\"2\""));
 }
+
+/// Under `--require-lease`, a token that does not come from the authority is refused, so no
+/// caller can fence a resource out with a generation it invented.
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn required_leases_leave_no_token_to_invent(#[case] backend: Backend) {
+    let db = test_db!(backend);
+    let app = app_with(
+        &db,
+        LeasePolicy {
+            require_lease: true,
+            ..LeasePolicy::default()
+        },
+    )
+    .await;
+    let invented = app
+        .put("ledger")
+        .token(i64::MAX)
+        .body("mine forever")
+        .send()
+        .await;
+    invented.assert_problem(403, "unknown-generation");
+    assert_eq!(invented.json["outcome"], "unauthorized");
+    assert!(invented.json["detail"]
+        .as_str()
+        .unwrap()
+        .contains("requires Fencing-Lease"));
+    app.get("/v1/resources/ledger")
+        .await
+        .assert_problem(404, "not-found");
+    let token = app.acquire("ledger", "w1", 60_000).await.json["token"]
+        .as_i64()
+        .unwrap();
+    assert_eq!(
+        app.put("ledger")
+            .token(token)
+            .header("Fencing-Lease", "ledger")
+            .body("v")
+            .send()
+            .await
+            .status,
+        201
+    );
+}
