@@ -91,9 +91,12 @@ async fn fencewatch(base: &str, args: &[&str], stdin: &str) -> (i32, String, Str
 /// The worker loop of the README, with the CLI: acquire → write with the token → renew; a
 /// replacement takes over; the old worker's write is refused; every kind of answer has its
 /// exit code.
+#[rstest::rstest]
+#[case::sqlite(crate::helpers::Backend::Sqlite)]
+#[case::postgres(crate::helpers::Backend::Postgres)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_worker_loop_with_the_cli() {
-    let db = crate::test_db!(crate::helpers::Backend::Sqlite);
+async fn the_worker_loop_with_the_cli(#[case] backend: crate::helpers::Backend) {
+    let db = crate::test_db!(backend);
     let daemon = crate::helpers::Daemon::spawn(&db, &[]).await;
     let base_url = daemon.base.clone();
     let base = base_url.as_str();

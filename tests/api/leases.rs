@@ -22,34 +22,33 @@ async fn post(app_base: &str, http: &reqwest::Client, path: &str, body: Value) -
 }
 
 impl TestApp {
-    async fn acquire(&self, lease: &str, holder: &str, ttl_ms: i64) -> Reply {
+    async fn lease_action(&self, lease: &str, action: &str, body: Value) -> Reply {
         post(
             &self.base,
             &self.http,
-            &format!("/v1/leases/{lease}/acquire"),
+            &format!("/v1/leases/{lease}/{action}"),
+            body,
+        )
+        .await
+    }
+
+    async fn acquire(&self, lease: &str, holder: &str, ttl_ms: i64) -> Reply {
+        self.lease_action(
+            lease,
+            "acquire",
             json!({"holder": holder, "ttl_ms": ttl_ms}),
         )
         .await
     }
 
     async fn renew(&self, lease: &str, holder: &str, token: i64) -> Reply {
-        post(
-            &self.base,
-            &self.http,
-            &format!("/v1/leases/{lease}/renew"),
-            json!({"holder": holder, "token": token}),
-        )
-        .await
+        self.lease_action(lease, "renew", json!({"holder": holder, "token": token}))
+            .await
     }
 
     async fn release(&self, lease: &str, holder: &str, token: i64) -> Reply {
-        post(
-            &self.base,
-            &self.http,
-            &format!("/v1/leases/{lease}/release"),
-            json!({"holder": holder, "token": token}),
-        )
-        .await
+        self.lease_action(lease, "release", json!({"holder": holder, "token": token}))
+            .await
     }
 }
 
