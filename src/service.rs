@@ -1,10 +1,10 @@
 //! The use cases, between the HTTP edge and the store. Later work (events, overlaps, metrics)
 //! hooks in here, after the store has committed.
 
-use crate::domain::{AuditEntry, ResourceKey};
+use crate::domain::{AuditEntry, FencingToken, Holder, LeaseName, LeaseRecord, ResourceKey, Ttl};
 use crate::store::{
-    AuditQuery, FencedWrite, LeasePolicy, RefusedAttempt, Store, StoreError, StoredValue,
-    WriteResult,
+    AcquireResult, AuditQuery, FencedWrite, LeasePolicy, LeaseState, RefusedAttempt, Store,
+    StoreError, StoredValue, WriteResult,
 };
 use std::time::Duration;
 
@@ -61,6 +61,40 @@ impl FenceService {
 
     pub async fn audit(&self, query: &AuditQuery) -> Result<Vec<AuditEntry>, StoreError> {
         self.store.audit_page(query).await
+    }
+
+    pub async fn acquire_lease(
+        &self,
+        name: &LeaseName,
+        holder: &Holder,
+        ttl: Ttl,
+    ) -> Result<AcquireResult, StoreError> {
+        self.store.acquire_lease(name, holder, ttl).await
+    }
+
+    /// `Err(current)` when `holder` and `token` are not the current, unexpired grant.
+    pub async fn renew_lease(
+        &self,
+        name: &LeaseName,
+        holder: &Holder,
+        token: FencingToken,
+        ttl: Option<Ttl>,
+    ) -> Result<Result<LeaseRecord, Option<LeaseState>>, StoreError> {
+        self.store.renew_lease(name, holder, token, ttl).await
+    }
+
+    /// `Err(current)` when `holder` and `token` are not the current grant.
+    pub async fn release_lease(
+        &self,
+        name: &LeaseName,
+        holder: &Holder,
+        token: FencingToken,
+    ) -> Result<Result<(), Option<LeaseState>>, StoreError> {
+        self.store.release_lease(name, holder, token).await
+    }
+
+    pub async fn lease(&self, name: &LeaseName) -> Result<Option<LeaseState>, StoreError> {
+        self.store.lease(name).await
     }
 
     /// Prunes operation records until the returned task is aborted. Runs at a tenth of the

@@ -56,6 +56,11 @@ struct LeaseView {
 }
 
 impl LeaseView {
+    /// A grant just made or renewed: held by definition.
+    fn granted(record: &LeaseRecord) -> Self {
+        Self::new(record, record.expires_at_us - 1)
+    }
+
     fn new(record: &LeaseRecord, now_us: i64) -> Self {
         let state = if record.released {
             "released"
@@ -108,7 +113,7 @@ fn ok_json(body: &impl Serialize) -> Response {
 
 async fn show(State(state): State<AppState>, uri: Uri) -> Result<Response, Problem> {
     let name = lease_name(uri.path().strip_prefix(PREFIX).unwrap_or_default())?;
-    match state.service.store().lease(&name).await? {
+    match state.service.lease(&name).await? {
         Some(LeaseState { record, now_us }) => Ok(ok_json(&LeaseView::new(&record, now_us))),
         None => Err(Problem::not_found(format!(
             "lease {:?} has never been acquired",
@@ -125,14 +130,14 @@ async fn act(State(state): State<AppState>, uri: Uri, body: Bytes) -> Result<Res
         ));
     };
     let name = lease_name(raw_name)?;
-    let store = state.service.store();
+    let service = &state.service;
     match action {
         "acquire" => {
             let request: AcquireBody = json_body(&body)?;
             let holder = Holder::parse(&request.holder).map_err(invalid)?;
             let ttl = Ttl::from_millis(request.ttl_ms).map_err(invalid)?;
-            match store.acquire_lease(&name, &holder, ttl).await? {
-                AcquireResult::Granted(record) => Ok(ok_json(&LeaseView::new(&record, 0))),
+            match service.acquire_lease(&name, &holder, ttl).await? {
+                AcquireResult::Granted(record) => Ok(ok_json(&LeaseView::granted(&record))),
                 AcquireResult::Held(current) => Err(Problem::lease_held(format!(
                     "lease {:?} is held by {:?} until {}",
                     name.as_str(),
@@ -155,8 +160,8 @@ async fn act(State(state): State<AppState>, uri: Uri, body: Bytes) -> Result<Res
                 .map(Ttl::from_millis)
                 .transpose()
                 .map_err(invalid)?;
-            match store.renew_lease(&name, &holder, token, ttl).await? {
-                Ok(record) => Ok(ok_json(&LeaseView::new(&record, 0))),
+            match service.renew_lease(&name, &holder, token, ttl).await? {
+                Ok(record) => Ok(ok_json(&LeaseView::granted(&record))),
                 Err(current) => Err(lost(&name, &holder, token, current.as_ref())),
             }
         }
@@ -164,7 +169,7 @@ async fn act(State(state): State<AppState>, uri: Uri, body: Bytes) -> Result<Res
             let request: ReleaseBody = json_body(&body)?;
             let holder = Holder::parse(&request.holder).map_err(invalid)?;
             let token = FencingToken::new(request.token).map_err(invalid)?;
-            match store.release_lease(&name, &holder, token).await? {
+            match service.release_lease(&name, &holder, token).await? {
                 Ok(()) => Ok(StatusCode::NO_CONTENT.into_response()),
                 Err(current) => Err(lost(&name, &holder, token, current.as_ref())),
             }
