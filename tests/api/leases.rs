@@ -734,3 +734,16 @@ async fn required_leases_leave_no_token_to_invent(#[case] backend: Backend) {
         201
     );
 }
+
+/// The example key file in `assets/` is one the daemon accepts.
+#[test]
+fn the_example_key_file_parses() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/api-keys.example");
+    let keys = fencewatch::http::auth::ApiKeys::load(&path).unwrap();
+    assert_eq!(
+        keys.authenticate("replace-with-a-long-random-key"),
+        Some(fencewatch::http::auth::Caller(Some(
+            "billing-worker".into()
+        )))
+    );
+}
