@@ -240,6 +240,10 @@ impl Put {
         self.header("If-Match", format!("\"{revision}\""))
     }
 
+    pub fn lease(self, lease: &str) -> Self {
+        self.header("Fencing-Lease", lease)
+    }
+
     pub fn owner(self, owner: &str) -> Self {
         self.header("Fencing-Owner", owner)
     }

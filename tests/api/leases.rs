@@ -359,7 +359,7 @@ async fn the_authority_closes_the_gaps(#[case] backend: Backend) {
     let zombie = app
         .put("jobs/totals")
         .token(7)
-        .header("Fencing-Lease", "jobs")
+        .lease("jobs")
         .owner("old")
         .body("stale")
         .send()
@@ -384,7 +384,7 @@ async fn the_authority_closes_the_gaps(#[case] backend: Backend) {
     let forged = app
         .put("jobs/totals")
         .token(9)
-        .header("Fencing-Lease", "jobs")
+        .lease("jobs")
         .body("x")
         .send()
         .await;
@@ -392,7 +392,7 @@ async fn the_authority_closes_the_gaps(#[case] backend: Backend) {
     assert_eq!(forged.json["outcome"], "unauthorized");
     app.put("jobs/totals")
         .token(1)
-        .header("Fencing-Lease", "never-acquired")
+        .lease("never-acquired")
         .body("x")
         .send()
         .await
@@ -402,7 +402,7 @@ async fn the_authority_closes_the_gaps(#[case] backend: Backend) {
     let current = app
         .put("jobs/totals")
         .token(8)
-        .header("Fencing-Lease", "jobs")
+        .lease("jobs")
         .key("op-1")
         .body("fresh")
         .send()
@@ -421,7 +421,7 @@ async fn the_authority_closes_the_gaps(#[case] backend: Backend) {
     let retry = app
         .put("jobs/totals")
         .token(8)
-        .header("Fencing-Lease", "jobs")
+        .lease("jobs")
         .key("op-1")
         .body("fresh")
         .send()
@@ -432,7 +432,7 @@ async fn the_authority_closes_the_gaps(#[case] backend: Backend) {
     );
     app.put("jobs/totals")
         .token(8)
-        .header("Fencing-Lease", "jobs")
+        .lease("jobs")
         .key("op-2")
         .body("late")
         .send()
@@ -479,7 +479,7 @@ async fn lapsed_grants_are_flagged_or_refused(#[case] backend: Backend) {
     let flagged = lenient
         .put("batch")
         .token(1)
-        .header("Fencing-Lease", "batch")
+        .lease("batch")
         .body("late")
         .send()
         .await;
@@ -496,7 +496,7 @@ async fn lapsed_grants_are_flagged_or_refused(#[case] backend: Backend) {
     let refused = strict
         .put("batch")
         .token(1)
-        .header("Fencing-Lease", "batch")
+        .lease("batch")
         .body("later")
         .send()
         .await;
@@ -512,7 +512,7 @@ async fn lapsed_grants_are_flagged_or_refused(#[case] backend: Backend) {
     strict
         .put("done")
         .token(token)
-        .header("Fencing-Lease", "done")
+        .lease("done")
         .body("x")
         .send()
         .await
@@ -521,7 +521,7 @@ async fn lapsed_grants_are_flagged_or_refused(#[case] backend: Backend) {
         lenient
             .put("done")
             .token(token)
-            .header("Fencing-Lease", "done")
+            .lease("done")
             .body("x")
             .send()
             .await
@@ -561,7 +561,7 @@ async fn a_lease_fences_only_its_scope(#[case] backend: Backend) {
         let reply = app
             .put(key)
             .token(token)
-            .header("Fencing-Lease", "accounts")
+            .lease("accounts")
             .body("v")
             .send()
             .await;
@@ -726,7 +726,7 @@ async fn required_leases_leave_no_token_to_invent(#[case] backend: Backend) {
     assert_eq!(
         app.put("ledger")
             .token(token)
-            .header("Fencing-Lease", "ledger")
+            .lease("ledger")
             .body("v")
             .send()
             .await
