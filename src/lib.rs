@@ -6,7 +6,9 @@
 pub mod cli;
 pub mod client;
 pub mod domain;
+pub mod events;
 pub mod http;
+pub mod live;
 pub mod server;
 pub mod service;
 pub mod store;

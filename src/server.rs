@@ -44,6 +44,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             },
         },
     );
+    let state = AppState::start(service, api_keys)
+        .await
+        .context("failed to start the live tail")?;
     let listener = TcpListener::bind(&args.listen)
         .await
         .with_context(|| format!("failed to listen on {}", args.listen))?;
@@ -57,8 +60,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     drop(stdout);
     tracing::info!(%address, backend = store.backend().name(), "serving");
 
-    let retention = service.spawn_retention();
-    let app = http::router(AppState { service, api_keys });
+    let retention = state.service.spawn_retention();
+    let app = http::router(state);
     let served = http::serve(listener, app, shutdown_signal()).await;
     retention.abort();
     store.close().await;

@@ -6,7 +6,9 @@ use crate::store::{
     AcquireResult, AuditQuery, FencedWrite, LeasePolicy, LeaseState, RefusedAttempt, Store,
     StoreError, StoredValue, WriteResult,
 };
+use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::Notify;
 
 #[derive(Debug, Clone)]
 pub struct Limits {
@@ -32,11 +34,29 @@ impl Default for Limits {
 pub struct FenceService {
     store: Store,
     limits: Limits,
+    /// Woken after every commit that adds audit rows, so the live tail picks them up at once.
+    committed: Option<Arc<Notify>>,
 }
 
 impl FenceService {
     pub fn new(store: Store, limits: Limits) -> Self {
-        Self { store, limits }
+        Self {
+            store,
+            limits,
+            committed: None,
+        }
+    }
+
+    /// The same service, waking `committed` after each audited commit.
+    pub fn waking(mut self, committed: Arc<Notify>) -> Self {
+        self.committed = Some(committed);
+        self
+    }
+
+    fn after_commit(&self) {
+        if let Some(committed) = &self.committed {
+            committed.notify_one();
+        }
     }
 
     pub fn limits(&self) -> &Limits {
@@ -48,11 +68,15 @@ impl FenceService {
     }
 
     pub async fn write(&self, write: &FencedWrite) -> Result<WriteResult, StoreError> {
-        self.store.apply_write(write, self.limits.leases).await
+        let result = self.store.apply_write(write, self.limits.leases).await;
+        self.after_commit();
+        result
     }
 
     pub async fn refuse(&self, attempt: &RefusedAttempt) -> Result<AuditEntry, StoreError> {
-        self.store.record_refused(attempt).await
+        let result = self.store.record_refused(attempt).await;
+        self.after_commit();
+        result
     }
 
     pub async fn read(&self, key: &ResourceKey) -> Result<Option<StoredValue>, StoreError> {

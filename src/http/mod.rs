@@ -2,13 +2,16 @@
 
 mod audit;
 pub mod auth;
+mod events;
 mod health;
 mod leases;
 pub mod problem;
 mod resources;
 mod write_request;
 
+use crate::live::Live;
 use crate::service::FenceService;
+use crate::store::StoreError;
 use auth::ApiKeys;
 use axum::http::{Method, Uri};
 use axum::Router;
@@ -20,16 +23,23 @@ use tokio::net::TcpListener;
 #[derive(Clone)]
 pub struct AppState {
     pub service: FenceService,
+    pub live: Live,
     /// When set, every `/v1` request needs one of these keys.
     pub api_keys: Option<Arc<ApiKeys>>,
 }
 
 impl AppState {
-    pub fn new(service: FenceService) -> Self {
-        Self {
-            service,
-            api_keys: None,
-        }
+    /// Starts the live side over the service's store and wires the service to wake it.
+    pub async fn start(
+        service: FenceService,
+        api_keys: Option<Arc<ApiKeys>>,
+    ) -> Result<Self, StoreError> {
+        let live = Live::start(service.store().clone()).await?;
+        Ok(Self {
+            service: service.waking(live.tail.wake.clone()),
+            live,
+            api_keys,
+        })
     }
 }
 
@@ -39,6 +49,7 @@ pub fn router(state: AppState) -> Router {
         .merge(resources::router())
         .merge(audit::router())
         .merge(leases::router())
+        .merge(events::router())
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::require_key,

@@ -8,6 +8,7 @@ mod error;
 mod leases;
 mod reads;
 mod retention;
+mod tail;
 mod tx;
 mod writes;
 
@@ -15,6 +16,7 @@ pub use connect::{Backend, StoreOptions};
 pub use error::StoreError;
 pub use leases::{AcquireResult, LeaseEvent, LeaseState};
 pub use reads::{AuditQuery, StoredValue};
+pub use tail::Snapshot;
 pub use writes::{created_or_updated, FencedWrite, LeasePolicy, RefusedAttempt, WriteResult};
 
 use sqlx::AnyPool;

@@ -22,7 +22,8 @@ pub struct AuditQuery {
     pub limit: u32,
 }
 
-const AUDIT_COLUMNS: &str = "id, at_us, resource, outcome, token, highest_token, revision, \
+pub(crate) const AUDIT_COLUMNS: &str =
+    "id, at_us, resource, outcome, token, highest_token, revision, \
      idempotency_key, expected_revision, owner, lease, body_sha256, body_len, detail, caller";
 
 impl Store {

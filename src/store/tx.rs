@@ -37,6 +37,23 @@ impl StoreError {
     }
 }
 
+/// Begins a transaction that will insert audit rows. On PostgreSQL it takes its transaction id
+/// first, before any audit id: then a gap in audit ids seen by the live tail belongs to a
+/// transaction older than that snapshot's xmax, and is final once the snapshot xmin passes it
+/// (see `Store::audit_horizon`).
+pub(crate) async fn begin_audited<'a>(
+    pool: &'a sqlx::AnyPool,
+    backend: Backend,
+) -> Result<Transaction<'a, Any>, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    if backend == Backend::Postgres {
+        sqlx::query("SELECT pg_current_xact_id()::text")
+            .execute(&mut *tx)
+            .await?;
+    }
+    Ok(tx)
+}
+
 /// The authority's clock in microseconds since the epoch: the database's on PostgreSQL, so that
 /// daemons sharing it agree on expiry; this process's on SQLite, which has one daemon.
 pub(crate) async fn clock_us(

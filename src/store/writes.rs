@@ -10,7 +10,7 @@
 //! applied to a state other than the one it was made on.
 
 use super::leases::read_lease;
-use super::tx::{clock_us, retrying};
+use super::tx::{begin_audited, clock_us, retrying};
 use super::{Backend, Store, StoreError};
 use crate::domain::{
     decide, AuditEntry, Decision, FencingToken, IdempotencyKey, LeaseCheck, LeaseName, LeaseScope,
@@ -97,7 +97,7 @@ impl Store {
         policy: LeasePolicy,
         observations: &AtomicU32,
     ) -> Result<WriteResult, StoreError> {
-        let mut tx = self.writer.begin().await?;
+        let mut tx = begin_audited(&self.writer, self.backend).await?;
         let mut this_run = 0;
         loop {
             this_run += 1;
@@ -172,7 +172,7 @@ impl Store {
     /// Records an attempt that was refused before the fence was consulted.
     pub async fn record_refused(&self, attempt: &RefusedAttempt) -> Result<AuditEntry, StoreError> {
         retrying(|| async {
-            let mut tx = self.writer.begin().await?;
+            let mut tx = begin_audited(&self.writer, self.backend).await?;
             let state = observe_resource(&mut tx, &attempt.key)
                 .await?
                 .unwrap_or(ResourceState::FRESH);

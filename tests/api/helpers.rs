@@ -1,7 +1,9 @@
 //! The test harness: a fresh database per test on either backend, the daemon in-process or as a
 //! real process, and a small HTTP client for the contract.
 
+use fencewatch::http::auth::ApiKeys;
 use fencewatch::http::{router, serve, AppState};
+use fencewatch::live::Live;
 use fencewatch::service::{FenceService, Limits};
 use fencewatch::store::{Store, StoreOptions};
 use reqwest::header::HeaderMap;
@@ -10,6 +12,7 @@ use serde_json::Value;
 use sqlx::Connection;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
@@ -135,6 +138,7 @@ pub struct TestApp {
     pub base: String,
     pub http: reqwest::Client,
     pub store: Store,
+    pub live: Live,
 }
 
 impl TestApp {
@@ -143,13 +147,17 @@ impl TestApp {
     }
 
     pub async fn spawn_with(db: &TestDb, limits: Limits) -> TestApp {
-        Self::spawn_state(db, |store| AppState::new(FenceService::new(store, limits))).await
+        Self::spawn_keyed(db, limits, None).await
     }
 
-    /// The router over `state`, which `make` builds around the test's store.
-    pub async fn spawn_state(db: &TestDb, make: impl FnOnce(Store) -> AppState) -> TestApp {
+    /// The router with these limits and, if given, API keys.
+    pub async fn spawn_keyed(db: &TestDb, limits: Limits, keys: Option<Arc<ApiKeys>>) -> TestApp {
         let store = db.store().await;
-        let app = router(make(store.clone()));
+        let state = AppState::start(FenceService::new(store.clone(), limits), keys)
+            .await
+            .expect("start the live side");
+        let live = state.live.clone();
+        let app = router(state);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
@@ -159,6 +167,7 @@ impl TestApp {
             base,
             http: reqwest::Client::new(),
             store,
+            live,
         }
     }
 
@@ -400,5 +409,111 @@ impl Rng {
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
         self.0 % bound
+    }
+}
+
+/// One Server-Sent Event.
+#[derive(Debug, Clone, Default)]
+pub struct SseMessage {
+    pub event: String,
+    pub id: Option<String>,
+    pub data: String,
+}
+
+impl SseMessage {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.data).expect("event data is JSON")
+    }
+}
+
+/// A minimal SSE reader over a streaming response.
+pub struct SseClient {
+    response: reqwest::Response,
+    buffer: String,
+}
+
+impl SseClient {
+    pub async fn connect(base: &str, last_event_id: Option<i64>) -> SseClient {
+        let mut request = reqwest::Client::new().get(format!("{base}/v1/events"));
+        if let Some(id) = last_event_id {
+            request = request.header("Last-Event-ID", id.to_string());
+        }
+        let response = request.send().await.expect("GET /v1/events");
+        assert_eq!(response.status(), 200);
+        assert!(response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream")));
+        SseClient {
+            response,
+            buffer: String::new(),
+        }
+    }
+
+    /// The next event of any kind, or `None` if none arrives within `wait`.
+    pub async fn next_within(&mut self, wait: Duration) -> Option<SseMessage> {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                let mut message = SseMessage::default();
+                for line in block.lines() {
+                    if let Some(value) = line.strip_prefix("event:") {
+                        message.event = value.trim_start().to_owned();
+                    } else if let Some(value) = line.strip_prefix("id:") {
+                        message.id = Some(value.trim_start().to_owned());
+                    } else if let Some(value) = line.strip_prefix("data:") {
+                        if !message.data.is_empty() {
+                            message.data.push('\n');
+                        }
+                        message
+                            .data
+                            .push_str(value.strip_prefix(' ').unwrap_or(value));
+                    }
+                }
+                if message.event.is_empty() && message.data.is_empty() {
+                    continue; // a keep-alive comment
+                }
+                return Some(message);
+            }
+            let chunk = tokio::time::timeout_at(deadline, self.response.chunk())
+                .await
+                .ok()?;
+            let chunk = chunk.expect("read the stream")?;
+            self.buffer.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    }
+
+    /// The next event of kind `kind`, skipping others; panics after `wait`.
+    pub async fn next_of(&mut self, kind: &str, wait: Duration) -> SseMessage {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let message = self
+                .next_within(left)
+                .await
+                .unwrap_or_else(|| panic!("no {kind} event within {wait:?}"));
+            if message.event == kind {
+                return message;
+            }
+        }
+    }
+
+    /// Write events until none arrives for `quiet` (other events do not count).
+    pub async fn writes_until_quiet(&mut self, quiet: Duration) -> Vec<SseMessage> {
+        let mut writes = Vec::new();
+        let mut deadline = tokio::time::Instant::now() + quiet;
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            match self.next_within(left).await {
+                Some(message) if message.event == "write" => {
+                    writes.push(message);
+                    deadline = tokio::time::Instant::now() + quiet;
+                }
+                Some(_) => {}
+                None => return writes,
+            }
+        }
     }
 }

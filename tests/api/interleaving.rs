@@ -12,8 +12,13 @@ use std::sync::Arc;
 use tokio::sync::{oneshot, Mutex};
 
 fn write(token: i64, body: &'static str) -> FencedWrite {
+    write_for("accounts/totals", token, body)
+}
+
+/// A well-formed write straight to the store.
+pub fn write_for(key: &str, token: i64, body: &'static str) -> FencedWrite {
     FencedWrite {
-        key: ResourceKey::parse("accounts/totals").unwrap(),
+        key: ResourceKey::parse(key).unwrap(),
         token: FencingToken::new(token).unwrap(),
         idempotency_key: None,
         expected_revision: None,

@@ -3,8 +3,7 @@
 use crate::helpers::{Backend, Daemon, Reply, TestApp, TestDb};
 use crate::test_db;
 use fencewatch::domain::{LeaseName, LeaseScope};
-use fencewatch::http::AppState;
-use fencewatch::service::{FenceService, Limits};
+use fencewatch::service::Limits;
 use fencewatch::store::LeasePolicy;
 use rstest::rstest;
 use serde_json::{json, Value};
@@ -585,11 +584,7 @@ async fn api_keys_guard_v1_and_name_the_caller(#[case] backend: Backend) {
     let db = test_db!(backend);
     let keys =
         std::sync::Arc::new(ApiKeys::parse("alice:key-of-alice\nkey-without-name\n").unwrap());
-    let app = TestApp::spawn_state(&db, |store| AppState {
-        service: FenceService::new(store, Limits::default()),
-        api_keys: Some(keys),
-    })
-    .await;
+    let app = TestApp::spawn_keyed(&db, Limits::default(), Some(keys)).await;
     let alice = |request: reqwest::RequestBuilder| request.bearer_auth("key-of-alice");
 
     let none = app

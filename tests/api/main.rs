@@ -8,6 +8,7 @@ mod bad_input;
 mod cli;
 mod concurrency;
 mod durability;
+mod events;
 mod fence;
 mod idempotency;
 mod interleaving;

@@ -1,0 +1,73 @@
+//! What operators watch live: a bounded bus fed from the commit-ordered audit tail, and the
+//! rolling statistics computed from it. Nothing here is on the write path: writers only nudge
+//! the tail awake after they commit.
+
+mod stats;
+mod tail;
+
+pub use stats::{Rates, StatsView, StatsWindow};
+pub use tail::{spawn_tail, TailHandle};
+
+use crate::domain::AuditEntry;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::sync::broadcast;
+
+/// One thing that happened, as the live stream tells it.
+#[derive(Debug, Clone)]
+pub enum Event {
+    /// An audit row, delivered in id order once every lower id is final.
+    Write(Arc<AuditEntry>),
+    /// An ownership overlap opened, grew or closed (its state as JSON).
+    Overlap(Arc<serde_json::Value>),
+    /// An alert changed state (as JSON).
+    Alert(Arc<serde_json::Value>),
+}
+
+/// A bounded broadcast: a subscriber that falls behind loses its place (and refills from the
+/// audit) instead of slowing anyone down. What was skipped is counted.
+#[derive(Debug, Clone)]
+pub struct EventBus {
+    sender: broadcast::Sender<Event>,
+    dropped: Arc<AtomicU64>,
+}
+
+impl EventBus {
+    pub const CAPACITY: usize = 4096;
+
+    pub fn new() -> Self {
+        Self::with_capacity(Self::CAPACITY)
+    }
+
+    pub fn with_capacity(capacity: usize) -> Self {
+        let (sender, _) = broadcast::channel(capacity.max(1));
+        Self {
+            sender,
+            dropped: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    pub fn publish(&self, event: Event) {
+        // No subscriber is not an error: the event is in the audit anyway.
+        let _ = self.sender.send(event);
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.sender.subscribe()
+    }
+
+    /// Records that a subscriber fell behind by `count` events.
+    pub fn count_dropped(&self, count: u64) {
+        self.dropped.fetch_add(count, Ordering::Relaxed);
+    }
+
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+}
+
+impl Default for EventBus {
+    fn default() -> Self {
+        Self::new()
+    }
+}

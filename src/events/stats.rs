@@ -1,0 +1,145 @@
+//! Totals per outcome and rates over the last 10 s, 1 min and 5 min, in constant memory:
+//! a ring of one-second buckets.
+
+use crate::domain::Outcome;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+const SECONDS: usize = 300;
+const OUTCOMES: usize = Outcome::ALL.len();
+
+#[derive(Debug, Clone)]
+pub struct StatsWindow {
+    totals: [u64; OUTCOMES],
+    buckets: Vec<[u32; OUTCOMES]>,
+    /// The second (since the epoch) that `buckets[second % SECONDS]` holds.
+    stamps: Vec<i64>,
+}
+
+/// Writes per second over one window, per outcome and in all.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Rates {
+    pub total: f64,
+    pub by_outcome: BTreeMap<&'static str, f64>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct StatsView {
+    pub totals: BTreeMap<&'static str, u64>,
+    pub rates: BTreeMap<&'static str, Rates>,
+    pub open_overlaps: u64,
+    pub firing_alerts: u64,
+    pub events_dropped: u64,
+    /// The audit id up to which these figures are final.
+    pub through_audit_id: i64,
+}
+
+fn index(outcome: Outcome) -> usize {
+    Outcome::ALL
+        .iter()
+        .position(|o| *o == outcome)
+        .unwrap_or_default()
+}
+
+impl StatsWindow {
+    pub fn new(totals: impl IntoIterator<Item = (Outcome, u64)>) -> Self {
+        let mut window = Self {
+            totals: [0; OUTCOMES],
+            buckets: vec![[0; OUTCOMES]; SECONDS],
+            stamps: vec![i64::MIN; SECONDS],
+        };
+        for (outcome, count) in totals {
+            window.totals[index(outcome)] += count;
+        }
+        window
+    }
+
+    /// Counts one write seen at `second`: constant time.
+    pub fn record(&mut self, outcome: Outcome, second: i64) {
+        let slot = second.rem_euclid(SECONDS as i64) as usize;
+        if self.stamps[slot] != second {
+            self.stamps[slot] = second;
+            self.buckets[slot] = [0; OUTCOMES];
+        }
+        self.buckets[slot][index(outcome)] += 1;
+        self.totals[index(outcome)] += 1;
+    }
+
+    pub fn total(&self, outcome: Outcome) -> u64 {
+        self.totals[index(outcome)]
+    }
+
+    /// Writes of `outcome` over the `seconds` seconds up to and including `now`.
+    pub fn count_since(&self, outcome: Outcome, now: i64, seconds: usize) -> u64 {
+        let seconds = seconds.min(SECONDS) as i64;
+        (0..seconds)
+            .map(|back| now - back)
+            .map(|second| {
+                let slot = second.rem_euclid(SECONDS as i64) as usize;
+                if self.stamps[slot] == second {
+                    u64::from(self.buckets[slot][index(outcome)])
+                } else {
+                    0
+                }
+            })
+            .sum()
+    }
+
+    pub fn rates(&self, now: i64, seconds: usize) -> Rates {
+        let by_outcome: BTreeMap<&'static str, f64> = Outcome::ALL
+            .iter()
+            .map(|o| {
+                (
+                    o.as_str(),
+                    self.count_since(*o, now, seconds) as f64 / seconds as f64,
+                )
+            })
+            .collect();
+        Rates {
+            total: by_outcome.values().sum(),
+            by_outcome,
+        }
+    }
+
+    pub fn view(&self, now: i64) -> StatsView {
+        StatsView {
+            totals: Outcome::ALL
+                .iter()
+                .map(|o| (o.as_str(), self.total(*o)))
+                .collect(),
+            rates: [("10s", 10), ("1m", 60), ("5m", 300)]
+                .into_iter()
+                .map(|(name, seconds)| (name, self.rates(now, seconds)))
+                .collect(),
+            open_overlaps: 0,
+            firing_alerts: 0,
+            events_dropped: 0,
+            through_audit_id: 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_cover_their_windows_and_old_buckets_are_forgotten() {
+        let mut window = StatsWindow::new([(Outcome::Accepted, 100)]);
+        for _ in 0..20 {
+            window.record(Outcome::Stale, 1000);
+        }
+        window.record(Outcome::Accepted, 995);
+        window.record(Outcome::Accepted, 900);
+        assert_eq!(window.total(Outcome::Accepted), 102);
+        assert_eq!(window.count_since(Outcome::Stale, 1000, 10), 20);
+        assert_eq!(window.count_since(Outcome::Accepted, 1000, 10), 1);
+        assert_eq!(window.count_since(Outcome::Accepted, 1000, 300), 2);
+        assert_eq!(window.rates(1000, 10).by_outcome["stale"], 2.0);
+        // 300 s later the same slots hold other seconds: nothing is counted twice.
+        window.record(Outcome::Stale, 1300);
+        assert_eq!(window.count_since(Outcome::Stale, 1300, 300), 1);
+        assert_eq!(window.count_since(Outcome::Stale, 1300, 10), 1);
+        assert_eq!(window.total(Outcome::Stale), 21);
+    }
+}

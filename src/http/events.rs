@@ -1,0 +1,59 @@
+//! `GET /v1/events`: Server-Sent Events. `write` events carry audit rows with their id; a client
+//! that reconnects with `Last-Event-ID` first gets every write it missed, from the audit, then
+//! the live stream, with nothing twice. `stats` comes every second; `overlap` and `alert` as
+//! they change.
+
+use super::problem::Problem;
+use super::AppState;
+use crate::live::{LiveMessage, Subscriber};
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use futures_util::stream;
+use std::convert::Infallible;
+use std::time::Duration;
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/v1/events", get(events))
+}
+
+async fn events(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, Problem> {
+    let last_event_id = match headers.get("last-event-id") {
+        None => None,
+        Some(value) => Some(
+            value
+                .to_str()
+                .ok()
+                .and_then(|v| v.trim().parse::<i64>().ok())
+                .filter(|id| *id >= 0)
+                .ok_or_else(|| Problem::invalid_request("Last-Event-ID must be an audit id"))?,
+        ),
+    };
+    let subscriber = Subscriber::new(state.live.clone(), last_event_id);
+    let stream = stream::unfold(subscriber, |mut subscriber| async move {
+        let message = subscriber.next().await?;
+        Some((Ok::<_, Infallible>(sse_event(message)), subscriber))
+    });
+    Ok(Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response())
+}
+
+fn sse_event(message: LiveMessage) -> SseEvent {
+    match message {
+        LiveMessage::Write(row) => SseEvent::default()
+            .event("write")
+            .id(row.id.to_string())
+            .data(serde_json::to_string(&row).unwrap_or_default()),
+        LiveMessage::Overlap(overlap) => SseEvent::default()
+            .event("overlap")
+            .data(overlap.to_string()),
+        LiveMessage::Alert(alert) => SseEvent::default().event("alert").data(alert.to_string()),
+        LiveMessage::Stats(stats) => SseEvent::default()
+            .event("stats")
+            .data(serde_json::to_string(&stats).unwrap_or_default()),
+    }
+}

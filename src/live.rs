@@ -1,0 +1,155 @@
+//! The daemon's live side, shared by the HTTP handlers: the bus, the tail and what is derived
+//! from them.
+
+use crate::domain::AuditEntry;
+use crate::events::{spawn_tail, Event, EventBus, StatsView, TailHandle};
+use crate::store::{Store, StoreError};
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::broadcast::error::RecvError;
+
+/// Rows fetched from the audit per replay query.
+const REPLAY_PAGE: u32 = 500;
+
+/// What a subscriber receives.
+#[derive(Debug, Clone)]
+pub enum LiveMessage {
+    Write(Arc<AuditEntry>),
+    Overlap(Arc<serde_json::Value>),
+    Alert(Arc<serde_json::Value>),
+    Stats(StatsView),
+}
+
+#[derive(Clone)]
+pub struct Live {
+    pub store: Store,
+    pub bus: EventBus,
+    pub tail: TailHandle,
+    _tasks: Arc<TaskGuard>,
+}
+
+/// Stops the background tasks when the last handle goes.
+struct TaskGuard(Vec<tokio::task::JoinHandle<()>>);
+
+impl Drop for TaskGuard {
+    fn drop(&mut self) {
+        for task in &self.0 {
+            task.abort();
+        }
+    }
+}
+
+impl Live {
+    pub async fn start(store: Store) -> Result<Live, StoreError> {
+        Self::start_with(store, EventBus::new()).await
+    }
+
+    /// Starts over a given bus (tests use a small one to make subscribers fall behind).
+    pub async fn start_with(store: Store, bus: EventBus) -> Result<Live, StoreError> {
+        let (tail, task) = spawn_tail(store.clone(), bus.clone()).await?;
+        Ok(Live {
+            store,
+            bus,
+            tail,
+            _tasks: Arc::new(TaskGuard(vec![task])),
+        })
+    }
+
+    /// Wakes the tail: called after a local commit.
+    pub fn nudge(&self) {
+        self.tail.wake.notify_one();
+    }
+
+    pub async fn stats_view(&self) -> StatsView {
+        let now = chrono::Utc::now().timestamp();
+        let mut view = match self.tail.stats.lock() {
+            Ok(window) => window.view(now),
+            Err(poisoned) => poisoned.into_inner().view(now),
+        };
+        view.events_dropped = self.bus.dropped();
+        view.through_audit_id = *self.tail.horizon.borrow();
+        view
+    }
+}
+
+/// One live subscriber: a replay from the audit where it needs one, then the live stream,
+/// with its place kept by write id.
+pub struct Subscriber {
+    live: Live,
+    events: tokio::sync::broadcast::Receiver<Event>,
+    /// Rows read from the audit, waiting to be sent.
+    backlog: VecDeque<AuditEntry>,
+    /// The highest write id sent (or skipped as already known to the client).
+    last_sent: i64,
+    /// Replay from the audit up to here before taking live events again.
+    replay_until: i64,
+    ticker: tokio::time::Interval,
+}
+
+impl Subscriber {
+    /// Starts after `last_event_id`, or at the live edge without one.
+    pub fn new(live: Live, last_event_id: Option<i64>) -> Self {
+        // Subscribe before reading the horizon: every row past the horizon is then either in
+        // the channel or, if the channel overflows, re-read from the audit.
+        let events = live.bus.subscribe();
+        let horizon = *live.tail.horizon.borrow();
+        let last_sent = last_event_id.unwrap_or(horizon);
+        let mut ticker = tokio::time::interval(Duration::from_secs(1));
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        Self {
+            live,
+            events,
+            backlog: VecDeque::new(),
+            last_sent,
+            replay_until: horizon,
+            ticker,
+        }
+    }
+
+    /// The next message; `None` when the stream must end (the client should reconnect).
+    pub async fn next(&mut self) -> Option<LiveMessage> {
+        loop {
+            if let Some(row) = self.backlog.pop_front() {
+                self.last_sent = row.id;
+                return Some(LiveMessage::Write(Arc::new(row)));
+            }
+            if self.last_sent < self.replay_until {
+                match self
+                    .live
+                    .store
+                    .audit_after(self.last_sent, Some(self.replay_until), REPLAY_PAGE)
+                    .await
+                {
+                    Ok(rows) if rows.is_empty() => self.last_sent = self.replay_until,
+                    Ok(rows) => self.backlog.extend(rows),
+                    Err(error) => {
+                        // End the stream: the client reconnects with its Last-Event-ID.
+                        tracing::warn!(%error, "cannot replay the audit to a subscriber");
+                        return None;
+                    }
+                }
+                continue;
+            }
+            tokio::select! {
+                received = self.events.recv() => match received {
+                    Ok(Event::Write(row)) => {
+                        if row.id > self.last_sent {
+                            self.last_sent = row.id;
+                            return Some(LiveMessage::Write(row));
+                        }
+                    }
+                    Ok(Event::Overlap(overlap)) => return Some(LiveMessage::Overlap(overlap)),
+                    Ok(Event::Alert(alert)) => return Some(LiveMessage::Alert(alert)),
+                    Err(RecvError::Lagged(skipped)) => {
+                        // Too slow for the channel: count it, then take the writes from the audit.
+                        self.live.bus.count_dropped(skipped);
+                        self.replay_until = *self.live.tail.horizon.borrow();
+                    }
+                    Err(RecvError::Closed) => return None,
+                },
+                _ = self.ticker.tick() => return Some(LiveMessage::Stats(self.live.stats_view().await)),
+            }
+        }
+    }
+}

@@ -1,0 +1,80 @@
+//! Reading the audit in id order for the live tail, and knowing how far that order is final.
+
+use super::reads::{audit_entry, AUDIT_COLUMNS};
+use super::{Backend, Store, StoreError};
+use crate::domain::{AuditEntry, Outcome};
+use sqlx::Row;
+use std::collections::HashMap;
+
+/// What PostgreSQL says about transactions in flight: every transaction with an id below
+/// `xmin` has ended; every one that will start from now on has an id of at least `xmax`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Snapshot {
+    pub xmin: i64,
+    pub xmax: i64,
+}
+
+impl Store {
+    /// Audit rows with ids in `(after, up_to]`, oldest first, at most `limit`.
+    pub async fn audit_after(
+        &self,
+        after: i64,
+        up_to: Option<i64>,
+        limit: u32,
+    ) -> Result<Vec<AuditEntry>, StoreError> {
+        let sql = format!(
+            "SELECT {AUDIT_COLUMNS} FROM audit WHERE id > $1 AND id <= $2 ORDER BY id LIMIT $3"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(after)
+            .bind(up_to.unwrap_or(i64::MAX))
+            .bind(i64::from(limit))
+            .fetch_all(&self.reader)
+            .await?;
+        rows.iter().map(audit_entry).collect()
+    }
+
+    /// The highest audit id, 0 for an empty audit.
+    pub async fn max_audit_id(&self) -> Result<i64, StoreError> {
+        let max: Option<i64> = sqlx::query_scalar("SELECT MAX(id) FROM audit")
+            .fetch_one(&self.reader)
+            .await?;
+        Ok(max.unwrap_or(0))
+    }
+
+    /// The number of audit rows per outcome with ids up to `up_to`.
+    pub async fn outcome_totals(&self, up_to: i64) -> Result<HashMap<Outcome, u64>, StoreError> {
+        let rows =
+            sqlx::query("SELECT outcome, COUNT(*) AS n FROM audit WHERE id <= $1 GROUP BY outcome")
+                .bind(up_to)
+                .fetch_all(&self.reader)
+                .await?;
+        let mut totals = HashMap::new();
+        for row in rows {
+            let outcome: String = row.try_get("outcome")?;
+            let count: i64 = row.try_get("n")?;
+            if let Some(outcome) = Outcome::parse(&outcome) {
+                totals.insert(outcome, u64::try_from(count).unwrap_or(0));
+            }
+        }
+        Ok(totals)
+    }
+
+    /// The current snapshot's bounds on PostgreSQL; `None` on SQLite, whose single writer
+    /// assigns audit ids in commit order.
+    pub async fn snapshot(&self) -> Result<Option<Snapshot>, StoreError> {
+        if self.backend != Backend::Postgres {
+            return Ok(None);
+        }
+        let row = sqlx::query(
+            "SELECT pg_snapshot_xmin(s)::text::bigint AS xmin, pg_snapshot_xmax(s)::text::bigint AS xmax \
+             FROM pg_current_snapshot() AS s",
+        )
+        .fetch_one(&self.reader)
+        .await?;
+        Ok(Some(Snapshot {
+            xmin: row.try_get("xmin")?,
+            xmax: row.try_get("xmax")?,
+        }))
+    }
+}

@@ -1,0 +1,234 @@
+//! The live stream: writes as events in audit order, resumption with `Last-Event-ID`, rows that
+//! commit late, and subscribers that fall behind.
+
+use crate::helpers::{Backend, SseClient, TestApp};
+use crate::test_db;
+use fencewatch::events::EventBus;
+use fencewatch::live::{Live, LiveMessage, Subscriber};
+use fencewatch::service::{FenceService, Limits};
+use rstest::rstest;
+use std::time::Duration;
+
+const WAIT: Duration = Duration::from_secs(10);
+
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_arrive_as_events_with_their_audit_ids(#[case] backend: Backend) {
+    let db = test_db!(backend);
+    let app = TestApp::spawn(&db).await;
+    let mut events = SseClient::connect(&app.base, None).await;
+    let replies = [
+        app.put("r").token(8).owner("new").body("v").send().await,
+        app.put("r").token(7).owner("old").body("v").send().await,
+        app.put("r").token(0).body("v").send().await,
+    ];
+    for (reply, outcome) in replies.iter().zip(["accepted", "stale", "invalid"]) {
+        let event = events.next_of("write", WAIT).await;
+        let row = event.json();
+        assert_eq!(
+            event.id.as_deref(),
+            Some(reply.json["audit_id"].to_string().as_str())
+        );
+        assert_eq!(row["id"], reply.json["audit_id"]);
+        assert_eq!(row["outcome"], outcome);
+        assert_eq!(row["resource"], "r");
+    }
+    let stats = events.next_of("stats", WAIT).await.json();
+    assert_eq!(stats["totals"]["stale"], 1);
+    assert_eq!(stats["totals"]["accepted"], 1);
+    assert!(stats["rates"]["10s"]["total"].as_f64().unwrap() > 0.0);
+}
+
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reconnect_gets_exactly_the_missed_writes(#[case] backend: Backend) {
+    let db = test_db!(backend);
+    let app = TestApp::spawn(&db).await;
+    let mut first = SseClient::connect(&app.base, None).await;
+    for token in 1..=2 {
+        app.put("r").token(token).body("v").send().await;
+    }
+    let a = first.next_of("write", WAIT).await;
+    let b = first.next_of("write", WAIT).await;
+    let last: i64 = b.id.unwrap().parse().unwrap();
+    assert!(a.id.unwrap().parse::<i64>().unwrap() < last);
+    drop(first);
+
+    let mut missed = Vec::new();
+    for token in 3..=5 {
+        missed.push(
+            app.put("r").token(token).body("v").send().await.json["audit_id"]
+                .as_i64()
+                .unwrap(),
+        );
+    }
+    let mut resumed = SseClient::connect(&app.base, Some(last)).await;
+    let mut got = Vec::new();
+    for _ in 0..3 {
+        got.push(
+            resumed
+                .next_of("write", WAIT)
+                .await
+                .id
+                .unwrap()
+                .parse::<i64>()
+                .unwrap(),
+        );
+    }
+    assert_eq!(got, missed, "exactly the missed writes, in order");
+    // Then live, with nothing twice.
+    let live = app.put("r").token(6).body("v").send().await.json["audit_id"]
+        .as_i64()
+        .unwrap();
+    let next = resumed.next_of("write", WAIT).await;
+    assert_eq!(next.id.unwrap().parse::<i64>().unwrap(), live);
+    assert!(resumed
+        .writes_until_quiet(Duration::from_millis(1500))
+        .await
+        .is_empty());
+}
+
+/// On PostgreSQL a row can commit after a row with a higher id. The stream holds the higher one
+/// back until the lower one is final, so a client resuming from the higher id misses nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_that_commits_late_is_not_skipped() {
+    use sqlx::Connection;
+    let db = test_db!(Backend::Postgres);
+    let app = TestApp::spawn(&db).await;
+    let mut events = SseClient::connect(&app.base, None).await;
+    let mut late = sqlx::PgConnection::connect(&db.url).await.unwrap();
+
+    // A writer that takes its id, then stalls before committing (as the daemon's writers do,
+    // it takes its transaction id first).
+    let insert = "INSERT INTO audit (at_us, resource, outcome, token, highest_token, revision) \
+                  VALUES (0, 'late', 'stale', 1, 2, 1) RETURNING id";
+    sqlx::query("BEGIN").execute(&mut late).await.unwrap();
+    sqlx::query("SELECT pg_current_xact_id()")
+        .execute(&mut late)
+        .await
+        .unwrap();
+    let late_id: i64 = sqlx::query_scalar(insert)
+        .fetch_one(&mut late)
+        .await
+        .unwrap();
+
+    let after = app.put("r").token(1).body("v").send().await.json["audit_id"]
+        .as_i64()
+        .unwrap();
+    assert!(after > late_id);
+    // Committed, but not delivered while a lower id may still come.
+    assert!(events
+        .writes_until_quiet(Duration::from_millis(800))
+        .await
+        .is_empty());
+    assert!(*app.live.tail.horizon.borrow() < late_id);
+
+    sqlx::query("COMMIT").execute(&mut late).await.unwrap();
+    let first = events.next_of("write", WAIT).await;
+    let second = events.next_of("write", WAIT).await;
+    assert_eq!(first.id.unwrap().parse::<i64>().unwrap(), late_id);
+    assert_eq!(second.id.unwrap().parse::<i64>().unwrap(), after);
+
+    // A writer that takes an id and rolls back leaves a gap that is proven final, not waited
+    // out: the stream moves on at once.
+    sqlx::query("BEGIN").execute(&mut late).await.unwrap();
+    sqlx::query("SELECT pg_current_xact_id()")
+        .execute(&mut late)
+        .await
+        .unwrap();
+    let aborted: i64 = sqlx::query_scalar(insert)
+        .fetch_one(&mut late)
+        .await
+        .unwrap();
+    let next = app.put("r").token(2).body("v").send().await.json["audit_id"]
+        .as_i64()
+        .unwrap();
+    assert!(events
+        .writes_until_quiet(Duration::from_millis(500))
+        .await
+        .is_empty());
+    sqlx::query("ROLLBACK").execute(&mut late).await.unwrap();
+    let started = std::time::Instant::now();
+    let delivered = events.next_of("write", WAIT).await;
+    assert_eq!(delivered.id.unwrap().parse::<i64>().unwrap(), next);
+    assert!(next > aborted);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the gap was proven, not timed out"
+    );
+}
+
+/// A subscriber that stops reading never holds writers up; when it reads again it gets every
+/// write, refilled from the audit, and what it skipped on the bus is counted.
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_subscriber_blocks_nothing_and_loses_nothing(#[case] backend: Backend) {
+    let db = test_db!(backend);
+    let store = db.store().await;
+    let live = Live::start_with(store.clone(), EventBus::with_capacity(8))
+        .await
+        .unwrap();
+    let service = FenceService::new(store, Limits::default()).waking(live.tail.wake.clone());
+    let mut stalled = Subscriber::new(live.clone(), None);
+
+    let mut ids = Vec::new();
+    for token in 1..=60 {
+        let write = crate::interleaving::write_for("stalled", token, "v");
+        ids.push(service.write(&write).await.unwrap().entry.id);
+    }
+    // Let the tail publish everything past the tiny bus.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while *live.tail.horizon.borrow() < *ids.last().unwrap() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the tail did not catch up"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut received = Vec::new();
+    while received.len() < ids.len() {
+        match tokio::time::timeout(WAIT, stalled.next())
+            .await
+            .unwrap()
+            .unwrap()
+        {
+            LiveMessage::Write(row) => received.push(row.id),
+            _ => {}
+        }
+    }
+    assert_eq!(received, ids, "every write, in order, once");
+    assert!(live.bus.dropped() >= 50, "dropped {}", live.bus.dropped());
+    assert!(live.stats_view().await.events_dropped >= 50);
+}
+
+/// Over HTTP: a client that never reads does not slow writes down.
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_subscriber_that_never_reads_does_not_block_writes(#[case] backend: Backend) {
+    let db = test_db!(backend);
+    let app = TestApp::spawn(&db).await;
+    let _stalled = SseClient::connect(&app.base, None).await;
+    let writes = async {
+        for token in 1..=300 {
+            assert!(app
+                .put("busy")
+                .token(token)
+                .owner(&"o".repeat(128))
+                .body("v")
+                .send()
+                .await
+                .status
+                .is_success());
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), writes)
+        .await
+        .expect("writes finished while a subscriber stalled");
+}
