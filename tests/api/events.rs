@@ -193,13 +193,12 @@ async fn a_stalled_subscriber_blocks_nothing_and_loses_nothing(#[case] backend: 
     }
     let mut received = Vec::new();
     while received.len() < ids.len() {
-        match tokio::time::timeout(WAIT, stalled.next())
+        if let LiveMessage::Write(row) = tokio::time::timeout(WAIT, stalled.next())
             .await
             .unwrap()
             .unwrap()
         {
-            LiveMessage::Write(row) => received.push(row.id),
-            _ => {}
+            received.push(row.id);
         }
     }
     assert_eq!(received, ids, "every write, in order, once");
