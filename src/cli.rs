@@ -75,6 +75,10 @@ pub struct ServeArgs {
     #[arg(long, value_enum, default_value_t = LeaseScopeArg::Any)]
     pub lease_scope: LeaseScopeArg,
 
+    /// An ownership overlap closes after this long without a rejected write (e.g. 60s).
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    pub overlap_quiet: Duration,
+
     /// Require `Authorization: Bearer KEY` on every /v1 request; one key per line, optionally
     /// `name:key` (the name is recorded in the audit as the caller).
     #[arg(long, env = "FENCEWATCH_API_KEY_FILE")]

@@ -1,10 +1,11 @@
 //! The daemon's live side, shared by the HTTP handlers: the bus, the tail and what is derived
 //! from them.
 
-use crate::domain::AuditEntry;
+use crate::domain::{AuditEntry, OverlapState};
 use crate::events::{spawn_tail, Event, EventBus, StatsView, TailHandle};
 use crate::store::{Store, StoreError};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::broadcast::error::RecvError;
@@ -26,8 +27,30 @@ pub struct Live {
     pub store: Store,
     pub bus: EventBus,
     pub tail: TailHandle,
+    pub config: LiveConfig,
+    open_overlaps: Arc<AtomicU64>,
     _tasks: Arc<TaskGuard>,
 }
+
+#[derive(Debug, Clone)]
+pub struct LiveConfig {
+    /// An open overlap closes after this long without a rejected write.
+    pub overlap_quiet: Duration,
+}
+
+impl Default for LiveConfig {
+    fn default() -> Self {
+        Self {
+            overlap_quiet: Duration::from_secs(60),
+        }
+    }
+}
+
+/// How often overlaps are closed and their changes published.
+const OVERLAP_WATCH: Duration = Duration::from_millis(500);
+/// Changes are looked for this far behind the newest one seen, for transactions that commit a
+/// little after they stamped their change (and for clock skew between daemons).
+const OVERLAP_MARGIN_US: i64 = 5_000_000;
 
 /// Stops the background tasks when the last handle goes.
 struct TaskGuard(Vec<tokio::task::JoinHandle<()>>);
@@ -41,18 +64,31 @@ impl Drop for TaskGuard {
 }
 
 impl Live {
-    pub async fn start(store: Store) -> Result<Live, StoreError> {
-        Self::start_with(store, EventBus::new()).await
+    pub async fn start(store: Store, config: LiveConfig) -> Result<Live, StoreError> {
+        Self::start_with(store, EventBus::new(), config).await
     }
 
     /// Starts over a given bus (tests use a small one to make subscribers fall behind).
-    pub async fn start_with(store: Store, bus: EventBus) -> Result<Live, StoreError> {
-        let (tail, task) = spawn_tail(store.clone(), bus.clone()).await?;
+    pub async fn start_with(
+        store: Store,
+        bus: EventBus,
+        config: LiveConfig,
+    ) -> Result<Live, StoreError> {
+        let (tail, tail_task) = spawn_tail(store.clone(), bus.clone()).await?;
+        let open_overlaps = Arc::new(AtomicU64::new(store.open_overlap_count().await?));
+        let overlap_task = tokio::spawn(watch_overlaps(
+            store.clone(),
+            bus.clone(),
+            config.overlap_quiet,
+            open_overlaps.clone(),
+        ));
         Ok(Live {
             store,
             bus,
             tail,
-            _tasks: Arc::new(TaskGuard(vec![task])),
+            config,
+            open_overlaps,
+            _tasks: Arc::new(TaskGuard(vec![tail_task, overlap_task])),
         })
     }
 
@@ -68,8 +104,57 @@ impl Live {
             Err(poisoned) => poisoned.into_inner().view(now),
         };
         view.events_dropped = self.bus.dropped();
+        view.open_overlaps = self.open_overlaps.load(Ordering::Relaxed);
         view.through_audit_id = *self.tail.horizon.borrow();
         view
+    }
+}
+
+/// Closes quiet overlaps and publishes every overlap change, whichever daemon made it.
+async fn watch_overlaps(store: Store, bus: EventBus, quiet: Duration, open: Arc<AtomicU64>) {
+    let quiet_us = i64::try_from(quiet.as_micros()).unwrap_or(i64::MAX);
+    let mut since = chrono::Utc::now().timestamp_micros();
+    // What was last published of each overlap: (rejected writes, open), and when it changed.
+    let mut published: HashMap<i64, ((i64, bool), i64)> = HashMap::new();
+    let mut ticker = tokio::time::interval(OVERLAP_WATCH);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticker.tick().await;
+        let now = chrono::Utc::now().timestamp_micros();
+        let result = async {
+            store
+                .close_quiet_overlaps(now.saturating_sub(quiet_us), now)
+                .await?;
+            let changed = store
+                .overlaps_changed_since(since - OVERLAP_MARGIN_US)
+                .await?;
+            for (overlap, updated) in changed {
+                let version = (overlap.rejected_writes, overlap.state == OverlapState::Open);
+                let previous = published.get(&overlap.id).map(|(version, _)| *version);
+                if previous == Some(version) {
+                    continue;
+                }
+                let change = match (overlap.state, previous) {
+                    (OverlapState::Closed, _) => "closed",
+                    (OverlapState::Open, None) if overlap.rejected_writes == 1 => "opened",
+                    (OverlapState::Open, _) => "grew",
+                };
+                let mut event = serde_json::to_value(&overlap).unwrap_or_default();
+                if let Some(object) = event.as_object_mut() {
+                    object.insert("change".into(), change.into());
+                }
+                bus.publish(Event::Overlap(Arc::new(event)));
+                published.insert(overlap.id, (version, updated));
+                since = since.max(updated);
+            }
+            published.retain(|_, (_, updated)| *updated >= since - 2 * OVERLAP_MARGIN_US);
+            open.store(store.open_overlap_count().await?, Ordering::Relaxed);
+            Ok::<_, StoreError>(())
+        }
+        .await;
+        if let Err(error) = result {
+            tracing::warn!(%error, "cannot watch ownership overlaps; retrying");
+        }
     }
 }
 

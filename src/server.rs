@@ -4,6 +4,7 @@ use crate::cli::{LeaseScopeArg, ServeArgs};
 use crate::domain::LeaseScope;
 use crate::http::auth::ApiKeys;
 use crate::http::{self, AppState};
+use crate::live::LiveConfig;
 use crate::service::{FenceService, Limits};
 use crate::store::LeasePolicy;
 use crate::store::{Store, StoreOptions};
@@ -44,7 +45,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             },
         },
     );
-    let state = AppState::start(service, api_keys)
+    let live = LiveConfig {
+        overlap_quiet: args.overlap_quiet,
+    };
+    let state = AppState::start(service, live, api_keys)
         .await
         .context("failed to start the live tail")?;
     let listener = TcpListener::bind(&args.listen)

@@ -8,6 +8,7 @@ pub mod key;
 pub mod label;
 pub mod lease;
 pub mod outcome;
+pub mod overlap;
 pub mod revision;
 pub mod token;
 
@@ -18,6 +19,7 @@ pub use key::ResourceKey;
 pub use label::{LeaseName, OwnerLabel};
 pub use lease::{Holder, LeaseCheck, LeaseRecord, LeaseScope, Ttl};
 pub use outcome::Outcome;
+pub use overlap::{Overlap, OverlapState};
 pub use revision::Revision;
 pub use token::FencingToken;
 

@@ -5,11 +5,12 @@ pub mod auth;
 mod events;
 mod health;
 mod leases;
+mod monitoring;
 pub mod problem;
 mod resources;
 mod write_request;
 
-use crate::live::Live;
+use crate::live::{Live, LiveConfig};
 use crate::service::FenceService;
 use crate::store::StoreError;
 use auth::ApiKeys;
@@ -32,9 +33,10 @@ impl AppState {
     /// Starts the live side over the service's store and wires the service to wake it.
     pub async fn start(
         service: FenceService,
+        live: LiveConfig,
         api_keys: Option<Arc<ApiKeys>>,
     ) -> Result<Self, StoreError> {
-        let live = Live::start(service.store().clone()).await?;
+        let live = Live::start(service.store().clone(), live).await?;
         Ok(Self {
             service: service.waking(live.tail.wake.clone()),
             live,
@@ -50,6 +52,7 @@ pub fn router(state: AppState) -> Router {
         .merge(audit::router())
         .merge(leases::router())
         .merge(events::router())
+        .merge(monitoring::router())
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::require_key,

@@ -6,6 +6,7 @@
 mod connect;
 mod error;
 mod leases;
+mod overlaps;
 mod reads;
 mod retention;
 mod tail;
@@ -15,6 +16,7 @@ mod writes;
 pub use connect::{Backend, StoreOptions};
 pub use error::StoreError;
 pub use leases::{AcquireResult, LeaseEvent, LeaseState};
+pub use overlaps::OverlapQuery;
 pub use reads::{AuditQuery, StoredValue};
 pub use tail::Snapshot;
 pub use writes::{created_or_updated, FencedWrite, LeasePolicy, RefusedAttempt, WriteResult};

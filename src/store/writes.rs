@@ -10,6 +10,7 @@
 //! applied to a state other than the one it was made on.
 
 use super::leases::read_lease;
+use super::overlaps;
 use super::tx::{begin_audited, clock_us, retrying};
 use super::{Backend, Store, StoreError};
 use crate::domain::{
@@ -115,15 +116,16 @@ impl Store {
                     Some(observe_lease(&mut tx, self.backend, name, write, policy).await?)
                 }
                 // No lease named where one is required: no generation is known to be issued.
-                None if policy.require_lease => Some((
-                    LeaseCheck {
+                None if policy.require_lease => Some(LeaseObservation {
+                    check: LeaseCheck {
                         issued: 0,
                         lapsed: false,
                         in_scope: true,
                         strict: policy.strict,
                     },
-                    None,
-                )),
+                    note: None,
+                    holder: None,
+                }),
                 None => None,
             };
             let decision = decide(
@@ -133,7 +135,7 @@ impl Store {
                     token: write.token,
                     body_sha256: &write.body_sha256,
                     expected_revision: write.expected_revision,
-                    lease: lease.as_ref().map(|(check, _)| *check),
+                    lease: lease.as_ref().map(|observed| observed.check),
                 },
             );
             if let Some(hook) = &self.observe_hook {
@@ -153,7 +155,10 @@ impl Store {
                 }
                 _ => state.unwrap_or(ResourceState::FRESH),
             };
-            let lease_note = lease.and_then(|(_, note)| note);
+            if matches!(decision, Decision::Stale | Decision::Superseded) {
+                record_overlap(&mut tx, write, &decision, after, lease.as_ref(), at).await?;
+            }
+            let lease_note = lease.and_then(|observed| observed.note);
             let entry = insert_audit(&mut tx, write, &decision, after, at, lease_note).await?;
             if let (Decision::Accept { revision, .. }, Some(key)) =
                 (&decision, &write.idempotency_key)
@@ -201,6 +206,15 @@ impl Store {
     }
 }
 
+/// What the authority knows of the lease a write names.
+struct LeaseObservation {
+    check: LeaseCheck,
+    /// For the audit, when the grant had lapsed.
+    note: Option<String>,
+    /// Who holds the lease's current generation.
+    holder: Option<String>,
+}
+
 /// What the authority knows of the lease a write names, and a note for the audit when its
 /// grant had lapsed. On PostgreSQL the lease row is share-locked until the write commits, so no
 /// new generation can be granted between this check and the write.
@@ -210,7 +224,7 @@ async fn observe_lease(
     name: &LeaseName,
     write: &FencedWrite,
     policy: LeasePolicy,
-) -> Result<(LeaseCheck, Option<String>), StoreError> {
+) -> Result<LeaseObservation, StoreError> {
     let lock = match backend {
         Backend::Postgres => " FOR SHARE",
         Backend::Sqlite => "",
@@ -219,15 +233,16 @@ async fn observe_lease(
     let now = clock_us(tx, backend).await?;
     let in_scope = policy.scope.allows(name, &write.key);
     let Some(record) = record else {
-        return Ok((
-            LeaseCheck {
+        return Ok(LeaseObservation {
+            check: LeaseCheck {
                 issued: 0,
                 lapsed: false,
                 in_scope,
                 strict: policy.strict,
             },
-            None,
-        ));
+            note: None,
+            holder: None,
+        });
     };
     let lapsed = record.lapsed(now);
     let note = (lapsed && record.token == write.token).then(|| {
@@ -246,15 +261,16 @@ async fn observe_lease(
             record.holder.as_str()
         )
     });
-    Ok((
-        LeaseCheck {
+    Ok(LeaseObservation {
+        check: LeaseCheck {
             issued: record.token.get(),
             lapsed,
             in_scope,
             strict: policy.strict,
         },
         note,
-    ))
+        holder: Some(record.holder.as_str().to_owned()),
+    })
 }
 
 async fn observe_resource(
@@ -314,8 +330,8 @@ async fn compare_and_set(
     let result = match observed {
         None => {
             sqlx::query(
-                "INSERT INTO resources (key, highest_token, revision, value, content_type, updated_at_us) \
-                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (key) DO NOTHING",
+                "INSERT INTO resources (key, highest_token, revision, value, content_type, updated_at_us, highest_owner) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (key) DO NOTHING",
             )
             .bind(write.key.as_str())
             .bind(write.token.get())
@@ -323,13 +339,14 @@ async fn compare_and_set(
             .bind(&write.body[..])
             .bind(write.content_type.as_deref())
             .bind(at.timestamp_micros())
+            .bind(write.owner.as_ref().map(|o| o.as_str()))
             .execute(&mut **tx)
             .await?
         }
         Some(observed) => {
             sqlx::query(
                 "UPDATE resources SET highest_token = $2, revision = $3, value = $4, \
-                 content_type = $5, updated_at_us = $6 \
+                 content_type = $5, updated_at_us = $6, highest_owner = $8 \
                  WHERE key = $1 AND revision = $7 AND highest_token <= $2",
             )
             .bind(write.key.as_str())
@@ -339,11 +356,50 @@ async fn compare_and_set(
             .bind(write.content_type.as_deref())
             .bind(at.timestamp_micros())
             .bind(observed.revision.get())
+            .bind(write.owner.as_ref().map(|o| o.as_str()))
             .execute(&mut **tx)
             .await?
         }
     };
     Ok(result.rows_affected() == 1)
+}
+
+/// Opens or grows the overlap a stale or superseded write shows, in its transaction.
+async fn record_overlap(
+    tx: &mut Transaction<'_, Any>,
+    write: &FencedWrite,
+    decision: &Decision,
+    state: ResourceState,
+    lease: Option<&LeaseObservation>,
+    at: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let resource_owner: Option<String> =
+        sqlx::query_scalar("SELECT highest_owner FROM resources WHERE key = $1")
+            .bind(write.key.as_str())
+            .fetch_optional(&mut **tx)
+            .await?
+            .flatten();
+    // A superseded write may not have met its successor here yet: the lease knows it.
+    let issued = lease.map(|observed| observed.check.issued).unwrap_or(0);
+    let (superseding_token, superseding_owner) =
+        if matches!(decision, Decision::Superseded) && issued > state.highest_token {
+            (issued, lease.and_then(|observed| observed.holder.clone()))
+        } else {
+            (state.highest_token, resource_owner)
+        };
+    overlaps::record_sighting(
+        tx,
+        &overlaps::OverlapSighting {
+            resource: write.key.as_str(),
+            stale_token: write.token.get(),
+            superseding_token,
+            stale_owner: write.owner.as_ref().map(|o| o.as_str()),
+            superseding_owner: superseding_owner.as_deref(),
+            at_us: at.timestamp_micros(),
+        },
+    )
+    .await?;
+    Ok(())
 }
 
 async fn insert_audit(

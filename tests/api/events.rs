@@ -171,9 +171,13 @@ async fn a_row_that_commits_late_is_not_skipped() {
 async fn a_stalled_subscriber_blocks_nothing_and_loses_nothing(#[case] backend: Backend) {
     let db = test_db!(backend);
     let store = db.store().await;
-    let live = Live::start_with(store.clone(), EventBus::with_capacity(8))
-        .await
-        .unwrap();
+    let live = Live::start_with(
+        store.clone(),
+        EventBus::with_capacity(8),
+        Default::default(),
+    )
+    .await
+    .unwrap();
     let service = FenceService::new(store, Limits::default()).waking(live.tail.wake.clone());
     let mut stalled = Subscriber::new(live.clone(), None);
 

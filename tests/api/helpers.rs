@@ -3,7 +3,7 @@
 
 use fencewatch::http::auth::ApiKeys;
 use fencewatch::http::{router, serve, AppState};
-use fencewatch::live::Live;
+use fencewatch::live::{Live, LiveConfig};
 use fencewatch::service::{FenceService, Limits};
 use fencewatch::store::{Store, StoreOptions};
 use reqwest::header::HeaderMap;
@@ -152,8 +152,17 @@ impl TestApp {
 
     /// The router with these limits and, if given, API keys.
     pub async fn spawn_keyed(db: &TestDb, limits: Limits, keys: Option<Arc<ApiKeys>>) -> TestApp {
+        Self::spawn_full(db, limits, LiveConfig::default(), keys).await
+    }
+
+    pub async fn spawn_full(
+        db: &TestDb,
+        limits: Limits,
+        live: LiveConfig,
+        keys: Option<Arc<ApiKeys>>,
+    ) -> TestApp {
         let store = db.store().await;
-        let state = AppState::start(FenceService::new(store.clone(), limits), keys)
+        let state = AppState::start(FenceService::new(store.clone(), limits), live, keys)
             .await
             .expect("start the live side");
         let live = state.live.clone();

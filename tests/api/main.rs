@@ -14,3 +14,4 @@ mod idempotency;
 mod interleaving;
 mod layering;
 mod leases;
+mod overlaps;

@@ -1,0 +1,58 @@
+use super::audit::serialize_rfc3339_micros;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+/// An ownership overlap: a stale generation still writing to a resource after a newer one was
+/// accepted there (or issued by the lease it names). Grouped by resource and stale generation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Overlap {
+    pub id: i64,
+    pub resource: String,
+    pub stale_token: i64,
+    pub superseding_token: i64,
+    pub stale_owner: Option<String>,
+    pub superseding_owner: Option<String>,
+    #[serde(serialize_with = "serialize_rfc3339_micros")]
+    pub first_seen: DateTime<Utc>,
+    #[serde(serialize_with = "serialize_rfc3339_micros")]
+    pub last_seen: DateTime<Utc>,
+    pub rejected_writes: i64,
+    /// `open`, or `closed` after a quiet period without rejected writes.
+    pub state: OverlapState,
+    #[serde(serialize_with = "serialize_optional_rfc3339_micros")]
+    pub closed_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OverlapState {
+    Open,
+    Closed,
+}
+
+impl OverlapState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OverlapState::Open => "open",
+            OverlapState::Closed => "closed",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "open" => Some(OverlapState::Open),
+            "closed" => Some(OverlapState::Closed),
+            _ => None,
+        }
+    }
+}
+
+fn serialize_optional_rfc3339_micros<S: serde::Serializer>(
+    at: &Option<DateTime<Utc>>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match at {
+        Some(at) => serialize_rfc3339_micros(at, serializer),
+        None => serializer.serialize_none(),
+    }
+}

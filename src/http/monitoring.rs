@@ -1,0 +1,88 @@
+//! `GET /v1/overlaps` and `GET /v1/stats`.
+
+use super::problem::{json_bytes, Problem};
+use super::AppState;
+use crate::domain::{Overlap, OverlapState, ResourceKey};
+use crate::store::OverlapQuery;
+use axum::extract::{RawQuery, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use serde::Serialize;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/v1/overlaps", get(overlaps))
+        .route("/v1/stats", get(stats))
+}
+
+pub(super) fn json_ok(body: &impl Serialize) -> Response {
+    let mut response = (StatusCode::OK, json_bytes(body)).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+#[derive(Serialize)]
+struct OverlapList {
+    overlaps: Vec<Overlap>,
+}
+
+/// `state=open|closed|all` (default all), `resource=KEY`, `limit` 1 to 1000 (default 100).
+async fn overlaps(
+    State(state): State<AppState>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, Problem> {
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(raw.as_deref().unwrap_or(""))
+        .map_err(|e| Problem::invalid_request(format!("malformed query string: {e}")))?;
+    let mut query = OverlapQuery {
+        limit: 100,
+        ..OverlapQuery::default()
+    };
+    let mut seen: Vec<String> = Vec::new();
+    for (name, value) in pairs {
+        if seen.contains(&name) {
+            return Err(Problem::invalid_request(format!(
+                "{name} is given more than once"
+            )));
+        }
+        match name.as_str() {
+            "state" => {
+                query.state = match value.as_str() {
+                    "all" => None,
+                    other => Some(OverlapState::parse(other).ok_or_else(|| {
+                        Problem::invalid_request("state must be open, closed or all")
+                    })?),
+                }
+            }
+            "resource" => {
+                let key = ResourceKey::parse(value).map_err(|e| Problem::invalid_request(e.0))?;
+                query.resource = Some(key.as_str().to_owned());
+            }
+            "limit" => {
+                query.limit = value
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|limit| (1..=1000).contains(limit))
+                    .ok_or_else(|| {
+                        Problem::invalid_request("limit must be an integer from 1 to 1000")
+                    })?;
+            }
+            other => {
+                return Err(Problem::invalid_request(format!(
+                    "unknown parameter {other:?}; known: state, resource, limit"
+                )))
+            }
+        }
+        seen.push(name);
+    }
+    let overlaps = state.live.store.overlaps(&query).await?;
+    Ok(json_ok(&OverlapList { overlaps }))
+}
+
+async fn stats(State(state): State<AppState>) -> Response {
+    json_ok(&state.live.stats_view().await)
+}

@@ -1,0 +1,144 @@
+//! Ownership overlaps: opened or grown in the transaction of the stale write that shows them,
+//! closed after a quiet period.
+
+use super::{Store, StoreError};
+use crate::domain::{Overlap, OverlapState};
+use chrono::DateTime;
+use sqlx::any::AnyRow;
+use sqlx::{Any, Row, Transaction};
+
+const COLUMNS: &str =
+    "id, resource, stale_token, superseding_token, stale_owner, superseding_owner, \
+     first_seen_us, last_seen_us, rejected_writes, state, closed_at_us, updated_at_us";
+
+/// What a stale write tells about an overlap.
+pub(crate) struct OverlapSighting<'a> {
+    pub resource: &'a str,
+    pub stale_token: i64,
+    pub superseding_token: i64,
+    pub stale_owner: Option<&'a str>,
+    pub superseding_owner: Option<&'a str>,
+    pub at_us: i64,
+}
+
+/// Opens the overlap of `(resource, stale_token)` or adds the sighting to the open one.
+pub(crate) async fn record_sighting(
+    tx: &mut Transaction<'_, Any>,
+    sighting: &OverlapSighting<'_>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO ownership_overlaps (resource, stale_token, superseding_token, stale_owner, \
+         superseding_owner, first_seen_us, last_seen_us, rejected_writes, state, updated_at_us) \
+         VALUES ($1, $2, $3, $4, $5, $6, $6, 1, 'open', $6) \
+         ON CONFLICT (resource, stale_token) WHERE state = 'open' DO UPDATE SET \
+         superseding_owner = CASE WHEN excluded.superseding_token > ownership_overlaps.superseding_token \
+             THEN excluded.superseding_owner ELSE ownership_overlaps.superseding_owner END, \
+         superseding_token = CASE WHEN excluded.superseding_token > ownership_overlaps.superseding_token \
+             THEN excluded.superseding_token ELSE ownership_overlaps.superseding_token END, \
+         stale_owner = COALESCE(excluded.stale_owner, ownership_overlaps.stale_owner), \
+         last_seen_us = excluded.last_seen_us, \
+         rejected_writes = ownership_overlaps.rejected_writes + 1, \
+         updated_at_us = excluded.updated_at_us",
+    )
+    .bind(sighting.resource)
+    .bind(sighting.stale_token)
+    .bind(sighting.superseding_token)
+    .bind(sighting.stale_owner)
+    .bind(sighting.superseding_owner)
+    .bind(sighting.at_us)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Which overlaps to list.
+#[derive(Debug, Clone, Default)]
+pub struct OverlapQuery {
+    pub state: Option<OverlapState>,
+    pub resource: Option<String>,
+    pub limit: u32,
+}
+
+impl Store {
+    /// Overlaps, most recently seen first.
+    pub async fn overlaps(&self, query: &OverlapQuery) -> Result<Vec<Overlap>, StoreError> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM ownership_overlaps WHERE ($1 = '' OR state = $1) \
+             AND ($2 = '' OR resource = $2) ORDER BY last_seen_us DESC, id DESC LIMIT $3"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(query.state.map(OverlapState::as_str).unwrap_or(""))
+            .bind(query.resource.as_deref().unwrap_or(""))
+            .bind(i64::from(query.limit.max(1)))
+            .fetch_all(&self.reader)
+            .await?;
+        rows.iter().map(overlap).collect()
+    }
+
+    /// Overlaps changed at or after `since_us`, with the time of their change.
+    pub async fn overlaps_changed_since(
+        &self,
+        since_us: i64,
+    ) -> Result<Vec<(Overlap, i64)>, StoreError> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM ownership_overlaps WHERE updated_at_us >= $1 ORDER BY updated_at_us, id"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(since_us)
+            .fetch_all(&self.reader)
+            .await?;
+        rows.iter()
+            .map(|row| Ok((overlap(row)?, row.try_get("updated_at_us")?)))
+            .collect()
+    }
+
+    pub async fn open_overlap_count(&self) -> Result<u64, StoreError> {
+        let count: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM ownership_overlaps WHERE state = 'open'")
+                .fetch_one(&self.reader)
+                .await?;
+        Ok(u64::try_from(count).unwrap_or(0))
+    }
+
+    /// Closes the open overlaps last seen before `cutoff_us`. Idempotent, so every daemon may
+    /// run it.
+    pub async fn close_quiet_overlaps(
+        &self,
+        cutoff_us: i64,
+        now_us: i64,
+    ) -> Result<u64, StoreError> {
+        let result = sqlx::query(
+            "UPDATE ownership_overlaps SET state = 'closed', closed_at_us = $2, updated_at_us = $2 \
+             WHERE state = 'open' AND last_seen_us < $1",
+        )
+        .bind(cutoff_us)
+        .bind(now_us)
+        .execute(&self.writer)
+        .await?;
+        Ok(result.rows_affected())
+    }
+}
+
+fn overlap(row: &AnyRow) -> Result<Overlap, StoreError> {
+    let corrupt = |message: String| StoreError::Internal(sqlx::Error::Decode(message.into()));
+    let time = |us: i64| {
+        DateTime::from_timestamp_micros(us)
+            .ok_or_else(|| corrupt(format!("time {us} is out of range")))
+    };
+    let state: String = row.try_get("state")?;
+    let closed_at: Option<i64> = row.try_get("closed_at_us")?;
+    Ok(Overlap {
+        id: row.try_get("id")?,
+        resource: row.try_get("resource")?,
+        stale_token: row.try_get("stale_token")?,
+        superseding_token: row.try_get("superseding_token")?,
+        stale_owner: row.try_get("stale_owner")?,
+        superseding_owner: row.try_get("superseding_owner")?,
+        first_seen: time(row.try_get("first_seen_us")?)?,
+        last_seen: time(row.try_get("last_seen_us")?)?,
+        rejected_writes: row.try_get("rejected_writes")?,
+        state: OverlapState::parse(&state)
+            .ok_or_else(|| corrupt(format!("unknown overlap state {state:?}")))?,
+        closed_at: closed_at.map(time).transpose()?,
+    })
+}
