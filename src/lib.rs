@@ -9,6 +9,7 @@ pub mod domain;
 pub mod events;
 pub mod http;
 pub mod live;
+pub mod metrics;
 pub mod server;
 pub mod service;
 pub mod store;

@@ -3,9 +3,10 @@
 
 use crate::domain::{AuditEntry, OverlapState};
 use crate::events::{spawn_tail, Event, EventBus, StatsView, TailHandle};
+use crate::metrics::Metrics;
 use crate::store::{Store, StoreError};
+use prometheus_client::metrics::gauge::Gauge;
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::broadcast::error::RecvError;
@@ -28,7 +29,7 @@ pub struct Live {
     pub bus: EventBus,
     pub tail: TailHandle,
     pub config: LiveConfig,
-    open_overlaps: Arc<AtomicU64>,
+    pub metrics: Metrics,
     _tasks: Arc<TaskGuard>,
 }
 
@@ -64,8 +65,12 @@ impl Drop for TaskGuard {
 }
 
 impl Live {
-    pub async fn start(store: Store, config: LiveConfig) -> Result<Live, StoreError> {
-        Self::start_with(store, EventBus::new(), config).await
+    pub async fn start(
+        store: Store,
+        config: LiveConfig,
+        metrics: Metrics,
+    ) -> Result<Live, StoreError> {
+        Self::start_with(store, EventBus::new(), config, metrics).await
     }
 
     /// Starts over a given bus (tests use a small one to make subscribers fall behind).
@@ -73,21 +78,25 @@ impl Live {
         store: Store,
         bus: EventBus,
         config: LiveConfig,
+        metrics: Metrics,
     ) -> Result<Live, StoreError> {
+        let bus = bus.counting_into(metrics.events_dropped.clone());
         let (tail, tail_task) = spawn_tail(store.clone(), bus.clone()).await?;
-        let open_overlaps = Arc::new(AtomicU64::new(store.open_overlap_count().await?));
+        metrics
+            .open_overlaps
+            .set(gauge_value(store.open_overlap_count().await?));
         let overlap_task = tokio::spawn(watch_overlaps(
             store.clone(),
             bus.clone(),
             config.overlap_quiet,
-            open_overlaps.clone(),
+            metrics.open_overlaps.clone(),
         ));
         Ok(Live {
             store,
             bus,
             tail,
             config,
-            open_overlaps,
+            metrics,
             _tasks: Arc::new(TaskGuard(vec![tail_task, overlap_task])),
         })
     }
@@ -104,14 +113,19 @@ impl Live {
             Err(poisoned) => poisoned.into_inner().view(now),
         };
         view.events_dropped = self.bus.dropped();
-        view.open_overlaps = self.open_overlaps.load(Ordering::Relaxed);
+        view.open_overlaps = u64::try_from(self.metrics.open_overlaps.get()).unwrap_or(0);
+        view.firing_alerts = u64::try_from(self.metrics.alerts_firing.get()).unwrap_or(0);
         view.through_audit_id = *self.tail.horizon.borrow();
         view
     }
 }
 
+fn gauge_value(count: u64) -> i64 {
+    i64::try_from(count).unwrap_or(i64::MAX)
+}
+
 /// Closes quiet overlaps and publishes every overlap change, whichever daemon made it.
-async fn watch_overlaps(store: Store, bus: EventBus, quiet: Duration, open: Arc<AtomicU64>) {
+async fn watch_overlaps(store: Store, bus: EventBus, quiet: Duration, open: Gauge) {
     let quiet_us = i64::try_from(quiet.as_micros()).unwrap_or(i64::MAX);
     let mut since = chrono::Utc::now().timestamp_micros();
     // What was last published of each overlap: (rejected writes, open), and when it changed.
@@ -148,7 +162,7 @@ async fn watch_overlaps(store: Store, bus: EventBus, quiet: Duration, open: Arc<
                 since = since.max(updated);
             }
             published.retain(|_, (_, updated)| *updated >= since - 2 * OVERLAP_MARGIN_US);
-            open.store(store.open_overlap_count().await?, Ordering::Relaxed);
+            open.set(gauge_value(store.open_overlap_count().await?));
             Ok::<_, StoreError>(())
         }
         .await;

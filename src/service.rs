@@ -2,12 +2,13 @@
 //! hooks in here, after the store has committed.
 
 use crate::domain::{AuditEntry, FencingToken, Holder, LeaseName, LeaseRecord, ResourceKey, Ttl};
+use crate::metrics::Metrics;
 use crate::store::{
     AcquireResult, AuditQuery, FencedWrite, LeasePolicy, LeaseState, RefusedAttempt, Store,
     StoreError, StoredValue, WriteResult,
 };
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 #[derive(Debug, Clone)]
@@ -36,6 +37,7 @@ pub struct FenceService {
     limits: Limits,
     /// Woken after every commit that adds audit rows, so the live tail picks them up at once.
     committed: Option<Arc<Notify>>,
+    metrics: Metrics,
 }
 
 impl FenceService {
@@ -44,7 +46,14 @@ impl FenceService {
             store,
             limits,
             committed: None,
+            metrics: Metrics::new(),
         }
+    }
+
+    /// The same service, counting into `metrics`.
+    pub fn measured(mut self, metrics: Metrics) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     /// The same service, waking `committed` after each audited commit.
@@ -68,14 +77,23 @@ impl FenceService {
     }
 
     pub async fn write(&self, write: &FencedWrite) -> Result<WriteResult, StoreError> {
+        let started = Instant::now();
         let result = self.store.apply_write(write, self.limits.leases).await;
-        self.after_commit();
+        if let Ok(done) = &result {
+            self.metrics
+                .record_write(done.entry.outcome, started.elapsed());
+            self.after_commit();
+        }
         result
     }
 
     pub async fn refuse(&self, attempt: &RefusedAttempt) -> Result<AuditEntry, StoreError> {
+        let started = Instant::now();
         let result = self.store.record_refused(attempt).await;
-        self.after_commit();
+        if let Ok(entry) = &result {
+            self.metrics.record_write(entry.outcome, started.elapsed());
+            self.after_commit();
+        }
         result
     }
 
@@ -93,7 +111,11 @@ impl FenceService {
         holder: &Holder,
         ttl: Ttl,
     ) -> Result<AcquireResult, StoreError> {
-        self.store.acquire_lease(name, holder, ttl).await
+        let result = self.store.acquire_lease(name, holder, ttl).await;
+        if let Ok(AcquireResult::Granted(_)) = &result {
+            self.metrics.leases_granted.inc();
+        }
+        result
     }
 
     /// `Err(current)` when `holder` and `token` are not the current, unexpired grant.

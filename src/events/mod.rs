@@ -9,7 +9,7 @@ pub use stats::{Rates, StatsView, StatsWindow};
 pub use tail::{spawn_tail, TailHandle};
 
 use crate::domain::AuditEntry;
-use std::sync::atomic::{AtomicU64, Ordering};
+use prometheus_client::metrics::counter::Counter;
 use std::sync::Arc;
 use tokio::sync::broadcast;
 
@@ -29,7 +29,7 @@ pub enum Event {
 #[derive(Debug, Clone)]
 pub struct EventBus {
     sender: broadcast::Sender<Event>,
-    dropped: Arc<AtomicU64>,
+    dropped: Counter,
 }
 
 impl EventBus {
@@ -43,8 +43,14 @@ impl EventBus {
         let (sender, _) = broadcast::channel(capacity.max(1));
         Self {
             sender,
-            dropped: Arc::new(AtomicU64::new(0)),
+            dropped: Counter::default(),
         }
+    }
+
+    /// Counts what subscribers skip in `dropped` (the exported metric).
+    pub fn counting_into(mut self, dropped: Counter) -> Self {
+        self.dropped = dropped;
+        self
     }
 
     pub fn publish(&self, event: Event) {
@@ -58,11 +64,11 @@ impl EventBus {
 
     /// Records that a subscriber fell behind by `count` events.
     pub fn count_dropped(&self, count: u64) {
-        self.dropped.fetch_add(count, Ordering::Relaxed);
+        self.dropped.inc_by(count);
     }
 
     pub fn dropped(&self) -> u64 {
-        self.dropped.load(Ordering::Relaxed)
+        self.dropped.get()
     }
 }
 

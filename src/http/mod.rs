@@ -11,6 +11,7 @@ mod resources;
 mod write_request;
 
 use crate::live::{Live, LiveConfig};
+use crate::metrics::Metrics;
 use crate::service::FenceService;
 use crate::store::StoreError;
 use auth::ApiKeys;
@@ -36,9 +37,10 @@ impl AppState {
         live: LiveConfig,
         api_keys: Option<Arc<ApiKeys>>,
     ) -> Result<Self, StoreError> {
-        let live = Live::start(service.store().clone(), live).await?;
+        let metrics = Metrics::new();
+        let live = Live::start(service.store().clone(), live, metrics.clone()).await?;
         Ok(Self {
-            service: service.waking(live.tail.wake.clone()),
+            service: service.waking(live.tail.wake.clone()).measured(metrics),
             live,
             api_keys,
         })
@@ -60,6 +62,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .merge(v1)
         .merge(health::router())
+        .merge(monitoring::metrics_router())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)

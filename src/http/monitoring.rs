@@ -83,6 +83,20 @@ async fn overlaps(
     Ok(json_ok(&OverlapList { overlaps }))
 }
 
+/// `/metrics`, outside `/v1` so that scrapers need no API key.
+pub fn metrics_router() -> Router<AppState> {
+    Router::new().route("/metrics", get(metrics))
+}
+
+async fn metrics(State(state): State<AppState>) -> Response {
+    let mut response = (StatusCode::OK, state.live.metrics.render()).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+    );
+    response
+}
+
 async fn stats(State(state): State<AppState>) -> Response {
     json_ok(&state.live.stats_view().await)
 }

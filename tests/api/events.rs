@@ -175,6 +175,7 @@ async fn a_stalled_subscriber_blocks_nothing_and_loses_nothing(#[case] backend: 
         store.clone(),
         EventBus::with_capacity(8),
         Default::default(),
+        Default::default(),
     )
     .await
     .unwrap();

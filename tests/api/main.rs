@@ -14,4 +14,5 @@ mod idempotency;
 mod interleaving;
 mod layering;
 mod leases;
+mod metrics;
 mod overlaps;

@@ -1,0 +1,114 @@
+//! Prometheus metrics. Labels are bounded: outcomes only, never keys, owners or operation ids.
+
+use crate::domain::Outcome;
+use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabels {
+    pub outcome: &'static str,
+}
+
+/// Everything the daemon exports; cheap to clone (the metrics are shared).
+#[derive(Clone)]
+pub struct Metrics {
+    registry: Arc<Registry>,
+    /// Write attempts decided by this daemon, by outcome.
+    pub writes: Family<OutcomeLabels, Counter>,
+    pub write_seconds: Histogram,
+    pub open_overlaps: Gauge,
+    pub leases_granted: Counter,
+    pub alerts_firing: Gauge,
+    /// Live events a subscriber fell behind on (it refills writes from the audit).
+    pub events_dropped: Counter,
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("fencewatch");
+        let writes = Family::<OutcomeLabels, Counter>::default();
+        for outcome in Outcome::ALL {
+            // Every outcome is exported from the start, at zero.
+            let _ = writes.get_or_create(&OutcomeLabels {
+                outcome: outcome.as_str(),
+            });
+        }
+        registry.register(
+            "writes",
+            "Write attempts decided, by outcome",
+            writes.clone(),
+        );
+        // 0.25 ms to about 4 s.
+        let write_seconds = Histogram::new(exponential_buckets(0.00025, 2.0, 15));
+        registry.register_with_unit(
+            "write_duration",
+            "Time to decide, apply and audit a write",
+            prometheus_client::registry::Unit::Seconds,
+            write_seconds.clone(),
+        );
+        let open_overlaps = Gauge::default();
+        registry.register(
+            "open_overlaps",
+            "Ownership overlaps currently open",
+            open_overlaps.clone(),
+        );
+        let leases_granted = Counter::default();
+        registry.register(
+            "leases_granted",
+            "Lease generations granted",
+            leases_granted.clone(),
+        );
+        let alerts_firing = Gauge::default();
+        registry.register(
+            "alerts_firing",
+            "Alerts currently firing",
+            alerts_firing.clone(),
+        );
+        let events_dropped = Counter::default();
+        registry.register(
+            "events_dropped",
+            "Live events skipped by subscribers that fell behind",
+            events_dropped.clone(),
+        );
+        Self {
+            registry: Arc::new(registry),
+            writes,
+            write_seconds,
+            open_overlaps,
+            leases_granted,
+            alerts_firing,
+            events_dropped,
+        }
+    }
+
+    pub fn record_write(&self, outcome: Outcome, took: Duration) {
+        self.writes
+            .get_or_create(&OutcomeLabels {
+                outcome: outcome.as_str(),
+            })
+            .inc();
+        self.write_seconds.observe(took.as_secs_f64());
+    }
+
+    /// The text exposition (OpenMetrics, which Prometheus reads).
+    pub fn render(&self) -> String {
+        let mut text = String::new();
+        if let Err(error) = encode(&mut text, &self.registry) {
+            tracing::error!(%error, "failed to encode metrics");
+        }
+        text
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
