@@ -75,6 +75,10 @@ pub struct ServeArgs {
     #[arg(long, value_enum, default_value_t = LeaseScopeArg::Any)]
     pub lease_scope: LeaseScopeArg,
 
+    /// Configuration file (TOML): alert rules and receivers; see assets/fencewatch.example.toml.
+    #[arg(long, env = "FENCEWATCH_CONFIG")]
+    pub config: Option<PathBuf>,
+
     /// An ownership overlap closes after this long without a rejected write (e.g. 60s).
     #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
     pub overlap_quiet: Duration,

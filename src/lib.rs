@@ -3,6 +3,7 @@
 //! The `domain` is pure; `store` (sqlx), `service` and `http` (axum) sit around it and import
 //! it, never the other way round.
 
+pub mod alerts;
 pub mod cli;
 pub mod client;
 pub mod domain;

@@ -1,7 +1,8 @@
 //! The daemon's live side, shared by the HTTP handlers: the bus, the tail and what is derived
 //! from them.
 
-use crate::domain::{AuditEntry, OverlapState};
+use crate::alerts::{spawn_notifier, watch_alerts, AlertConfig, Evaluator};
+use crate::domain::{AuditEntry, Holder, OverlapState};
 use crate::events::{spawn_tail, Event, EventBus, StatsView, TailHandle};
 use crate::metrics::Metrics;
 use crate::store::{Store, StoreError};
@@ -37,12 +38,17 @@ pub struct Live {
 pub struct LiveConfig {
     /// An open overlap closes after this long without a rejected write.
     pub overlap_quiet: Duration,
+    pub alerts: Arc<AlertConfig>,
+    /// How notifications link back to this daemon.
+    pub external_url: String,
 }
 
 impl Default for LiveConfig {
     fn default() -> Self {
         Self {
             overlap_quiet: Duration::from_secs(60),
+            alerts: Arc::new(AlertConfig::default()),
+            external_url: "http://127.0.0.1:7420".into(),
         }
     }
 }
@@ -91,13 +97,43 @@ impl Live {
             config.overlap_quiet,
             metrics.open_overlaps.clone(),
         ));
+        let (notifier, notifier_task) = spawn_notifier(
+            config.alerts.webhooks.clone(),
+            config.alerts.alertmanager.clone(),
+        );
+        let identity = Holder::parse(&format!(
+            "fencewatch-{}-{}",
+            std::process::id(),
+            chrono::Utc::now().timestamp_micros()
+        ))
+        .map_err(|e| StoreError::Open(e.0))?;
+        let evaluator_task = Evaluator {
+            store: store.clone(),
+            config: config.alerts.clone(),
+            identity,
+            notifier,
+            external_url: config.external_url.clone(),
+        }
+        .spawn();
+        let alert_task = tokio::spawn(watch_alerts(
+            store.clone(),
+            bus.clone(),
+            config.alerts.clone(),
+            metrics.alerts_firing.clone(),
+        ));
         Ok(Live {
             store,
             bus,
             tail,
             config,
             metrics,
-            _tasks: Arc::new(TaskGuard(vec![tail_task, overlap_task])),
+            _tasks: Arc::new(TaskGuard(vec![
+                tail_task,
+                overlap_task,
+                notifier_task,
+                evaluator_task,
+                alert_task,
+            ])),
         })
     }
 

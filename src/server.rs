@@ -1,5 +1,6 @@
 //! `fencewatch serve`: open the store, bind, announce the address, serve until a signal.
 
+use crate::alerts::AlertConfig;
 use crate::cli::{LeaseScopeArg, ServeArgs};
 use crate::domain::LeaseScope;
 use crate::http::auth::ApiKeys;
@@ -45,18 +46,24 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             },
         },
     );
-    let live = LiveConfig {
-        overlap_quiet: args.overlap_quiet,
-    };
-    let state = AppState::start(service, live, api_keys)
-        .await
-        .context("failed to start the live tail")?;
     let listener = TcpListener::bind(&args.listen)
         .await
         .with_context(|| format!("failed to listen on {}", args.listen))?;
     let address = listener
         .local_addr()
         .context("failed to read the bound address")?;
+    let alerts = match &args.config {
+        Some(path) => AlertConfig::load(path).map_err(anyhow::Error::msg)?,
+        None => AlertConfig::default(),
+    };
+    let live = LiveConfig {
+        overlap_quiet: args.overlap_quiet,
+        alerts: Arc::new(alerts),
+        external_url: format!("http://{address}"),
+    };
+    let state = AppState::start(service, live, api_keys)
+        .await
+        .context("failed to start the live side")?;
     // Bind first, then announce: with port 0 the caller learns the real port from this line.
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "listening on http://{address}").context("failed to write to stdout")?;

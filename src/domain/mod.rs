@@ -1,6 +1,7 @@
 //! The pure core: parsed values and the fence decision. Nothing here touches a database, a
 //! socket or a terminal, so every rule can be tested in isolation and reused by each edge.
 
+pub mod alert;
 pub mod audit;
 pub mod fence;
 pub mod idempotency;

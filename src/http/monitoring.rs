@@ -15,6 +15,7 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/v1/overlaps", get(overlaps))
         .route("/v1/stats", get(stats))
+        .route("/v1/alerts", get(alerts))
 }
 
 pub(super) fn json_ok(body: &impl Serialize) -> Response {
@@ -95,6 +96,18 @@ async fn metrics(State(state): State<AppState>) -> Response {
         HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
     );
     response
+}
+
+#[derive(Serialize)]
+struct AlertList {
+    alerts: Vec<crate::alerts::AlertView>,
+}
+
+async fn alerts(State(state): State<AppState>) -> Result<Response, Problem> {
+    let stored = state.live.store.alert_states().await?;
+    Ok(json_ok(&AlertList {
+        alerts: crate::alerts::views(&state.live.config.alerts, &stored),
+    }))
 }
 
 async fn stats(State(state): State<AppState>) -> Response {

@@ -3,6 +3,7 @@
 //! that one set of queries serves both; where the dialects differ there is one folder of
 //! migrations each.
 
+mod alerts;
 mod connect;
 mod error;
 mod leases;
@@ -13,6 +14,7 @@ mod tail;
 mod tx;
 mod writes;
 
+pub use alerts::StoredAlert;
 pub use connect::{Backend, StoreOptions};
 pub use error::StoreError;
 pub use leases::{AcquireResult, LeaseEvent, LeaseState};

@@ -4,6 +4,7 @@
 
 mod helpers;
 
+mod alerts;
 mod bad_input;
 mod cli;
 mod concurrency;

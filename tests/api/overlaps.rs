@@ -25,6 +25,7 @@ async fn overlaps_open_grow_and_close(#[case] backend: Backend) {
     let db = test_db!(backend);
     let live = LiveConfig {
         overlap_quiet: Duration::from_secs(1),
+        ..LiveConfig::default()
     };
     let app = TestApp::spawn_full(&db, Limits::default(), live, None).await;
     let mut events = SseClient::connect(&app.base, None).await;

@@ -1,0 +1,239 @@
+//! Alert rules and receivers, from the `[alerts]` section of `serve --config FILE` (TOML).
+
+use crate::domain::Outcome;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// One rule: more than `threshold` writes with one of `outcomes` within `window`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rule {
+    pub name: String,
+    pub outcomes: Vec<Outcome>,
+    pub threshold: u64,
+    pub window: Duration,
+    pub for_: Duration,
+    pub keep_firing_for: Duration,
+    /// One alert per resource instead of one over all resources.
+    pub per_resource: bool,
+    pub labels: BTreeMap<String, String>,
+    pub summary: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Webhook {
+    pub url: String,
+    pub timeout: Duration,
+    pub max_retries: u32,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlertConfig {
+    pub evaluation_interval: Duration,
+    pub rules: Vec<Rule>,
+    /// Receivers of the Alertmanager webhook payload (version 4).
+    pub webhooks: Vec<Webhook>,
+    /// An Alertmanager to post alerts to (`/api/v2/alerts`).
+    pub alertmanager: Option<Webhook>,
+}
+
+impl Default for AlertConfig {
+    fn default() -> Self {
+        Self {
+            evaluation_interval: Duration::from_secs(1),
+            rules: default_rules(),
+            webhooks: Vec::new(),
+            alertmanager: None,
+        }
+    }
+}
+
+/// Stale-owner spikes, over all resources and per resource.
+pub fn default_rules() -> Vec<Rule> {
+    let rule = |name: &str, threshold, per_resource, summary: &str| Rule {
+        name: name.to_owned(),
+        outcomes: vec![Outcome::Stale, Outcome::Superseded],
+        threshold,
+        window: Duration::from_secs(60),
+        for_: Duration::from_secs(15),
+        keep_firing_for: Duration::from_secs(60),
+        per_resource,
+        labels: BTreeMap::from([("severity".to_owned(), "page".to_owned())]),
+        summary: summary.to_owned(),
+    };
+    vec![
+        rule(
+            "StaleOwnerSpike",
+            20,
+            false,
+            "More than 20 writes from superseded owners in a minute",
+        ),
+        rule(
+            "StaleOwnerSpikePerResource",
+            10,
+            true,
+            "More than 10 writes from superseded owners to one resource in a minute",
+        ),
+    ]
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    alerts: Option<AlertsSection>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AlertsSection {
+    evaluation_interval: Option<String>,
+    rules: Option<Vec<RuleSection>>,
+    #[serde(default)]
+    webhooks: Vec<WebhookSection>,
+    alertmanager: Option<WebhookSection>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuleSection {
+    name: String,
+    outcomes: Option<Vec<String>>,
+    threshold: u64,
+    window: String,
+    #[serde(rename = "for")]
+    for_: Option<String>,
+    keep_firing_for: Option<String>,
+    #[serde(default)]
+    per_resource: bool,
+    #[serde(default)]
+    labels: BTreeMap<String, String>,
+    summary: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WebhookSection {
+    url: String,
+    timeout: Option<String>,
+    max_retries: Option<u32>,
+}
+
+fn duration(text: &str, what: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text).map_err(|e| format!("{what}: {e}"))
+}
+
+fn webhook(section: WebhookSection) -> Result<Webhook, String> {
+    if !(section.url.starts_with("http://") || section.url.starts_with("https://")) {
+        return Err(format!(
+            "webhook url {:?} must be http:// or https://",
+            section.url
+        ));
+    }
+    Ok(Webhook {
+        timeout: duration(
+            section.timeout.as_deref().unwrap_or("5s"),
+            "webhook timeout",
+        )?,
+        max_retries: section.max_retries.unwrap_or(5),
+        url: section.url,
+    })
+}
+
+impl AlertConfig {
+    /// Parses a config file's text; the built-in rules apply when it names none.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let file: File = toml::from_str(text).map_err(|e| e.to_string())?;
+        let Some(section) = file.alerts else {
+            return Ok(Self::default());
+        };
+        let mut config = Self::default();
+        if let Some(interval) = section.evaluation_interval {
+            config.evaluation_interval = duration(&interval, "evaluation_interval")?;
+            if config.evaluation_interval.is_zero() {
+                return Err("evaluation_interval must be positive".into());
+            }
+        }
+        if let Some(rules) = section.rules {
+            config.rules = rules
+                .into_iter()
+                .map(|rule| {
+                    let outcomes = match rule.outcomes {
+                        None => vec![Outcome::Stale, Outcome::Superseded],
+                        Some(names) => names
+                            .iter()
+                            .map(|name| {
+                                Outcome::parse(name).ok_or_else(|| {
+                                    format!("rule {}: unknown outcome {name:?}", rule.name)
+                                })
+                            })
+                            .collect::<Result<_, _>>()?,
+                    };
+                    Ok(Rule {
+                        window: duration(&rule.window, "window")?,
+                        for_: duration(rule.for_.as_deref().unwrap_or("0s"), "for")?,
+                        keep_firing_for: duration(
+                            rule.keep_firing_for.as_deref().unwrap_or("0s"),
+                            "keep_firing_for",
+                        )?,
+                        summary: rule
+                            .summary
+                            .unwrap_or_else(|| format!("{} is over its threshold", rule.name)),
+                        name: rule.name,
+                        outcomes,
+                        threshold: rule.threshold,
+                        per_resource: rule.per_resource,
+                        labels: rule.labels,
+                    })
+                })
+                .collect::<Result<_, String>>()?;
+            let mut names: Vec<&str> = config.rules.iter().map(|r| r.name.as_str()).collect();
+            names.sort();
+            if names.windows(2).any(|pair| pair[0] == pair[1]) {
+                return Err("rule names must be unique".into());
+            }
+        }
+        config.webhooks = section
+            .webhooks
+            .into_iter()
+            .map(webhook)
+            .collect::<Result<_, _>>()?;
+        config.alertmanager = section.alertmanager.map(webhook).transpose()?;
+        Ok(config)
+    }
+
+    pub fn load(path: &std::path::Path) -> Result<Self, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        Self::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_example_config_parses() {
+        let text = include_str!("../../assets/fencewatch.example.toml");
+        let config = AlertConfig::parse(text).unwrap();
+        assert_eq!(config.rules.len(), 2);
+        assert!(config.rules.iter().any(|r| r.per_resource));
+        assert_eq!(config.webhooks.len(), 1);
+    }
+
+    #[test]
+    fn defaults_and_errors() {
+        assert_eq!(AlertConfig::parse("").unwrap(), AlertConfig::default());
+        assert_eq!(AlertConfig::default().rules.len(), 2);
+        for bad in [
+            "[alerts]\nbogus = 1",
+            "[[alerts.rules]]\nname = \"x\"\nthreshold = 1\nwindow = \"soon\"",
+            "[[alerts.rules]]\nname = \"x\"\nthreshold = 1\nwindow = \"1m\"\noutcomes = [\"nope\"]",
+            "[[alerts.webhooks]]\nurl = \"ftp://x\"",
+            "[alerts]\nevaluation_interval = \"0s\"",
+        ] {
+            assert!(AlertConfig::parse(bad).is_err(), "{bad}");
+        }
+    }
+}
