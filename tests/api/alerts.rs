@@ -32,6 +32,21 @@ impl Receiver {
                     },
                 ),
             )
+            // Alertmanager's API: a list of alerts, kept under a synthetic status.
+            .route(
+                "/api/v2/alerts",
+                post(
+                    |State(r): State<Receiver>, Json(body): Json<Value>| async move {
+                        let status = if body[0]["endsAt"].is_null() {
+                            "am-firing"
+                        } else {
+                            "am-resolved"
+                        };
+                        let kept = serde_json::json!({ "status": status, "alerts": body });
+                        r.received.lock().unwrap().push((Instant::now(), kept));
+                    },
+                ),
+            )
             .with_state(receiver.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/hook", listener.local_addr().unwrap());
@@ -57,7 +72,13 @@ impl Receiver {
             }
             assert!(
                 Instant::now() < deadline,
-                "no {status} notification within {wait:?}"
+                "no {status} notification within {wait:?}; got {:?}",
+                self.received
+                    .lock()
+                    .unwrap()
+                    .iter()
+                    .map(|(_, body)| body["status"].clone())
+                    .collect::<Vec<_>>()
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -205,11 +226,26 @@ async fn an_alert_fires_after_for_and_resolves_after_recovery(#[case] backend: B
 async fn per_resource_rules_fire_for_the_resource(#[case] backend: Backend) {
     let db = test_db!(backend);
     let (receiver, hook) = Receiver::start().await;
-    let app = app_with_alerts(&db, &config(&hook, true)).await;
+    let manager = hook.trim_end_matches("/hook").to_owned();
+    let text = format!(
+        "{}\n[alerts.alertmanager]\nurl = \"{manager}\"\n",
+        config(&hook, true)
+    );
+    assert!(
+        AlertConfig::parse(&text).unwrap().alertmanager.is_some(),
+        "{text}"
+    );
+    let app = app_with_alerts(&db, &text).await;
     stale_writes(&app, "hot", 3).await;
     stale_writes(&app, "cold", 1).await;
     let (_, firing) = receiver.wait_for("firing", Duration::from_secs(10)).await;
     assert_eq!(firing["alerts"][0]["labels"]["resource"], "hot");
+    // Straight to an Alertmanager as well.
+    let (_, posted) = receiver
+        .wait_for("am-firing", Duration::from_secs(10))
+        .await;
+    assert_eq!(posted["alerts"][0]["labels"]["alertname"], "Spike");
+    assert_eq!(posted["alerts"][0]["labels"]["resource"], "hot");
     let alerts = app.get("/v1/alerts").await.json["alerts"]
         .as_array()
         .unwrap()

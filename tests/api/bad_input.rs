@@ -246,3 +246,25 @@ async fn unknown_routes_and_methods_are_problems(#[case] backend: Backend) {
     assert_eq!(app.get("/readyz").await.status, 200);
     assert_unchanged(&app).await;
 }
+
+/// `/readyz` tells a load balancer when the database is gone; `/healthz` only that the process
+/// runs.
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn readiness_follows_the_database(#[case] backend: Backend) {
+    let db = test_db!(backend);
+    let app = TestApp::spawn(&db).await;
+    assert_eq!(app.get("/readyz").await.status, 200);
+    app.store.close().await;
+    app.get("/readyz").await.assert_problem(503, "unavailable");
+    assert_eq!(app.get("/healthz").await.status, 200);
+    // Writes are refused as unavailable too, never with a 500.
+    app.put("k")
+        .token(1)
+        .body("v")
+        .send()
+        .await
+        .assert_problem(503, "unavailable");
+}

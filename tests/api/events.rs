@@ -236,3 +236,42 @@ async fn an_http_subscriber_that_never_reads_does_not_block_writes(#[case] backe
         .await
         .expect("writes finished while a subscriber stalled");
 }
+
+/// One stream shows the whole fleet: writes made through another daemon on the same PostgreSQL
+/// database arrive too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_daemon_streams_the_writes_of_all() {
+    let db = test_db!(Backend::Postgres);
+    let watched = crate::helpers::Daemon::spawn(&db, &[]).await;
+    let other = crate::helpers::Daemon::spawn(&db, &[]).await;
+    let mut events = SseClient::connect(&watched.base, None).await;
+    let http = reqwest::Client::new();
+    let mut ids = Vec::new();
+    for (token, base) in [(1, &other.base), (2, &watched.base), (3, &other.base)] {
+        let reply = crate::helpers::Reply::from(
+            http.put(format!("{base}/v1/resources/fleet"))
+                .header("Fencing-Token", token.to_string())
+                .body("v")
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        ids.push(reply.json["audit_id"].as_i64().unwrap());
+    }
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        seen.push(
+            events
+                .next_of("write", WAIT)
+                .await
+                .id
+                .unwrap()
+                .parse::<i64>()
+                .unwrap(),
+        );
+    }
+    assert_eq!(seen, ids);
+    watched.kill().await;
+    other.kill().await;
+}
