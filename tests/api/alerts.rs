@@ -323,3 +323,43 @@ async fn two_daemons_send_one_notification() {
     assert_eq!(receiver.with_status("resolved").len(), 1);
     assert!(first.terminate().await && second.terminate().await);
 }
+
+/// The evaluator's writes are fenced by its lease token: once a newer evaluator has written, a
+/// deposed one's late write changes nothing and tells it so.
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn a_deposed_evaluator_cannot_write_alert_state(#[case] backend: Backend) {
+    use fencewatch::domain::alert::{AlertInstance, AlertState};
+    use fencewatch::store::StoredAlert;
+    let db = test_db!(backend);
+    let store = db.store().await;
+    let alert = |state: AlertState, value: i64| StoredAlert {
+        rule: "Spike".into(),
+        instance: String::new(),
+        alert: AlertInstance {
+            state,
+            ..AlertInstance::inactive(1)
+        },
+        value,
+        updated_at_us: 1,
+    };
+    assert!(store
+        .put_alert_state(&alert(AlertState::Firing, 5), AlertState::Inactive, 7)
+        .await
+        .unwrap());
+    assert!(!store
+        .put_alert_state(&alert(AlertState::Inactive, 0), AlertState::Firing, 6)
+        .await
+        .unwrap());
+    let states = store.alert_states().await.unwrap();
+    assert_eq!(
+        (states[0].alert.state, states[0].value),
+        (AlertState::Firing, 5)
+    );
+    assert!(store
+        .put_alert_state(&alert(AlertState::Inactive, 0), AlertState::Firing, 8)
+        .await
+        .unwrap());
+}
