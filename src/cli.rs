@@ -21,6 +21,11 @@ pub enum Command {
     Serve(ServeArgs),
     /// Acquire, renew, release or show a lease of a running daemon's authority.
     Lease(LeaseArgs),
+    /// The live dashboard of a running daemon.
+    Tui(TuiArgs),
+    /// The whole thing in one command: a daemon on a temporary SQLite file, simulated workers
+    /// whose pauses outlive their leases, and the dashboard.
+    Demo(DemoArgs),
     /// Write stdin as a resource's value, fenced by a token.
     #[command(after_help = crate::client::EXIT_CODES_HELP)]
     Write(WriteArgs),
@@ -181,4 +186,47 @@ pub struct WriteArgs {
     pub content_type: Option<String>,
     #[command(flatten)]
     pub connection: Connection,
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(
+    after_help = "Keys: Tab or 1-4 switch views, Enter opens a timeline, Esc goes back, / filters, s sorts, p pauses, + and - zoom, ? shows all keys, q quits."
+)]
+pub struct TuiArgs {
+    #[command(flatten)]
+    pub connection: Connection,
+    /// No colours (also when NO_COLOR is set).
+    #[arg(long)]
+    pub no_color: bool,
+    /// Print the current overview once and exit (with --json).
+    #[arg(long)]
+    pub once: bool,
+    /// With --once: the overview as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct DemoArgs {
+    /// Use this database instead of a temporary SQLite file.
+    #[arg(long)]
+    pub database: Option<String>,
+    /// Simulated workers.
+    #[arg(long, default_value_t = 4)]
+    pub workers: usize,
+    /// Resources they compete for.
+    #[arg(long, default_value_t = 2)]
+    pub resources: usize,
+    /// Run without the dashboard and print a summary at the end.
+    #[arg(long)]
+    pub headless: bool,
+    /// How long a headless run lasts (e.g. 10s).
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "10s")]
+    pub duration: Duration,
+    /// With --headless: the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// No colours in the dashboard (also when NO_COLOR is set).
+    #[arg(long)]
+    pub no_color: bool,
 }

@@ -6,6 +6,7 @@
 pub mod alerts;
 pub mod cli;
 pub mod client;
+pub mod demo;
 pub mod domain;
 pub mod events;
 pub mod http;
@@ -14,6 +15,7 @@ pub mod metrics;
 pub mod server;
 pub mod service;
 pub mod store;
+pub mod tui;
 
 use cli::{Cli, Command};
 use std::process::ExitCode;
@@ -24,5 +26,40 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve(args) => server::run(args).await.map(|()| ExitCode::SUCCESS),
         Command::Lease(args) => client::lease(args).await,
         Command::Write(args) => client::write(args).await,
+        Command::Tui(args) => {
+            let daemon = tui::client::DaemonClient::new(
+                &args.connection.url,
+                args.connection.api_key.clone(),
+            );
+            if args.once {
+                let overview = tui::overview_json(&daemon)
+                    .await
+                    .map_err(anyhow::Error::msg)?;
+                println!(
+                    "{}",
+                    if args.json {
+                        overview.to_string()
+                    } else {
+                        serde_json::to_string_pretty(&overview)?
+                    }
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
+            let theme = tui::view::Theme {
+                color: tui::wants_color(args.no_color),
+            };
+            tui::run(daemon, theme).await.map(|()| ExitCode::SUCCESS)
+        }
+        Command::Demo(args) => demo::run(demo::DemoOptions {
+            database: args.database,
+            workers: args.workers,
+            resources: args.resources,
+            headless: args.headless,
+            duration: Some(args.duration),
+            json: args.json,
+            color: tui::wants_color(args.no_color),
+        })
+        .await
+        .map(|()| ExitCode::SUCCESS),
     }
 }

@@ -1,15 +1,25 @@
 use clap::Parser;
-use fencewatch::cli::Cli;
+use fencewatch::cli::{Cli, Command};
 use std::process::ExitCode;
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    // Logs go to stderr: stdout's first line belongs to the `listening on` announcement.
+    // Logs go to stderr: stdout's first line belongs to the `listening on` announcement. A
+    // dashboard owns the terminal, so it logs nothing there.
+    let owns_terminal = match &cli.command {
+        Command::Tui(args) => !args.once,
+        Command::Demo(args) => !args.headless,
+        _ => false,
+    };
+    let default_filter = if owns_terminal { "off" } else { "info" };
+    let filter = if owns_terminal {
+        EnvFilter::new("off")
+    } else {
+        EnvFilter::try_from_env("FENCEWATCH_LOG").unwrap_or_else(|_| EnvFilter::new(default_filter))
+    };
     tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_env("FENCEWATCH_LOG").unwrap_or_else(|_| EnvFilter::new("info")),
-        )
+        .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .init();
     let runtime = match tokio::runtime::Runtime::new() {

@@ -67,6 +67,7 @@ impl TestDb {
                     .unwrap_or_else(|e| {
                         panic!("PostgreSQL at FENCEWATCH_TEST_PG is unreachable: {e}")
                     });
+                sweep_leftover_schemas(&mut conn, &base).await;
                 sqlx::query(&format!("CREATE SCHEMA {schema}"))
                     .execute(&mut conn)
                     .await
@@ -101,24 +102,69 @@ impl Drop for TestDb {
         let Some((base, schema)) = self.pg.take() else {
             return;
         };
-        // Drop runs outside any runtime we can block on, so clean up from a thread of its own.
-        let _ = std::thread::spawn(move || {
-            let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            else {
-                return;
-            };
-            runtime.block_on(async {
-                if let Ok(mut conn) = sqlx::PgConnection::connect(&base).await {
-                    let _ = sqlx::query(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
-                        .execute(&mut conn)
-                        .await;
-                    let _ = conn.close().await;
+        // Never block here: the test's runtime may still owe a background task the progress it
+        // needs to end a transaction in this schema. A detached thread drops the schema once
+        // its locks are free; a schema it could not drop is swept by the next run.
+        std::thread::spawn(move || drop_schemas(&base, &[schema]));
+    }
+}
+
+/// Drops schemas, waiting at most a few seconds for locks each time.
+fn drop_schemas(base: &str, schemas: &[String]) {
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return;
+    };
+    runtime.block_on(async {
+        let Ok(mut conn) = sqlx::PgConnection::connect(base).await else {
+            return;
+        };
+        let _ = sqlx::query("SET lock_timeout = '5s'")
+            .execute(&mut conn)
+            .await;
+        for schema in schemas {
+            for _ in 0..3 {
+                let dropped = sqlx::query(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
+                    .execute(&mut conn)
+                    .await;
+                if dropped.is_ok() {
+                    break;
                 }
-            });
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+        let _ = conn.close().await;
+    });
+}
+
+/// Drops the schemas left by test processes that no longer run (once per process).
+async fn sweep_leftover_schemas(conn: &mut sqlx::PgConnection, base: &str) {
+    static SWEPT: std::sync::Once = std::sync::Once::new();
+    let mut first = false;
+    SWEPT.call_once(|| first = true);
+    if !first {
+        return;
+    }
+    let names: Vec<String> = sqlx::query_scalar(
+        "SELECT nspname::text FROM pg_namespace WHERE nspname LIKE 'fwtest\\_%'",
+    )
+    .fetch_all(&mut *conn)
+    .await
+    .unwrap_or_default();
+    let dead: Vec<String> = names
+        .into_iter()
+        .filter(|name| {
+            let pid = name.split('_').nth(1).and_then(|p| p.parse::<u32>().ok());
+            pid.is_some_and(|pid| {
+                pid != std::process::id() && !std::path::Path::new(&format!("/proc/{pid}")).exists()
+            })
         })
-        .join();
+        .collect();
+    if !dead.is_empty() {
+        let base = base.to_owned();
+        std::thread::spawn(move || drop_schemas(&base, &dead));
     }
 }
 

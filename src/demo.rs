@@ -1,0 +1,313 @@
+//! `fencewatch demo`: the daemon on a temporary SQLite file, a fleet of simulated workers that
+//! take leases from its authority and sometimes pause past them while a replacement takes over,
+//! and the dashboard on top. `--headless` runs the same without a terminal and prints a summary.
+
+use crate::alerts::{AlertConfig, Rule};
+use crate::domain::Outcome;
+use crate::events::Event;
+use crate::http::{self, AppState};
+use crate::live::LiveConfig;
+use crate::service::{FenceService, Limits};
+use crate::store::{Store, StoreOptions};
+use anyhow::Context;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+
+#[derive(Debug, Clone)]
+pub struct DemoOptions {
+    pub database: Option<String>,
+    pub workers: usize,
+    pub resources: usize,
+    pub headless: bool,
+    pub duration: Option<Duration>,
+    pub json: bool,
+    pub color: bool,
+}
+
+/// Alert rules tuned so that the demo's overlaps page within seconds.
+fn demo_alerts() -> AlertConfig {
+    let rule = |name: &str, per_resource| Rule {
+        name: name.to_owned(),
+        outcomes: vec![Outcome::Stale, Outcome::Superseded],
+        threshold: 2,
+        window: Duration::from_secs(10),
+        for_: Duration::from_secs(1),
+        keep_firing_for: Duration::from_secs(5),
+        per_resource,
+        labels: BTreeMap::from([("severity".to_owned(), "page".to_owned())]),
+        summary: "Superseded owners keep writing".to_owned(),
+    };
+    AlertConfig {
+        evaluation_interval: Duration::from_millis(250),
+        rules: vec![
+            rule("StaleOwnerSpike", false),
+            rule("StaleOwnerSpikePerResource", true),
+        ],
+        ..AlertConfig::default()
+    }
+}
+
+pub async fn run(options: DemoOptions) -> anyhow::Result<()> {
+    let folder = tempfile::tempdir().context("failed to create a temporary folder")?;
+    let url = options
+        .database
+        .clone()
+        .unwrap_or_else(|| format!("sqlite://{}", folder.path().join("demo.db").display()));
+    let store = Store::open(&url, &StoreOptions::default())
+        .await
+        .context("failed to open the database")?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .context("failed to bind")?;
+    let address = listener
+        .local_addr()
+        .context("failed to read the bound address")?;
+    let base = format!("http://{address}");
+    let live = LiveConfig {
+        overlap_quiet: Duration::from_secs(10),
+        alerts: Arc::new(demo_alerts()),
+        external_url: base.clone(),
+    };
+    let state = AppState::start(
+        FenceService::new(store.clone(), Limits::default()),
+        live,
+        None,
+    )
+    .await
+    .context("failed to start the daemon")?;
+    let fired = Arc::new(AtomicU64::new(0));
+    let fired_names = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let mut alert_events = state.live.bus.subscribe();
+    let counter = fired.clone();
+    let names = fired_names.clone();
+    let alert_watch = tokio::spawn(async move {
+        while let Ok(event) = alert_events.recv().await {
+            if let Event::Alert(alert) = event {
+                if alert["state"] == "firing" {
+                    counter.fetch_add(1, Ordering::Relaxed);
+                    if let Ok(mut names) = names.lock() {
+                        let resource = alert["resource"]
+                            .as_str()
+                            .map(|r| format!(" on {r}"))
+                            .unwrap_or_default();
+                        names.push(format!(
+                            "{}{resource}",
+                            alert["rule"].as_str().unwrap_or("?")
+                        ));
+                    }
+                }
+            }
+        }
+    });
+    let (stop_server, server_stopped) = watch::channel(false);
+    let server = tokio::spawn(http::serve(listener, http::router(state), async move {
+        let mut stopped = server_stopped;
+        let _ = stopped.wait_for(|stop| *stop).await;
+    }));
+
+    let (stop_workers, stopped) = watch::channel(false);
+    let resources: Vec<String> = (0..options.resources.max(1))
+        .map(|i| format!("demo/ledger-{i}"))
+        .collect();
+    let workers: Vec<_> = (0..options.workers.max(1))
+        .map(|id| tokio::spawn(worker(id, base.clone(), resources.clone(), stopped.clone())))
+        .collect();
+
+    let outcome = if options.headless {
+        let duration = options.duration.unwrap_or(Duration::from_secs(10));
+        tokio::time::sleep(duration).await;
+        Ok(())
+    } else {
+        let client = crate::tui::client::DaemonClient::new(&base, None);
+        crate::tui::run(
+            client,
+            crate::tui::view::Theme {
+                color: options.color,
+            },
+        )
+        .await
+    };
+    let _ = stop_workers.send(true);
+    for worker in workers {
+        let _ = worker.await;
+    }
+    // Let the evaluator and watchers see the last writes before summarising.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    if options.headless {
+        let summary =
+            summarise(&base, fired.load(Ordering::Relaxed), &fired_names, &options).await?;
+        if options.json {
+            println!("{summary}");
+        } else {
+            print_summary(&summary);
+        }
+    }
+    alert_watch.abort();
+    let _ = stop_server.send(true);
+    let _ = server.await;
+    store.close().await;
+    outcome
+}
+
+async fn summarise(
+    base: &str,
+    fired: u64,
+    names: &std::sync::Mutex<Vec<String>>,
+    options: &DemoOptions,
+) -> anyhow::Result<Value> {
+    let client = crate::tui::client::DaemonClient::new(base, None);
+    let stats = client.json("/v1/stats").await.map_err(anyhow::Error::msg)?;
+    let overlaps = client
+        .json("/v1/overlaps?state=all&limit=1000")
+        .await
+        .map_err(anyhow::Error::msg)?;
+    let overlaps = overlaps["overlaps"].as_array().cloned().unwrap_or_default();
+    let open = overlaps.iter().filter(|o| o["state"] == "open").count();
+    let names = names.lock().map(|n| n.clone()).unwrap_or_default();
+    Ok(json!({
+        "seconds": options.duration.unwrap_or_default().as_secs_f64(),
+        "workers": options.workers,
+        "resources": options.resources,
+        "writes": stats["totals"],
+        "overlaps": overlaps.len(),
+        "open_overlaps": open,
+        "alerts_fired": fired,
+        "alerts": names,
+    }))
+}
+
+fn print_summary(summary: &Value) {
+    println!(
+        "demo ran {}s with {} workers on {} resources",
+        summary["seconds"], summary["workers"], summary["resources"]
+    );
+    let writes: Vec<String> = summary["writes"]
+        .as_object()
+        .map(|totals| {
+            totals
+                .iter()
+                .filter(|(_, n)| n.as_u64().unwrap_or(0) > 0)
+                .map(|(outcome, n)| format!("{outcome} {n}"))
+                .collect()
+        })
+        .unwrap_or_default();
+    println!("writes: {}", writes.join(", "));
+    println!(
+        "ownership overlaps: {} ({} still open)",
+        summary["overlaps"], summary["open_overlaps"]
+    );
+    let alerts: Vec<String> = summary["alerts"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|n| n.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    println!(
+        "alerts fired: {} ({})",
+        summary["alerts_fired"],
+        alerts.join(", ")
+    );
+}
+
+/// A small deterministic generator per worker, so runs look alike.
+struct Rng(u64);
+
+impl Rng {
+    fn chance(&mut self, percent: u64) -> bool {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % 100 < percent
+    }
+}
+
+/// One simulated worker: takes a resource's lease, writes with its token, renews, and now and
+/// then pauses past its lease (a GC pause, a stalled host) and resumes writing as if nothing
+/// happened, which the fence refuses.
+async fn worker(id: usize, base: String, resources: Vec<String>, stop: watch::Receiver<bool>) {
+    let http = reqwest::Client::new();
+    let holder = format!("worker-{id}");
+    let mut rng = Rng((id as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut turn = id;
+    while !*stop.borrow() {
+        let resource = &resources[turn % resources.len()];
+        turn += 1;
+        let acquired = http
+            .post(format!("{base}/v1/leases/{}/acquire", encode(resource)))
+            .json(&json!({ "holder": holder, "ttl_ms": 800 }))
+            .send()
+            .await;
+        let token = match acquired {
+            Ok(response) if response.status().is_success() => {
+                match response.json::<Value>().await {
+                    Ok(body) => body["token"].as_i64().unwrap_or(0),
+                    Err(_) => continue,
+                }
+            }
+            _ => {
+                tokio::time::sleep(Duration::from_millis(150)).await;
+                continue;
+            }
+        };
+        for step in 0..10 {
+            if *stop.borrow() {
+                return;
+            }
+            if !write(&http, &base, resource, token, &holder, step).await {
+                break;
+            }
+            if rng.chance(12) {
+                // Paused past the lease: a replacement takes over meanwhile.
+                tokio::time::sleep(Duration::from_millis(1400)).await;
+                for late in 0..3 {
+                    write(&http, &base, resource, token, &holder, 100 + late).await;
+                }
+                break;
+            }
+            let _ = http
+                .post(format!("{base}/v1/leases/{}/renew", encode(resource)))
+                .json(&json!({ "holder": holder, "token": token }))
+                .send()
+                .await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let _ = http
+            .post(format!("{base}/v1/leases/{}/release", encode(resource)))
+            .json(&json!({ "holder": holder, "token": token }))
+            .send()
+            .await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn encode(name: &str) -> String {
+    percent_encoding::utf8_percent_encode(name, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
+/// One fenced write; returns whether it was accepted.
+async fn write(
+    http: &reqwest::Client,
+    base: &str,
+    resource: &str,
+    token: i64,
+    holder: &str,
+    step: u32,
+) -> bool {
+    http.put(format!("{base}/v1/resources/{resource}"))
+        .header("Fencing-Token", token.to_string())
+        .header("Fencing-Lease", resource)
+        .header("Fencing-Owner", holder)
+        .header("Idempotency-Key", format!("{holder}-{token}-{step}"))
+        .body(format!(
+            "total written by {holder} with generation {token}, step {step}"
+        ))
+        .send()
+        .await
+        .is_ok_and(|response| response.status().is_success())
+}
