@@ -67,7 +67,7 @@ impl TestDb {
                     .unwrap_or_else(|e| {
                         panic!("PostgreSQL at FENCEWATCH_TEST_PG is unreachable: {e}")
                     });
-                sweep_leftover_schemas(&mut conn, &base).await;
+                sweep_leftover_schemas(&mut conn).await;
                 sqlx::query(&format!("CREATE SCHEMA {schema}"))
                     .execute(&mut conn)
                     .await
@@ -140,19 +140,19 @@ fn drop_schemas(base: &str, schemas: &[String]) {
 }
 
 /// Drops the schemas left by test processes that no longer run (once per process).
-async fn sweep_leftover_schemas(conn: &mut sqlx::PgConnection, base: &str) {
+async fn sweep_leftover_schemas(conn: &mut sqlx::PgConnection) {
     static SWEPT: std::sync::Once = std::sync::Once::new();
     let mut first = false;
     SWEPT.call_once(|| first = true);
     if !first {
         return;
     }
-    let names: Vec<String> = sqlx::query_scalar(
+    let names: Result<Vec<String>, _> = sqlx::query_scalar(
         "SELECT nspname::text FROM pg_namespace WHERE nspname LIKE 'fwtest\\_%'",
     )
     .fetch_all(&mut *conn)
-    .await
-    .unwrap_or_default();
+    .await;
+    let names = names.unwrap_or_default();
     let dead: Vec<String> = names
         .into_iter()
         .filter(|name| {
@@ -162,10 +162,17 @@ async fn sweep_leftover_schemas(conn: &mut sqlx::PgConnection, base: &str) {
             })
         })
         .collect();
-    if !dead.is_empty() {
-        let base = base.to_owned();
-        std::thread::spawn(move || drop_schemas(&base, &dead));
+    let _ = sqlx::query("SET lock_timeout = '2s'")
+        .execute(&mut *conn)
+        .await;
+    for schema in dead {
+        let _ = sqlx::query(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
+            .execute(&mut *conn)
+            .await;
     }
+    let _ = sqlx::query("SET lock_timeout = 0")
+        .execute(&mut *conn)
+        .await;
 }
 
 /// Skips the test (returns) when its backend is not available.
