@@ -50,7 +50,7 @@ pub const BINDINGS: &[Binding] = &[
     Binding {
         keys: &[KeyCode::Tab],
         label: "Tab",
-        description: "next view",
+        description: "view",
         action: Action::NextView,
         footer: true,
     },
@@ -92,7 +92,7 @@ pub const BINDINGS: &[Binding] = &[
     Binding {
         keys: &[KeyCode::Enter],
         label: "Enter",
-        description: "timeline",
+        description: "open",
         action: Action::Open,
         footer: true,
     },

@@ -171,3 +171,72 @@ pub async fn overview_json(client: &DaemonClient) -> Result<serde_json::Value, S
         "events_dropped": stats["events_dropped"],
     }))
 }
+
+#[cfg(test)]
+pub(crate) mod fixtures {
+    //! A dashboard mid-incident, at a fixed time, for model tests and snapshots.
+    use super::model::{Model, Msg};
+    use serde_json::{json, Value};
+
+    pub const NOW: i64 = 1_764_474_000; // 2025-11-30T03:40:00Z
+
+    pub fn write(
+        id: i64,
+        outcome: &str,
+        resource: &str,
+        token: i64,
+        highest: i64,
+        owner: &str,
+    ) -> Msg {
+        Msg::Event {
+            kind: "write".into(),
+            data: json!({
+                "id": id, "at": "2025-11-30T03:39:58.123456Z", "resource": resource, "outcome": outcome,
+                "token": token, "highest_token": highest, "revision": id, "owner": owner,
+                "detail": if outcome == "accepted" { Value::Null } else { json!("generation was superseded") },
+            }),
+        }
+    }
+
+    pub fn overlap(
+        id: i64,
+        resource: &str,
+        stale: i64,
+        newer: i64,
+        count: i64,
+        state: &str,
+    ) -> Value {
+        json!({
+            "id": id, "resource": resource, "stale_token": stale, "superseding_token": newer,
+            "stale_owner": format!("worker-{stale}"), "superseding_owner": format!("worker-{newer}"),
+            "first_seen": "2025-11-30T03:39:50.000000Z", "last_seen": format!("2025-11-30T03:39:5{id}.000000Z"),
+            "rejected_writes": count, "state": state, "closed_at": null,
+        })
+    }
+
+    pub fn incident() -> Model {
+        let mut model = Model::new();
+        model.update(Msg::Tick { now: NOW - 2 });
+        model.update(Msg::Connected {
+            replayed_from: None,
+        });
+        model.update(Msg::Snapshot {
+            overlaps: vec![
+                overlap(1, "accounts/totals", 7, 8, 4, "open"),
+                overlap(2, "billing/ledger", 3, 5, 1, "closed"),
+            ],
+            alerts: vec![
+                json!({"rule": "StaleOwnerSpike", "resource": null, "state": "firing", "since": "2025-11-30T03:39:55.000000Z", "value": 25, "threshold": 20}),
+                json!({"rule": "StaleOwnerSpikePerResource", "resource": "accounts/totals", "state": "pending", "since": "2025-11-30T03:39:57.000000Z", "value": 11, "threshold": 10}),
+            ],
+            stats: Some(json!({"totals": {"accepted": 1200, "stale": 31, "superseded": 7, "replayed": 3}, "events_dropped": 0})),
+        });
+        for id in 1..=6 {
+            model.update(write(id, "accepted", "accounts/totals", 8, 8, "worker-8"));
+        }
+        model.update(write(7, "stale", "accounts/totals", 7, 8, "worker-7"));
+        model.update(write(8, "superseded", "billing/ledger", 3, 5, "worker-3"));
+        model.update(Msg::Tick { now: NOW });
+        model
+    }
+}

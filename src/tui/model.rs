@@ -240,8 +240,17 @@ impl Model {
                 };
             }
             Msg::Timeline { resource, rows } => {
+                // Open at the incident: the first rejected write.
+                self.selected = rows
+                    .iter()
+                    .position(|row| {
+                        row["outcome"]
+                            .as_str()
+                            .and_then(Outcome::parse)
+                            .is_some_and(Outcome::is_rejection)
+                    })
+                    .unwrap_or(0);
                 self.timeline = Some((resource, rows));
-                self.selected = 0;
             }
             Msg::Tick { now } => self.now = now,
             Msg::FilterInput(c) => {
@@ -267,6 +276,17 @@ impl Model {
             "alert" => {
                 let rule = data["rule"].as_str().unwrap_or_default().to_owned();
                 let resource = data["resource"].as_str().unwrap_or_default().to_owned();
+                if !resource.is_empty() {
+                    // A per-resource rule's "no instance yet" placeholder gives way to its first.
+                    let placeholder = (rule.clone(), String::new());
+                    if self
+                        .alerts
+                        .get(&placeholder)
+                        .is_some_and(|a| a["state"] == "inactive")
+                    {
+                        self.alerts.remove(&placeholder);
+                    }
+                }
                 self.alerts.insert((rule, resource), data);
             }
             "stats" => {
@@ -484,5 +504,156 @@ impl Model {
             rejected.push(refused);
         }
         (accepted, rejected)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::fixtures::{incident, write, NOW};
+    use crate::tui::keys::Action;
+
+    #[test]
+    fn events_build_the_picture() {
+        let model = incident();
+        assert_eq!(model.connection, Connection::Live);
+        assert_eq!(model.open_overlaps(), 1);
+        assert_eq!(model.firing_alerts(), 1);
+        assert_eq!(model.totals["accepted"], 1200);
+        assert_eq!(model.rejections.len(), 2);
+        assert_eq!(model.rejections[0]["outcome"], "superseded", "newest first");
+        assert_eq!(model.last_write_id, Some(8));
+        assert_eq!(model.data_age(), Some(2));
+        let (accepted, rejected) = model.series();
+        assert_eq!(accepted.len(), 60);
+        assert_eq!(
+            (accepted.iter().sum::<u64>(), rejected.iter().sum::<u64>()),
+            (6, 2)
+        );
+    }
+
+    #[test]
+    fn an_overlap_event_replaces_its_earlier_state() {
+        let mut model = incident();
+        let mut grown = crate::tui::fixtures::overlap(1, "accounts/totals", 7, 8, 9, "closed");
+        grown["change"] = "closed".into();
+        model.update(Msg::Event {
+            kind: "overlap".into(),
+            data: grown,
+        });
+        assert_eq!(model.overlaps.len(), 2);
+        assert_eq!(model.overlaps[&1]["rejected_writes"], 9);
+        assert_eq!(model.open_overlaps(), 0);
+    }
+
+    #[test]
+    fn pausing_holds_events_and_resuming_applies_them() {
+        let mut model = incident();
+        model.update(Msg::Key(Action::Pause));
+        model.update(write(9, "stale", "accounts/totals", 6, 8, "worker-6"));
+        assert!(model.paused);
+        assert_eq!((model.rejections.len(), model.held.len()), (2, 1));
+        model.update(Msg::Key(Action::Pause));
+        assert_eq!((model.rejections.len(), model.held.len()), (3, 0));
+    }
+
+    #[test]
+    fn filters_narrow_by_resource_owner_or_outcome() {
+        let mut model = incident();
+        model.update(Msg::Key(Action::Filter));
+        for c in "billing".chars() {
+            model.update(Msg::FilterInput(c));
+        }
+        assert_eq!(model.visible_rejections().len(), 1);
+        assert_eq!(model.visible_overlaps().len(), 1);
+        model.update(Msg::Key(Action::Back));
+        assert!(!model.editing_filter);
+        model.filter = "stale".into();
+        assert_eq!(model.visible_rejections().len(), 1);
+        model.filter = "worker-7".into();
+        assert_eq!(model.visible_rejections()[0]["token"], 7);
+        model.update(Msg::Key(Action::Back));
+        assert!(model.filter.is_empty());
+    }
+
+    #[test]
+    fn enter_drills_into_a_timeline_and_esc_comes_back() {
+        let mut model = incident();
+        model.update(Msg::Key(Action::Show(View::Overlaps)));
+        model.update(Msg::Key(Action::Sort));
+        assert_eq!(model.sort, OverlapSort::Count);
+        let command = model.update(Msg::Key(Action::Open));
+        assert_eq!(
+            command,
+            Some(Command::FetchTimeline("accounts/totals".into()))
+        );
+        assert_eq!(model.view, View::Timeline);
+        model.update(Msg::Timeline {
+            resource: "accounts/totals".into(),
+            rows: vec![serde_json::json!({"id": 1})],
+        });
+        assert_eq!(model.timeline.as_ref().map(|(_, rows)| rows.len()), Some(1));
+        model.update(Msg::Key(Action::Back));
+        assert_eq!(model.view, View::Overlaps);
+        assert!(model.timeline.is_none());
+    }
+
+    #[test]
+    fn views_cycle_and_the_window_zooms_within_bounds() {
+        let mut model = incident();
+        for expected in [
+            View::Overlaps,
+            View::Rejections,
+            View::Alerts,
+            View::Overview,
+        ] {
+            model.update(Msg::Key(Action::NextView));
+            assert_eq!(model.view, expected);
+        }
+        model.update(Msg::Key(Action::PreviousView));
+        assert_eq!(model.view, View::Alerts);
+        for _ in 0..10 {
+            model.update(Msg::Key(Action::ZoomOut));
+        }
+        assert_eq!(model.window_seconds(), 300);
+        for _ in 0..10 {
+            model.update(Msg::Key(Action::ZoomIn));
+        }
+        assert_eq!(model.window_seconds(), 30);
+        assert_eq!(model.update(Msg::Key(Action::Quit)), Some(Command::Quit));
+    }
+
+    #[test]
+    fn a_reconnect_shows_the_retry_and_counts_what_was_missed() {
+        let mut model = incident();
+        model.update(Msg::Disconnected {
+            attempt: 3,
+            retry_in: Duration::from_secs(2),
+            error: "refused".into(),
+        });
+        assert!(matches!(
+            model.connection,
+            Connection::Reconnecting { attempt: 3, .. }
+        ));
+        model.update(Msg::Connected {
+            replayed_from: Some(8),
+        });
+        model.update(write(9, "accepted", "accounts/totals", 8, 8, "worker-8"));
+        model.update(write(10, "accepted", "accounts/totals", 8, 8, "worker-8"));
+        assert_eq!(
+            (model.connection.clone(), model.missed),
+            (Connection::Live, 2)
+        );
+    }
+
+    #[test]
+    fn the_help_overlay_swallows_other_keys() {
+        let mut model = incident();
+        model.update(Msg::Key(Action::Help));
+        model.update(Msg::Key(Action::NextView));
+        assert_eq!(model.view, View::Overview);
+        model.update(Msg::Key(Action::Back));
+        assert!(!model.help);
+        let _ = NOW;
     }
 }

@@ -511,3 +511,129 @@ fn render_help(frame: &mut Frame, area: Rect, theme: Theme) {
         popup,
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::fixtures::incident;
+    use crate::tui::keys::Action;
+    use crate::tui::model::Msg;
+    use ratatui::backend::TestBackend;
+    use ratatui::Terminal;
+    use std::time::Duration;
+
+    const URL: &str = "http://127.0.0.1:7420";
+
+    fn draw(model: &Model, width: u16, height: u16, color: bool) -> Terminal<TestBackend> {
+        let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+        terminal
+            .draw(|frame| render(frame, model, URL, Theme { color }))
+            .unwrap();
+        terminal
+    }
+
+    fn snapshot(name: &str, model: &Model) {
+        for (width, height) in [(100, 30), (80, 24)] {
+            let terminal = draw(model, width, height, true);
+            insta::assert_snapshot!(format!("{name}_{width}x{height}"), terminal.backend());
+        }
+    }
+
+    fn in_view(action: Action) -> Model {
+        let mut model = incident();
+        model.update(Msg::Key(action));
+        model
+    }
+
+    #[test]
+    fn overview() {
+        snapshot("overview", &incident());
+    }
+
+    #[test]
+    fn overlaps() {
+        snapshot("overlaps", &in_view(Action::Show(View::Overlaps)));
+    }
+
+    #[test]
+    fn rejections() {
+        snapshot("rejections", &in_view(Action::Show(View::Rejections)));
+    }
+
+    #[test]
+    fn alerts() {
+        snapshot("alerts", &in_view(Action::Show(View::Alerts)));
+    }
+
+    #[test]
+    fn timeline() {
+        let mut model = in_view(Action::Show(View::Overlaps));
+        model.update(Msg::Key(Action::Open));
+        model.update(Msg::Timeline {
+            resource: "accounts/totals".into(),
+            rows: model.rejections.iter().rev().cloned().collect(),
+        });
+        snapshot("timeline", &model);
+    }
+
+    #[test]
+    fn paused() {
+        let mut model = incident();
+        model.update(Msg::Key(Action::Pause));
+        model.update(crate::tui::fixtures::write(
+            9,
+            "stale",
+            "accounts/totals",
+            6,
+            8,
+            "worker-6",
+        ));
+        snapshot("paused", &model);
+    }
+
+    #[test]
+    fn reconnecting() {
+        let mut model = incident();
+        model.update(Msg::Disconnected {
+            attempt: 4,
+            retry_in: Duration::from_millis(2000),
+            error: "connection refused".into(),
+        });
+        snapshot("reconnecting", &model);
+    }
+
+    #[test]
+    fn help_open() {
+        snapshot("help", &in_view(Action::Help));
+    }
+
+    #[test]
+    fn filtering() {
+        let mut model = in_view(Action::Show(View::Rejections));
+        model.update(Msg::Key(Action::Filter));
+        for c in "billing".chars() {
+            model.update(Msg::FilterInput(c));
+        }
+        snapshot("filtering", &model);
+    }
+
+    /// Without colour the screen says the same, and no cell carries a colour.
+    #[test]
+    fn no_colour() {
+        let model = incident();
+        let colored = draw(&model, 100, 30, true);
+        let plain = draw(&model, 100, 30, false);
+        assert_eq!(colored.backend().to_string(), plain.backend().to_string());
+        let cells = &plain.backend().buffer().content;
+        assert!(cells
+            .iter()
+            .all(|cell| cell.fg == Color::Reset && cell.bg == Color::Reset));
+        assert!(colored
+            .backend()
+            .buffer()
+            .content
+            .iter()
+            .any(|cell| cell.fg != Color::Reset));
+        insta::assert_snapshot!("no_colour_100x30", plain.backend());
+    }
+}

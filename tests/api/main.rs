@@ -17,3 +17,4 @@ mod layering;
 mod leases;
 mod metrics;
 mod overlaps;
+mod tui;

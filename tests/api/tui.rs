@@ -1,0 +1,156 @@
+//! The dashboard and the demo as users run them: in a real pseudo-terminal, as a script, and
+//! headless.
+
+use crate::helpers::{Backend, Daemon};
+use crate::test_db;
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::AsyncWriteExt;
+use tokio::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_fencewatch");
+
+async fn stale_write_pair(base: &str) {
+    let http = reqwest::Client::new();
+    for (token, owner) in [(8, "new-owner"), (7, "old-owner")] {
+        http.put(format!("{base}/v1/resources/accounts/totals"))
+            .header("Fencing-Token", token.to_string())
+            .header("Fencing-Owner", owner)
+            .body("v")
+            .send()
+            .await
+            .unwrap();
+    }
+}
+
+/// The binary in a real pseudo-terminal (util-linux `script`) against a real daemon: the
+/// overlap shows up, `q` quits, and the terminal is restored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_in_a_real_terminal_shows_the_overlap_and_quits() {
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        panic!("the end-to-end dashboard test needs `script` (util-linux) for a pseudo-terminal");
+    }
+    let db = test_db!(Backend::Sqlite);
+    let daemon = Daemon::spawn(&db, &[]).await;
+    stale_write_pair(&daemon.base).await;
+    let mut child = Command::new("script")
+        .args([
+            "-qfec",
+            &format!(
+                "stty cols 100 rows 30; exec {BIN} tui --url {}",
+                daemon.base
+            ),
+            "/dev/null",
+        ])
+        .env("TERM", "xterm-256color")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut keys = child.stdin.take().unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    keys.write_all(b"2").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    keys.write_all(b"q").await.unwrap();
+    keys.flush().await.unwrap();
+    let output = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
+        .await
+        .expect("the dashboard quits on q")
+        .unwrap();
+    assert!(output.status.success(), "exit status {}", output.status);
+    let screen = String::from_utf8_lossy(&output.stdout);
+    for expected in [
+        "Ownership overlaps: 1",
+        "accounts/totals",
+        "old-owner",
+        "new-owner",
+        "OPEN",
+        "LIVE",
+    ] {
+        assert!(
+            screen.contains(expected),
+            "{expected:?} never appeared on the screen"
+        );
+    }
+    // Restored: the alternate screen is left and the cursor shown again, last.
+    let leave = screen
+        .rfind("\u{1b}[?1049l")
+        .expect("left the alternate screen");
+    let enter = screen
+        .rfind("\u{1b}[?1049h")
+        .expect("entered the alternate screen");
+    assert!(leave > enter);
+    assert!(
+        screen[leave..].contains("\u{1b}[?25h"),
+        "the cursor is shown again"
+    );
+    daemon.kill().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn once_json_prints_the_overview_for_scripts() {
+    let db = test_db!(Backend::Sqlite);
+    let daemon = Daemon::spawn(&db, &[]).await;
+    stale_write_pair(&daemon.base).await;
+    let output = Command::new(BIN)
+        .args(["tui", "--once", "--json", "--url", &daemon.base])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let overview: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(overview["totals"]["stale"], 1);
+    assert_eq!(overview["totals"]["accepted"], 1);
+    assert_eq!(overview["open_overlaps"].as_array().unwrap().len(), 1);
+    assert_eq!(overview["open_overlaps"][0]["stale_owner"], "old-owner");
+    assert!(overview["firing_alerts"].as_array().unwrap().is_empty());
+    // A daemon that is not there is an error, not an empty overview.
+    daemon.kill().await;
+    let output = Command::new(BIN)
+        .args(["tui", "--once", "--json", "--url", "http://127.0.0.1:9"])
+        .output()
+        .await
+        .unwrap();
+    assert!(!output.status.success());
+}
+
+/// The demo's simulated workers really overlap and really page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_headless_demo_produces_overlaps_and_a_firing_alert() {
+    let output = tokio::time::timeout(
+        Duration::from_secs(60),
+        Command::new(BIN)
+            .args(["demo", "--headless", "--duration", "5s", "--json"])
+            .output(),
+    )
+    .await
+    .expect("the demo ends after its duration")
+    .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(summary["overlaps"].as_u64().unwrap() >= 1, "{summary}");
+    assert!(summary["alerts_fired"].as_u64().unwrap() >= 1, "{summary}");
+    assert!(
+        summary["writes"]["accepted"].as_u64().unwrap() > 10,
+        "{summary}"
+    );
+    assert!(
+        summary["writes"]["superseded"].as_u64().unwrap()
+            + summary["writes"]["stale"].as_u64().unwrap()
+            >= 1
+    );
+}
