@@ -197,10 +197,12 @@ fn text(value: &Value) -> String {
 }
 
 fn render_overview(frame: &mut Frame, area: Rect, model: &Model, theme: Theme) {
+    // Taller charts when the terminal has the room.
+    let chart = if area.height >= 26 { 7 } else { 4 };
     let [totals, accepted, rejected, bottom] = Layout::vertical([
         Constraint::Length(4),
-        Constraint::Length(4),
-        Constraint::Length(4),
+        Constraint::Length(chart),
+        Constraint::Length(chart),
         Constraint::Min(3),
     ])
     .areas(area);
