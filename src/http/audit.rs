@@ -1,12 +1,11 @@
 //! `GET /v1/audit`.
 
-use super::problem::{json_bytes, Problem};
+use super::problem::{json_ok, Problem};
 use super::AppState;
 use crate::domain::{AuditEntry, ResourceKey};
 use crate::store::AuditQuery;
 use axum::extract::{RawQuery, State};
-use axum::http::{header, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
 use serde::Serialize;
@@ -29,13 +28,7 @@ async fn list(
 ) -> Result<Response, Problem> {
     let query = parse_query(query.as_deref().unwrap_or(""))?;
     let entries = state.service.audit(&query).await?;
-    let mut response =
-        (StatusCode::OK, json_bytes(&AuditPage { entries: &entries })).into_response();
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    Ok(response)
+    Ok(json_ok(&AuditPage { entries: &entries }))
 }
 
 /// Parses the query strictly: an unknown or repeated parameter is an error rather than

@@ -1,13 +1,13 @@
 //! The lease authority: `POST /v1/leases/{name}/acquire|renew|release`, `GET /v1/leases/{name}`.
 
-use super::problem::{json_bytes, Problem};
+use super::problem::{json_ok, Problem};
 use super::AppState;
 use crate::domain::audit::format_rfc3339_micros;
 use crate::domain::{FencingToken, Holder, LeaseName, LeaseRecord, ParseError, Ttl};
 use crate::store::{AcquireResult, LeaseState};
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{header, HeaderValue, StatusCode, Uri};
+use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
@@ -102,19 +102,10 @@ fn json_body<T: DeserializeOwned>(body: &Bytes) -> Result<T, Problem> {
         .map_err(|e| Problem::invalid_request(format!("invalid JSON body: {e}")))
 }
 
-fn ok_json(body: &impl Serialize) -> Response {
-    let mut response = (StatusCode::OK, json_bytes(body)).into_response();
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
-}
-
 async fn show(State(state): State<AppState>, uri: Uri) -> Result<Response, Problem> {
     let name = lease_name(uri.path().strip_prefix(PREFIX).unwrap_or_default())?;
     match state.service.lease(&name).await? {
-        Some(LeaseState { record, now_us }) => Ok(ok_json(&LeaseView::new(&record, now_us))),
+        Some(LeaseState { record, now_us }) => Ok(json_ok(&LeaseView::new(&record, now_us))),
         None => Err(Problem::not_found(format!(
             "lease {:?} has never been acquired",
             name.as_str()
@@ -137,7 +128,7 @@ async fn act(State(state): State<AppState>, uri: Uri, body: Bytes) -> Result<Res
             let holder = Holder::parse(&request.holder).map_err(invalid)?;
             let ttl = Ttl::from_millis(request.ttl_ms).map_err(invalid)?;
             match service.acquire_lease(&name, &holder, ttl).await? {
-                AcquireResult::Granted(record) => Ok(ok_json(&LeaseView::granted(&record))),
+                AcquireResult::Granted(record) => Ok(json_ok(&LeaseView::granted(&record))),
                 AcquireResult::Held(current) => Err(Problem::lease_held(format!(
                     "lease {:?} is held by {:?} until {}",
                     name.as_str(),
@@ -161,7 +152,7 @@ async fn act(State(state): State<AppState>, uri: Uri, body: Bytes) -> Result<Res
                 .transpose()
                 .map_err(invalid)?;
             match service.renew_lease(&name, &holder, token, ttl).await? {
-                Ok(record) => Ok(ok_json(&LeaseView::granted(&record))),
+                Ok(record) => Ok(json_ok(&LeaseView::granted(&record))),
                 Err(current) => Err(lost(&name, &holder, token, current.as_ref())),
             }
         }

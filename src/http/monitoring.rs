@@ -1,6 +1,6 @@
 //! `GET /v1/overlaps` and `GET /v1/stats`.
 
-use super::problem::{json_bytes, Problem};
+use super::problem::{json_ok, Problem};
 use super::AppState;
 use crate::domain::{Overlap, OverlapState, ResourceKey};
 use crate::store::OverlapQuery;
@@ -16,15 +16,6 @@ pub fn router() -> Router<AppState> {
         .route("/v1/overlaps", get(overlaps))
         .route("/v1/stats", get(stats))
         .route("/v1/alerts", get(alerts))
-}
-
-pub(super) fn json_ok(body: &impl Serialize) -> Response {
-    let mut response = (StatusCode::OK, json_bytes(body)).into_response();
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
 }
 
 #[derive(Serialize)]

@@ -255,6 +255,16 @@ impl IntoResponse for Problem {
     }
 }
 
+/// `200 OK` with a JSON body.
+pub(crate) fn json_ok(body: &impl Serialize) -> Response {
+    let mut response = (StatusCode::OK, json_bytes(body)).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
 /// Serialises a body that cannot fail to serialise (plain structs of strings and numbers).
 pub(crate) fn json_bytes<T: Serialize>(value: &T) -> Vec<u8> {
     serde_json::to_vec(value).unwrap_or_else(|error| {

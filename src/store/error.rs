@@ -73,3 +73,14 @@ fn is_unavailable(error: &sqlx::Error) -> bool {
         _ => false,
     }
 }
+
+/// A row that does not decode into what the schema promises.
+pub(crate) fn corrupt(message: String) -> StoreError {
+    StoreError::Internal(sqlx::Error::Decode(message.into()))
+}
+
+/// A stored time (microseconds since the epoch).
+pub(crate) fn time_from_us(us: i64) -> Result<chrono::DateTime<chrono::Utc>, StoreError> {
+    chrono::DateTime::from_timestamp_micros(us)
+        .ok_or_else(|| corrupt(format!("time {us} is out of range")))
+}

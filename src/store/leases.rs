@@ -1,6 +1,7 @@
 //! The lease authority's persistence: grants from a durable counter, renewals, releases, and the
 //! history of who held which generation when.
 
+use super::error::{corrupt, time_from_us};
 use super::tx::{clock_us, retrying};
 use super::{Store, StoreError};
 use crate::domain::lease::{decide_acquire, holds, AcquireDecision};
@@ -237,10 +238,6 @@ pub(crate) async fn read_lease(
     row.map(|row| lease_record(&row)).transpose()
 }
 
-fn corrupt(message: String) -> StoreError {
-    StoreError::Internal(sqlx::Error::Decode(message.into()))
-}
-
 fn lease_record(row: &AnyRow) -> Result<LeaseRecord, StoreError> {
     let name: String = row.try_get("name")?;
     let holder: String = row.try_get("holder")?;
@@ -256,11 +253,8 @@ fn lease_record(row: &AnyRow) -> Result<LeaseRecord, StoreError> {
 }
 
 fn lease_event(row: &AnyRow) -> Result<LeaseEvent, StoreError> {
-    let time = |column: &str| -> Result<DateTime<Utc>, StoreError> {
-        let us: i64 = row.try_get(column)?;
-        DateTime::from_timestamp_micros(us)
-            .ok_or_else(|| corrupt(format!("{column} {us} is out of range")))
-    };
+    let time =
+        |column: &str| -> Result<DateTime<Utc>, StoreError> { time_from_us(row.try_get(column)?) };
     Ok(LeaseEvent {
         id: row.try_get("id")?,
         at: time("at_us")?,

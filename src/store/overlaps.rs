@@ -1,9 +1,9 @@
 //! Ownership overlaps: opened or grown in the transaction of the stale write that shows them,
 //! closed after a quiet period.
 
+use super::error::{corrupt, time_from_us};
 use super::{Store, StoreError};
 use crate::domain::{Overlap, OverlapState};
-use chrono::DateTime;
 use sqlx::any::AnyRow;
 use sqlx::{Any, Row, Transaction};
 
@@ -120,11 +120,6 @@ impl Store {
 }
 
 fn overlap(row: &AnyRow) -> Result<Overlap, StoreError> {
-    let corrupt = |message: String| StoreError::Internal(sqlx::Error::Decode(message.into()));
-    let time = |us: i64| {
-        DateTime::from_timestamp_micros(us)
-            .ok_or_else(|| corrupt(format!("time {us} is out of range")))
-    };
     let state: String = row.try_get("state")?;
     let closed_at: Option<i64> = row.try_get("closed_at_us")?;
     Ok(Overlap {
@@ -134,11 +129,11 @@ fn overlap(row: &AnyRow) -> Result<Overlap, StoreError> {
         superseding_token: row.try_get("superseding_token")?,
         stale_owner: row.try_get("stale_owner")?,
         superseding_owner: row.try_get("superseding_owner")?,
-        first_seen: time(row.try_get("first_seen_us")?)?,
-        last_seen: time(row.try_get("last_seen_us")?)?,
+        first_seen: time_from_us(row.try_get("first_seen_us")?)?,
+        last_seen: time_from_us(row.try_get("last_seen_us")?)?,
         rejected_writes: row.try_get("rejected_writes")?,
         state: OverlapState::parse(&state)
             .ok_or_else(|| corrupt(format!("unknown overlap state {state:?}")))?,
-        closed_at: closed_at.map(time).transpose()?,
+        closed_at: closed_at.map(time_from_us).transpose()?,
     })
 }

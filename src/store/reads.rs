@@ -1,6 +1,6 @@
+use super::error::{corrupt, time_from_us};
 use super::{Store, StoreError};
 use crate::domain::{AuditEntry, Outcome, ResourceKey};
-use chrono::DateTime;
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
@@ -71,16 +71,14 @@ impl Store {
 }
 
 pub(crate) fn audit_entry(row: &AnyRow) -> Result<AuditEntry, StoreError> {
-    let decode = |message: String| StoreError::Internal(sqlx::Error::Decode(message.into()));
     let at_us: i64 = row.try_get("at_us")?;
     let outcome: String = row.try_get("outcome")?;
     Ok(AuditEntry {
         id: row.try_get("id")?,
-        at: DateTime::from_timestamp_micros(at_us)
-            .ok_or_else(|| decode(format!("audit time {at_us} is out of range")))?,
+        at: time_from_us(at_us)?,
         resource: row.try_get("resource")?,
         outcome: Outcome::parse(&outcome)
-            .ok_or_else(|| decode(format!("unknown outcome {outcome:?} in the audit")))?,
+            .ok_or_else(|| corrupt(format!("unknown outcome {outcome:?} in the audit")))?,
         token: row.try_get("token")?,
         highest_token: row.try_get("highest_token")?,
         revision: row.try_get("revision")?,
