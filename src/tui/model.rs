@@ -646,6 +646,24 @@ mod tests {
         );
     }
 
+    /// A firehose leaves the model bounded: the log keeps its newest entries, counts are kept
+    /// in fixed buckets.
+    #[test]
+    fn a_firehose_keeps_memory_bounded() {
+        let mut model = incident();
+        for id in 100..100_100 {
+            let outcome = if id % 4 == 0 { "stale" } else { "accepted" };
+            model.update(write(id, outcome, "hot", 1, 2, "w"));
+        }
+        assert_eq!(model.rejections.len(), REJECTION_LOG);
+        assert_eq!(
+            model.rejections[0]["id"], 100_096,
+            "the newest rejection first"
+        );
+        assert_eq!(model.writes_seen, 100_008);
+        assert_eq!(model.rates.count_since(Outcome::Stale, NOW, 1), 25_000);
+    }
+
     #[test]
     fn the_help_overlay_swallows_other_keys() {
         let mut model = incident();
