@@ -26,6 +26,9 @@ pub enum Command {
     /// The whole thing in one command: a daemon on a temporary SQLite file, simulated workers
     /// whose pauses outlive their leases, and the dashboard.
     Demo(DemoArgs),
+    /// Reconstruct incidents, check tamper evidence, prune and export the audit, straight from
+    /// the database (the daemon may be down).
+    Audit(AuditArgs),
     /// Write stdin as a resource's value, fenced by a token.
     #[command(after_help = crate::client::EXIT_CODES_HELP)]
     Write(WriteArgs),
@@ -83,6 +86,11 @@ pub struct ServeArgs {
     /// Configuration file (TOML): alert rules and receivers; see assets/fencewatch.example.toml.
     #[arg(long, env = "FENCEWATCH_CONFIG")]
     pub config: Option<PathBuf>,
+
+    /// Delete audit rows older than this (e.g. 90d), keeping a checkpoint so that what remains
+    /// still verifies. Default: keep everything.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub audit_retention: Option<Duration>,
 
     /// An ownership overlap closes after this long without a rejected write (e.g. 60s).
     #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
@@ -229,4 +237,104 @@ pub struct DemoArgs {
     /// No colours in the dashboard (also when NO_COLOR is set).
     #[arg(long)]
     pub no_color: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct AuditArgs {
+    /// `sqlite://PATH` or `postgres://…`: the daemon's database.
+    #[arg(
+        long,
+        env = "FENCEWATCH_DATABASE_URL",
+        default_value = "sqlite://fencewatch.db",
+        global = true
+    )]
+    pub database: String,
+    #[command(subcommand)]
+    pub command: AuditCommand,
+}
+
+/// Which audit rows; times are RFC 3339 or a duration ago (`1h`).
+#[derive(Debug, Clone, Args, Default)]
+pub struct AuditFilterArgs {
+    #[arg(long)]
+    pub resource: Option<String>,
+    #[arg(long)]
+    pub owner: Option<String>,
+    /// accepted, replayed, stale, superseded, lease_expired, revision_conflict, …
+    #[arg(long)]
+    pub outcome: Option<String>,
+    #[arg(long)]
+    pub token: Option<i64>,
+    #[arg(long)]
+    pub since: Option<String>,
+    #[arg(long)]
+    pub until: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    Jsonl,
+    Csv,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum AuditCommand {
+    /// Check every resource's hash chain; report the first broken link of each (exit 1 if any).
+    Verify {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Audit rows, oldest first.
+    Log {
+        #[command(flatten)]
+        filter: AuditFilterArgs,
+        #[arg(long)]
+        json: bool,
+        #[arg(long)]
+        limit: Option<u64>,
+    },
+    /// Every matching row with every field, streamed (constant memory).
+    Export {
+        #[arg(long, value_enum)]
+        format: ExportFormat,
+        #[command(flatten)]
+        filter: AuditFilterArgs,
+        /// Write here instead of stdout.
+        #[arg(long)]
+        output: Option<PathBuf>,
+    },
+    /// Ownership-overlap incidents with their generations, owners, counts and times.
+    Incidents {
+        #[arg(long)]
+        since: Option<String>,
+        #[arg(long)]
+        until: Option<String>,
+        #[arg(long)]
+        resource: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// A resource's writes and its leases' history interleaved: who held which generation when,
+    /// and the value before and after each accepted write.
+    Timeline {
+        resource: String,
+        /// A minute either side of this incident (from `incidents`).
+        #[arg(long, conflicts_with_all = ["since", "until"])]
+        around: Option<i64>,
+        #[arg(long)]
+        since: Option<String>,
+        #[arg(long)]
+        until: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete rows older than a time behind per-resource checkpoints (what `--audit-retention`
+    /// does in the daemon).
+    Prune {
+        /// RFC 3339 or a duration ago (`30d`).
+        #[arg(long)]
+        before: String,
+        #[arg(long)]
+        json: bool,
+    },
 }

@@ -4,6 +4,7 @@
 //! it, never the other way round.
 
 pub mod alerts;
+pub mod audit_cli;
 pub mod cli;
 pub mod client;
 pub mod demo;
@@ -26,6 +27,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve(args) => server::run(args).await.map(|()| ExitCode::SUCCESS),
         Command::Lease(args) => client::lease(args).await,
         Command::Write(args) => client::write(args).await,
+        Command::Audit(args) => audit_cli::run(args).await,
         Command::Tui(args) => {
             let daemon = tui::client::DaemonClient::new(
                 &args.connection.url,

@@ -72,9 +72,15 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     tracing::info!(%address, backend = store.backend().name(), "serving");
 
     let retention = state.service.spawn_retention();
+    let audit_retention = args
+        .audit_retention
+        .map(|keep| state.service.spawn_audit_retention(keep));
     let app = http::router(state);
     let served = http::serve(listener, app, shutdown_signal()).await;
     retention.abort();
+    if let Some(task) = audit_retention {
+        task.abort();
+    }
     store.close().await;
     tracing::info!("stopped");
     served.context("the server failed")

@@ -143,6 +143,32 @@ impl FenceService {
         self.store.lease(name).await
     }
 
+    /// Prunes audit rows older than `retention`, behind checkpoints, until aborted.
+    pub fn spawn_audit_retention(&self, retention: Duration) -> tokio::task::JoinHandle<()> {
+        let store = self.store.clone();
+        let period = (retention / 10).clamp(Duration::from_secs(1), Duration::from_secs(3600));
+        tokio::spawn(async move {
+            let mut ticker = tokio::time::interval(period);
+            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticker.tick().await;
+                let cutoff = chrono::Utc::now().timestamp_micros()
+                    - i64::try_from(retention.as_micros()).unwrap_or(i64::MAX);
+                match store.prune_audit(cutoff).await {
+                    Ok(report) if report.rows > 0 => {
+                        tracing::info!(
+                            rows = report.rows,
+                            resources = report.resources,
+                            "pruned audit rows"
+                        )
+                    }
+                    Ok(_) => {}
+                    Err(error) => tracing::warn!(%error, "failed to prune the audit"),
+                }
+            }
+        })
+    }
+
     /// Prunes operation records until the returned task is aborted. Runs at a tenth of the
     /// retention (between a second and a minute), so a record outlives its window by at most
     /// that much.

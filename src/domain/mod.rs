@@ -3,6 +3,7 @@
 
 pub mod alert;
 pub mod audit;
+pub mod chain;
 pub mod fence;
 pub mod idempotency;
 pub mod key;

@@ -4,6 +4,8 @@
 //! migrations each.
 
 mod alerts;
+mod audit_query;
+mod chain;
 mod connect;
 mod error;
 mod leases;
@@ -15,6 +17,8 @@ mod tx;
 mod writes;
 
 pub use alerts::StoredAlert;
+pub use audit_query::{AuditFilter, AuditRecord};
+pub use chain::{Breach, PruneReport, VerifyReport};
 pub use connect::{Backend, StoreOptions};
 pub use error::StoreError;
 pub use leases::{AcquireResult, LeaseEvent, LeaseState};

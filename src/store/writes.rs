@@ -13,6 +13,7 @@ use super::leases::read_lease;
 use super::overlaps;
 use super::tx::{begin_audited, clock_us, retrying};
 use super::{Backend, Store, StoreError};
+use crate::domain::chain;
 use crate::domain::{
     decide, AuditEntry, Decision, FencingToken, IdempotencyKey, LeaseCheck, LeaseName, LeaseScope,
     Outcome, OwnerLabel, RecordedOperation, ResourceKey, ResourceState, Revision, WriteIntent,
@@ -477,15 +478,29 @@ async fn insert_audit(
     insert_entry(tx, entry).await
 }
 
-/// Inserts an audit row and returns it with its id.
+/// Appends an audit row to its resource's hash chain and returns it with its id. The chain head
+/// is locked by the upsert until the transaction ends, so concurrent appends to one resource
+/// take their turns and the chain never forks.
 async fn insert_entry(
     tx: &mut Transaction<'_, Any>,
     mut entry: AuditEntry,
 ) -> Result<AuditEntry, sqlx::Error> {
+    let head = sqlx::query(
+        "INSERT INTO audit_chains (resource, seq, hash) VALUES ($1, 0, $2) \
+         ON CONFLICT (resource) DO UPDATE SET resource = excluded.resource RETURNING seq, hash",
+    )
+    .bind(entry.resource.as_str())
+    .bind(chain::GENESIS)
+    .fetch_one(&mut **tx)
+    .await?;
+    let seq = head.try_get::<i64, _>("seq")? + 1;
+    let prev_hash: String = head.try_get("hash")?;
+    let hash = chain::row_hash(&entry, seq, &prev_hash);
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO audit (at_us, resource, outcome, token, highest_token, revision, \
-         idempotency_key, expected_revision, owner, lease, body_sha256, body_len, detail, caller) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id",
+         idempotency_key, expected_revision, owner, lease, body_sha256, body_len, detail, caller, \
+         seq, prev_hash, hash) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) RETURNING id",
     )
     .bind(entry.at.timestamp_micros())
     .bind(entry.resource.as_str())
@@ -501,8 +516,17 @@ async fn insert_entry(
     .bind(entry.body_len)
     .bind(entry.detail.as_deref())
     .bind(entry.caller.as_deref())
+    .bind(seq)
+    .bind(prev_hash.as_str())
+    .bind(hash.as_str())
     .fetch_one(&mut **tx)
     .await?;
+    sqlx::query("UPDATE audit_chains SET seq = $2, hash = $3 WHERE resource = $1")
+        .bind(entry.resource.as_str())
+        .bind(seq)
+        .bind(hash.as_str())
+        .execute(&mut **tx)
+        .await?;
     entry.id = id;
     Ok(entry)
 }

@@ -1,0 +1,171 @@
+//! The audit read by the offline tools: filtered, streamed in id order, with the chain fields.
+
+use super::leases::LeaseEvent;
+use super::overlaps::OverlapQuery;
+use super::reads::{audit_entry, AUDIT_COLUMNS};
+use super::{Store, StoreError};
+use crate::domain::{AuditEntry, Outcome, Overlap};
+use futures_util::TryStreamExt;
+use serde::Serialize;
+use sqlx::any::AnyRow;
+use sqlx::Row;
+
+/// An audit row with its place in the resource's hash chain.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AuditRecord {
+    #[serde(flatten)]
+    pub entry: AuditEntry,
+    pub seq: Option<i64>,
+    pub prev_hash: Option<String>,
+    pub hash: Option<String>,
+}
+
+/// Which rows: every field optional, times in microseconds.
+#[derive(Debug, Clone, Default)]
+pub struct AuditFilter {
+    pub resource: Option<String>,
+    pub owner: Option<String>,
+    pub outcome: Option<Outcome>,
+    pub token: Option<i64>,
+    pub since_us: Option<i64>,
+    pub until_us: Option<i64>,
+}
+
+impl AuditFilter {
+    /// The WHERE clause and its arguments, in order.
+    fn clause(&self) -> (String, Vec<Arg>) {
+        let mut conditions = Vec::new();
+        let mut args = Vec::new();
+        let mut add = |condition: &str, arg: Arg| {
+            args.push(arg);
+            conditions.push(condition.replace('?', &format!("${}", args.len())));
+        };
+        if let Some(resource) = &self.resource {
+            add("resource = ?", Arg::Text(resource.clone()));
+        }
+        if let Some(owner) = &self.owner {
+            add("owner = ?", Arg::Text(owner.clone()));
+        }
+        if let Some(outcome) = self.outcome {
+            add("outcome = ?", Arg::Text(outcome.as_str().to_owned()));
+        }
+        if let Some(token) = self.token {
+            add("token = ?", Arg::Int(token));
+        }
+        if let Some(since) = self.since_us {
+            add("at_us >= ?", Arg::Int(since));
+        }
+        if let Some(until) = self.until_us {
+            add("at_us <= ?", Arg::Int(until));
+        }
+        let clause = if conditions.is_empty() {
+            String::new()
+        } else {
+            format!(" WHERE {}", conditions.join(" AND "))
+        };
+        (clause, args)
+    }
+}
+
+enum Arg {
+    Text(String),
+    Int(i64),
+}
+
+fn record(row: &AnyRow) -> Result<AuditRecord, StoreError> {
+    Ok(AuditRecord {
+        entry: audit_entry(row)?,
+        seq: row.try_get("seq")?,
+        prev_hash: row.try_get("prev_hash")?,
+        hash: row.try_get("hash")?,
+    })
+}
+
+impl Store {
+    /// Calls `sink` with every matching row, oldest first, holding one row at a time.
+    pub async fn each_audit_record(
+        &self,
+        filter: &AuditFilter,
+        mut sink: impl FnMut(&AuditRecord) -> Result<(), StoreError>,
+    ) -> Result<u64, StoreError> {
+        let (clause, args) = filter.clause();
+        let sql =
+            format!("SELECT {AUDIT_COLUMNS}, seq, prev_hash, hash FROM audit{clause} ORDER BY id");
+        let mut query = sqlx::query(&sql);
+        for arg in args {
+            query = match arg {
+                Arg::Text(text) => query.bind(text),
+                Arg::Int(number) => query.bind(number),
+            };
+        }
+        let mut rows = query.fetch(&self.reader);
+        let mut count = 0;
+        while let Some(row) = rows.try_next().await? {
+            sink(&record(&row)?)?;
+            count += 1;
+        }
+        Ok(count)
+    }
+
+    /// Overlap incidents seen between the times (either bound optional), oldest first.
+    pub async fn incidents(
+        &self,
+        since_us: Option<i64>,
+        until_us: Option<i64>,
+        resource: Option<&str>,
+    ) -> Result<Vec<Overlap>, StoreError> {
+        let all = self
+            .overlaps(&OverlapQuery {
+                state: None,
+                resource: resource.map(str::to_owned),
+                limit: u32::MAX,
+            })
+            .await?;
+        let mut chosen: Vec<Overlap> = all
+            .into_iter()
+            .filter(|o| since_us.is_none_or(|since| o.last_seen.timestamp_micros() >= since))
+            .filter(|o| until_us.is_none_or(|until| o.first_seen.timestamp_micros() <= until))
+            .collect();
+        chosen.sort_by_key(|o| (o.first_seen, o.id));
+        Ok(chosen)
+    }
+
+    pub async fn overlap(&self, id: i64) -> Result<Option<Overlap>, StoreError> {
+        let all = self
+            .overlaps(&OverlapQuery {
+                state: None,
+                resource: None,
+                limit: u32::MAX,
+            })
+            .await?;
+        Ok(all.into_iter().find(|o| o.id == id))
+    }
+
+    /// The history of the named leases between the times, oldest first.
+    pub async fn lease_history(
+        &self,
+        leases: &[String],
+        since_us: Option<i64>,
+        until_us: Option<i64>,
+    ) -> Result<Vec<LeaseEvent>, StoreError> {
+        let mut events = Vec::new();
+        for lease in leases {
+            if let Ok(name) = crate::domain::LeaseName::parse(lease) {
+                events.extend(self.lease_events(&name).await?.into_iter().filter(|e| {
+                    since_us.is_none_or(|since| e.at.timestamp_micros() >= since)
+                        && until_us.is_none_or(|until| e.at.timestamp_micros() <= until)
+                }));
+            }
+        }
+        events.sort_by_key(|e| (e.at, e.id));
+        Ok(events)
+    }
+
+    /// Every lease name that has events.
+    pub async fn lease_names(&self) -> Result<Vec<String>, StoreError> {
+        let rows = sqlx::query("SELECT DISTINCT lease FROM lease_events ORDER BY lease")
+            .fetch_all(&self.reader)
+            .await?;
+        rows.iter().map(|row| Ok(row.try_get("lease")?)).collect()
+    }
+}

@@ -1,0 +1,226 @@
+//! Checking the audit's hash chains, and pruning old rows behind a checkpoint that keeps them
+//! verifiable.
+
+use super::reads::{audit_entry, AUDIT_COLUMNS};
+use super::{now_micros, Store, StoreError};
+use crate::domain::chain::{row_hash, GENESIS};
+use futures_util::TryStreamExt;
+use serde::Serialize;
+use sqlx::Row;
+use std::collections::HashMap;
+
+/// The first broken link of one resource's chain.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Breach {
+    pub resource: String,
+    /// The row where the chain breaks (none when rows are missing at its end).
+    pub audit_id: Option<i64>,
+    pub seq: Option<i64>,
+    pub problem: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct VerifyReport {
+    pub resources: u64,
+    pub rows: u64,
+    /// Rows written before the chain existed (older databases), not covered.
+    pub unchained: u64,
+    pub breaches: Vec<Breach>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct PruneReport {
+    pub resources: u64,
+    pub rows: u64,
+}
+
+struct Walk {
+    resource: String,
+    expected_seq: i64,
+    expected_prev: String,
+    chained: bool,
+    broken: bool,
+}
+
+impl Store {
+    /// Walks every chain in order and reports the first broken link of each.
+    pub async fn verify_audit(&self) -> Result<VerifyReport, StoreError> {
+        let heads = self
+            .chain_table("SELECT resource, seq, hash FROM audit_chains")
+            .await?;
+        let checkpoints = self
+            .chain_table("SELECT resource, seq, hash FROM audit_checkpoints")
+            .await?;
+        let mut report = VerifyReport::default();
+        let sql = format!(
+            "SELECT {AUDIT_COLUMNS}, seq, prev_hash, hash FROM audit ORDER BY resource, id"
+        );
+        let mut rows = sqlx::query(&sql).fetch(&self.reader);
+        let mut walk: Option<Walk> = None;
+        let mut seen = Vec::new();
+        while let Some(row) = rows.try_next().await? {
+            let entry = audit_entry(&row)?;
+            report.rows += 1;
+            if walk.as_ref().is_none_or(|w| w.resource != entry.resource) {
+                if let Some(done) = walk.take() {
+                    finish(&done, &heads, &mut report);
+                }
+                let start = checkpoints.get(&entry.resource);
+                walk = Some(Walk {
+                    resource: entry.resource.clone(),
+                    expected_seq: start.map_or(1, |(seq, _)| seq + 1),
+                    expected_prev: start
+                        .map_or_else(|| GENESIS.to_owned(), |(_, hash)| hash.clone()),
+                    chained: false,
+                    broken: false,
+                });
+                seen.push(entry.resource.clone());
+                report.resources += 1;
+            }
+            let Some(current) = walk.as_mut() else {
+                continue;
+            };
+            if current.broken {
+                continue;
+            }
+            let seq: Option<i64> = row.try_get("seq")?;
+            let prev: Option<String> = row.try_get("prev_hash")?;
+            let hash: Option<String> = row.try_get("hash")?;
+            let breach = |problem: String| Breach {
+                resource: entry.resource.clone(),
+                audit_id: Some(entry.id),
+                seq,
+                problem,
+            };
+            let (Some(seq), Some(prev), Some(hash)) = (seq, prev, hash) else {
+                if current.chained {
+                    report.breaches.push(breach(
+                        "a row without a place in the chain was added".into(),
+                    ));
+                    current.broken = true;
+                } else {
+                    report.unchained += 1;
+                }
+                continue;
+            };
+            current.chained = true;
+            let problem = if seq > current.expected_seq {
+                Some(format!(
+                    "{} row(s) before this one are missing",
+                    seq - current.expected_seq
+                ))
+            } else if seq < current.expected_seq {
+                Some(format!(
+                    "out of place: position {seq} where {} was due (added or reordered)",
+                    current.expected_seq
+                ))
+            } else if prev != current.expected_prev {
+                Some("does not link to the row before it".to_owned())
+            } else if row_hash(&entry, seq, &prev) != hash {
+                Some("its contents were changed".to_owned())
+            } else {
+                None
+            };
+            if let Some(problem) = problem {
+                report.breaches.push(breach(problem));
+                current.broken = true;
+                continue;
+            }
+            current.expected_seq = seq + 1;
+            current.expected_prev = hash;
+        }
+        if let Some(done) = walk.take() {
+            finish(&done, &heads, &mut report);
+        }
+        // A chain whose rows were all removed.
+        for (resource, (seq, _)) in &heads {
+            let anchored = checkpoints.get(resource).map_or(0, |(seq, _)| *seq);
+            if *seq > anchored && !seen.contains(resource) {
+                report.breaches.push(Breach {
+                    resource: resource.clone(),
+                    audit_id: None,
+                    seq: Some(anchored + 1),
+                    problem: format!(
+                        "all {} row(s) after position {anchored} are missing",
+                        seq - anchored
+                    ),
+                });
+            }
+        }
+        Ok(report)
+    }
+
+    async fn chain_table(&self, sql: &str) -> Result<HashMap<String, (i64, String)>, StoreError> {
+        let rows = sqlx::query(sql).fetch_all(&self.reader).await?;
+        rows.iter()
+            .map(|row| {
+                Ok((
+                    row.try_get("resource")?,
+                    (row.try_get("seq")?, row.try_get("hash")?),
+                ))
+            })
+            .collect()
+    }
+
+    /// Deletes audit rows older than `before_us`, resource by resource, leaving a checkpoint
+    /// with the last deleted row's position and hash so that what remains still verifies.
+    pub async fn prune_audit(&self, before_us: i64) -> Result<PruneReport, StoreError> {
+        let targets = sqlx::query(
+            "SELECT resource, MAX(seq) AS last FROM audit WHERE at_us < $1 AND seq IS NOT NULL GROUP BY resource",
+        )
+        .bind(before_us)
+        .fetch_all(&self.reader)
+        .await?;
+        let mut report = PruneReport::default();
+        for target in targets {
+            let resource: String = target.try_get("resource")?;
+            let last: i64 = target.try_get("last")?;
+            let mut tx = self.writer.begin().await?;
+            let hash: String =
+                sqlx::query_scalar("SELECT hash FROM audit WHERE resource = $1 AND seq = $2")
+                    .bind(resource.as_str())
+                    .bind(last)
+                    .fetch_one(&mut *tx)
+                    .await?;
+            sqlx::query(
+                "INSERT INTO audit_checkpoints (resource, seq, hash, pruned_at_us) VALUES ($1, $2, $3, $4) \
+                 ON CONFLICT (resource) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, \
+                 pruned_at_us = excluded.pruned_at_us",
+            )
+            .bind(resource.as_str())
+            .bind(last)
+            .bind(hash.as_str())
+            .bind(now_micros())
+            .execute(&mut *tx)
+            .await?;
+            let deleted = sqlx::query("DELETE FROM audit WHERE resource = $1 AND (seq <= $2 OR (seq IS NULL AND at_us < $3))")
+                .bind(resource.as_str())
+                .bind(last)
+                .bind(before_us)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            report.resources += 1;
+            report.rows += deleted.rows_affected();
+        }
+        Ok(report)
+    }
+}
+
+/// Checks that a chain ends where its head says.
+fn finish(walk: &Walk, heads: &HashMap<String, (i64, String)>, report: &mut VerifyReport) {
+    if walk.broken || !walk.chained {
+        return;
+    }
+    if let Some((seq, hash)) = heads.get(&walk.resource) {
+        let last = walk.expected_seq - 1;
+        if *seq != last || hash != &walk.expected_prev {
+            report.breaches.push(Breach {
+                resource: walk.resource.clone(),
+                audit_id: None,
+                seq: Some(last + 1),
+                problem: format!("the chain ends at position {last} but its head is at {seq}: rows at its end are missing"),
+            });
+        }
+    }
+}
