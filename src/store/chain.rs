@@ -106,12 +106,12 @@ impl Store {
             current.chained = true;
             let problem = if seq > current.expected_seq {
                 Some(format!(
-                    "{} row(s) before this one are missing",
-                    seq - current.expected_seq
+                    "position {seq} where {} was due: rows before it are missing or out of order",
+                    current.expected_seq
                 ))
             } else if seq < current.expected_seq {
                 Some(format!(
-                    "out of place: position {seq} where {} was due (added or reordered)",
+                    "position {seq} where {} was due: a row was added or the rows are out of order",
                     current.expected_seq
                 ))
             } else if prev != current.expected_prev {

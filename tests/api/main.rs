@@ -5,6 +5,7 @@
 mod helpers;
 
 mod alerts;
+mod audit_tools;
 mod bad_input;
 mod cli;
 mod concurrency;

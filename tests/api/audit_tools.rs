@@ -1,0 +1,547 @@
+//! `fencewatch audit`: answering an auditor's questions from the database alone, detecting
+//! tampering, pruning without breaking the evidence, and exporting every field.
+
+use crate::helpers::{Backend, TestApp, TestDb};
+use crate::test_db;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use sqlx::any::AnyPoolOptions;
+use sqlx::{AnyPool, Row};
+use std::time::Duration;
+use tokio::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_fencewatch");
+
+/// Runs `fencewatch audit --database … ARGS`; returns the exit code and stdout.
+async fn audit(db: &TestDb, args: &[&str]) -> (i32, String) {
+    let output = Command::new(BIN)
+        .args(["audit", "--database", &db.url])
+        .args(args)
+        .env("FENCEWATCH_LOG", "warn")
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("error:"), "{stderr}");
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8(output.stdout).unwrap(),
+    )
+}
+
+async fn audit_json(db: &TestDb, args: &[&str]) -> Value {
+    let (code, stdout) = audit(db, args).await;
+    assert_eq!(code, 0, "{stdout}");
+    serde_json::from_str(&stdout).unwrap()
+}
+
+fn sha256(text: &str) -> String {
+    hex::encode(Sha256::digest(text.as_bytes()))
+}
+
+async fn acquire(app: &TestApp, holder: &str, ttl_ms: i64) -> i64 {
+    let reply = app
+        .http
+        .post(format!("{}/v1/leases/jobs/acquire", app.base))
+        .json(&json!({"holder": holder, "ttl_ms": ttl_ms}))
+        .send()
+        .await
+        .unwrap();
+    reply.json::<Value>().await.unwrap()["token"]
+        .as_i64()
+        .unwrap()
+}
+
+/// The incident an auditor must reconstruct: w1's lease lapses while it is paused, w2 takes
+/// over, w1 comes back and keeps writing; one of its writes, made without naming the lease, lands
+/// on a resource that had not yet seen generation 2.
+#[rstest::rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scripted_incident_answers_the_five_questions(#[case] backend: Backend) {
+    let db = test_db!(backend);
+    let app = TestApp::spawn(&db).await;
+    assert_eq!(acquire(&app, "w1", 300).await, 1);
+    let first = app
+        .put("jobs/a")
+        .token(1)
+        .lease("jobs")
+        .owner("w1")
+        .key("a-1")
+        .body("v1")
+        .send()
+        .await;
+    assert_eq!(first.status, 201);
+    tokio::time::sleep(Duration::from_millis(400)).await; // w1 is paused past its lease
+    assert_eq!(acquire(&app, "w2", 60_000).await, 2);
+    let second = app
+        .put("jobs/a")
+        .token(2)
+        .lease("jobs")
+        .owner("w2")
+        .key("a-2")
+        .body("v2")
+        .send()
+        .await;
+    assert_eq!(second.status, 200);
+    for key in ["a-3", "a-4"] {
+        app.put("jobs/a")
+            .token(1)
+            .lease("jobs")
+            .owner("w1")
+            .key(key)
+            .body("stale")
+            .send()
+            .await
+            .assert_problem(409, "stale-token");
+    }
+    let late = app
+        .put("jobs/b")
+        .token(1)
+        .owner("w1")
+        .key("b-1")
+        .body("late")
+        .send()
+        .await;
+    assert_eq!(
+        late.status, 201,
+        "without Fencing-Lease the fence alone cannot know"
+    );
+
+    // The incidents.
+    let incidents = audit_json(&db, &["incidents", "--json"]).await["incidents"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(incidents.len(), 1);
+    let incident = &incidents[0];
+    assert_eq!(
+        (
+            incident["resource"].as_str(),
+            incident["stale_token"].as_i64(),
+            incident["superseding_token"].as_i64()
+        ),
+        (Some("jobs/a"), Some(1), Some(2))
+    );
+    assert_eq!(
+        (
+            incident["stale_owner"].as_str(),
+            incident["superseding_owner"].as_str()
+        ),
+        (Some("w1"), Some("w2"))
+    );
+    assert_eq!(incident["rejected_writes"], 2);
+
+    let around = incident["id"].to_string();
+    let timeline = audit_json(&db, &["timeline", "jobs/a", "--around", &around, "--json"]).await;
+    assert_eq!(timeline["leases"], json!(["jobs"]));
+
+    // 1. Who held generation G at time T.
+    let holders = timeline["holders"].as_array().unwrap();
+    assert_eq!(holders.len(), 2);
+    assert_eq!(
+        (
+            holders[0]["token"].as_i64(),
+            holders[0]["holder"].as_str(),
+            holders[0]["ended_by"].as_str()
+        ),
+        (Some(1), Some("w1"), Some("expired"))
+    );
+    assert_eq!(
+        (holders[1]["token"].as_i64(), holders[1]["holder"].as_str()),
+        (Some(2), Some("w2"))
+    );
+    assert!(holders[1]["until"].is_null(), "generation 2 is still held");
+    let writes: Vec<&Value> = timeline["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "write")
+        .collect();
+    let first_at = writes[0]["at"].as_str().unwrap();
+    assert!(
+        holders[0]["from"].as_str().unwrap() <= first_at
+            && first_at <= holders[0]["until"].as_str().unwrap(),
+        "w1 held generation 1 when it wrote"
+    );
+
+    // 2. When the stale owner's writes landed after the newer generation was accepted.
+    let accepted_newer = writes
+        .iter()
+        .find(|w| w["outcome"] == "accepted" && w["token"] == 2)
+        .unwrap()["at"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let stale: Vec<&&Value> = writes
+        .iter()
+        .filter(|w| w["outcome"] == "superseded")
+        .collect();
+    assert_eq!(stale.len(), 2);
+    assert!(stale
+        .iter()
+        .all(|w| w["at"].as_str().unwrap() > accepted_newer.as_str() && w["owner"] == "w1"));
+    // Lease events are interleaved in time order with the writes.
+    let kinds: Vec<&str> = timeline["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds.first(), Some(&"lease"));
+    let times: Vec<&str> = timeline["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["at"].as_str().unwrap())
+        .collect();
+    assert!(times.windows(2).all(|pair| pair[0] <= pair[1]));
+
+    // 3. Was any stale write ever accepted: not on jobs/a, but yes on jobs/b.
+    assert_eq!(timeline["accepted_while_superseded"], json!([]));
+    let other = audit_json(&db, &["timeline", "jobs/b", "--json"]).await;
+    assert_eq!(
+        other["accepted_while_superseded"],
+        json!([late.json["audit_id"]])
+    );
+
+    // 4. Which operations were rejected.
+    let rejected: Vec<(&str, &str)> = timeline["rejected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["idempotency_key"].as_str().unwrap(),
+                r["outcome"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(rejected, [("a-3", "superseded"), ("a-4", "superseded")]);
+
+    // 5. The resource before and after each move of the fence.
+    let accepted: Vec<&&Value> = writes
+        .iter()
+        .filter(|w| w["outcome"] == "accepted")
+        .collect();
+    assert_eq!(
+        (
+            accepted[0]["revision_before"].as_i64(),
+            accepted[0]["revision_after"].as_i64()
+        ),
+        (Some(0), Some(1))
+    );
+    assert!(accepted[0]["value_sha256_before"].is_null());
+    assert_eq!(accepted[0]["value_sha256_after"], sha256("v1"));
+    assert_eq!(
+        (
+            accepted[1]["revision_before"].as_i64(),
+            accepted[1]["revision_after"].as_i64()
+        ),
+        (Some(1), Some(2))
+    );
+    assert_eq!(accepted[1]["value_sha256_before"], sha256("v1"));
+    assert_eq!(accepted[1]["value_sha256_after"], sha256("v2"));
+
+    // The log answers the same with filters.
+    let (_, log) = audit(&db, &["log", "--outcome", "superseded", "--json"]).await;
+    assert_eq!(log.lines().count(), 2);
+    let (_, log) = audit(&db, &["log", "--owner", "w2", "--json"]).await;
+    assert_eq!(log.lines().count(), 1);
+    let (_, log) = audit(
+        &db,
+        &[
+            "log",
+            "--resource",
+            "jobs/a",
+            "--token",
+            "1",
+            "--since",
+            "1h",
+        ],
+    )
+    .await;
+    assert_eq!(log.lines().count(), 1 + 3, "a header and three rows");
+    // And everything verifies.
+    assert_eq!(audit(&db, &["verify"]).await.0, 0);
+}
+
+async fn raw_pool(db: &TestDb) -> AnyPool {
+    sqlx::any::install_default_drivers();
+    AnyPoolOptions::new()
+        .max_connections(1)
+        .connect(&db.url)
+        .await
+        .unwrap()
+}
+
+/// A small audit: five attempts on r1, four on r2. Returns r1's audit ids.
+async fn populate(app: &TestApp) -> Vec<i64> {
+    let mut ids = Vec::new();
+    for (token, body) in [(1, "a"), (2, "b"), (1, "c"), (2, "d"), (3, "e")] {
+        ids.push(
+            app.put("r1")
+                .token(token)
+                .owner("w")
+                .body(body)
+                .send()
+                .await
+                .json["audit_id"]
+                .as_i64()
+                .unwrap(),
+        );
+        if token < 3 {
+            app.put("r2").token(token).body(body).send().await;
+        }
+    }
+    ids
+}
+
+async fn breach(db: &TestDb) -> Value {
+    let (code, stdout) = audit(db, &["verify", "--json"]).await;
+    assert_eq!(code, 1, "tampering must fail verification: {stdout}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let breaches = report["breaches"].as_array().unwrap();
+    assert_eq!(breaches.len(), 1, "{report}");
+    assert_eq!(
+        breaches[0]["resource"], "r1",
+        "r2 is untouched and verifies"
+    );
+    breaches[0].clone()
+}
+
+const DATA_COLUMNS: &str =
+    "at_us, resource, outcome, token, highest_token, revision, idempotency_key, \
+     expected_revision, owner, lease, body_sha256, body_len, detail, caller, seq, prev_hash, hash";
+
+#[rstest::rstest]
+#[case::sqlite_update(Backend::Sqlite, "update")]
+#[case::sqlite_delete(Backend::Sqlite, "delete")]
+#[case::sqlite_insert(Backend::Sqlite, "insert")]
+#[case::sqlite_swap(Backend::Sqlite, "swap")]
+#[case::postgres_update(Backend::Postgres, "update")]
+#[case::postgres_delete(Backend::Postgres, "delete")]
+#[case::postgres_insert(Backend::Postgres, "insert")]
+#[case::postgres_swap(Backend::Postgres, "swap")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tampering_is_detected_and_the_row_named(#[case] backend: Backend, #[case] tamper: &str) {
+    let db = test_db!(backend);
+    let app = TestApp::spawn(&db).await;
+    let ids = populate(&app).await;
+    let report = audit_json(&db, &["verify", "--json"]).await;
+    assert_eq!(
+        (report["rows"].as_i64(), report["resources"].as_i64()),
+        (Some(9), Some(2))
+    );
+    assert_eq!(report["breaches"], json!([]));
+
+    let pool = raw_pool(&db).await;
+    let found = match tamper {
+        "update" => {
+            sqlx::query("UPDATE audit SET owner = 'mallory' WHERE id = $1")
+                .bind(ids[2])
+                .execute(&pool)
+                .await
+                .unwrap();
+            let found = breach(&db).await;
+            assert!(found["problem"].as_str().unwrap().contains("changed"));
+            (found, ids[2])
+        }
+        "delete" => {
+            sqlx::query("DELETE FROM audit WHERE id = $1")
+                .bind(ids[1])
+                .execute(&pool)
+                .await
+                .unwrap();
+            let found = breach(&db).await;
+            assert!(found["problem"].as_str().unwrap().contains("missing"));
+            (found, ids[2])
+        }
+        "insert" => {
+            let id: i64 = sqlx::query_scalar(
+                "INSERT INTO audit (at_us, resource, outcome, token, highest_token, revision) \
+                 VALUES (1, 'r1', 'accepted', 9, 9, 9) RETURNING id",
+            )
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+            (breach(&db).await, id)
+        }
+        _ => {
+            // Swap everything but the ids of two rows: the same rows, in another order.
+            let sql = format!("SELECT {DATA_COLUMNS} FROM audit WHERE id = $1");
+            let a = sqlx::query(&sql)
+                .bind(ids[1])
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+            let b = sqlx::query(&sql)
+                .bind(ids[3])
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+            for (row, target) in [(&a, ids[3]), (&b, ids[1])] {
+                sqlx::query(
+                    "UPDATE audit SET at_us = $2, outcome = $3, token = $4, highest_token = $5, revision = $6, \
+                     body_sha256 = $7, seq = $8, prev_hash = $9, hash = $10 WHERE id = $1",
+                )
+                .bind(target)
+                .bind(row.get::<i64, _>("at_us"))
+                .bind(row.get::<String, _>("outcome"))
+                .bind(row.get::<Option<i64>, _>("token"))
+                .bind(row.get::<i64, _>("highest_token"))
+                .bind(row.get::<i64, _>("revision"))
+                .bind(row.get::<Option<String>, _>("body_sha256"))
+                .bind(row.get::<i64, _>("seq"))
+                .bind(row.get::<String, _>("prev_hash"))
+                .bind(row.get::<String, _>("hash"))
+                .execute(&pool)
+                .await
+                .unwrap();
+            }
+            let found = breach(&db).await;
+            assert!(
+                found["problem"].as_str().unwrap().contains("out of order"),
+                "{found}"
+            );
+            (found, ids[1])
+        }
+    };
+    let (found, row) = found;
+    assert_eq!(found["audit_id"], row, "{found}");
+    let (_, human) = audit(&db, &["verify"]).await;
+    assert!(human.contains(&format!("audit row {row}")), "{human}");
+}
+
+#[rstest::rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pruning_keeps_the_rest_verifiable(#[case] backend: Backend) {
+    let db = test_db!(backend);
+    let app = TestApp::spawn(&db).await;
+    populate(&app).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let cutoff = fencewatch::domain::audit::format_rfc3339_micros(&chrono::Utc::now());
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let kept: Vec<i64> = {
+        let mut kept = Vec::new();
+        for token in 4..=6 {
+            kept.push(
+                app.put("r1").token(token).body("new").send().await.json["audit_id"]
+                    .as_i64()
+                    .unwrap(),
+            );
+        }
+        kept
+    };
+    let pruned = audit_json(&db, &["prune", "--before", &cutoff, "--json"]).await;
+    assert_eq!(
+        (pruned["rows"].as_i64(), pruned["resources"].as_i64()),
+        (Some(9), Some(2))
+    );
+    let report = audit_json(&db, &["verify", "--json"]).await;
+    assert_eq!(report["breaches"], json!([]), "{report}");
+    assert_eq!(report["rows"], 3);
+    // What remains is still protected.
+    let pool = raw_pool(&db).await;
+    sqlx::query("UPDATE audit SET token = 99 WHERE id = $1")
+        .bind(kept[1])
+        .execute(&pool)
+        .await
+        .unwrap();
+    assert_eq!(breach(&db).await["audit_id"], kept[1]);
+    // Writes go on after pruning, on the same chain.
+    sqlx::query("UPDATE audit SET token = 5 WHERE id = $1")
+        .bind(kept[1])
+        .execute(&pool)
+        .await
+        .unwrap();
+    app.put("r1").token(7).body("later").send().await;
+    assert_eq!(audit(&db, &["verify"]).await.0, 0);
+}
+
+#[rstest::rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn export_round_trips_every_row_and_field(#[case] backend: Backend) {
+    let db = test_db!(backend);
+    let app = TestApp::spawn(&db).await;
+    app.put("x/1")
+        .token(3)
+        .owner("o,with \"quotes\"")
+        .key("k1")
+        .if_match(0)
+        .header("Content-Type", "text/plain")
+        .body("one")
+        .send()
+        .await;
+    app.put("x/1")
+        .token(2)
+        .lease("none")
+        .body("two")
+        .send()
+        .await;
+    app.put("x/1").token(0).body("bad").send().await;
+    app.put("x/2")
+        .token(4)
+        .key("k2")
+        .body("line\nbreak")
+        .send()
+        .await;
+    let api: Vec<Value> = app.get("/v1/audit").await.json["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .cloned()
+        .collect();
+    assert_eq!(api.len(), 4);
+
+    let (code, jsonl) = audit(&db, &["export", "--format", "jsonl"]).await;
+    assert_eq!(code, 0);
+    let rows: Vec<Value> = jsonl
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(rows.len(), api.len());
+    for (row, expected) in rows.iter().zip(&api) {
+        for (field, value) in expected.as_object().unwrap() {
+            assert_eq!(&row[field], value, "{field}");
+        }
+        assert!(row["hash"].as_str().unwrap().len() == 64 && row["seq"].as_i64().unwrap() >= 1);
+    }
+
+    let (code, csv_text) = audit(&db, &["export", "--format", "csv", "--resource", "x/1"]).await;
+    assert_eq!(code, 0);
+    let mut reader = csv::Reader::from_reader(csv_text.as_bytes());
+    let headers: Vec<String> = reader
+        .headers()
+        .unwrap()
+        .iter()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(headers, fencewatch::audit_cli::CSV_COLUMNS);
+    let records: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    let expected: Vec<&Value> = rows.iter().filter(|r| r["resource"] == "x/1").collect();
+    assert_eq!(records.len(), expected.len());
+    for (record, row) in records.iter().zip(expected) {
+        for (index, column) in headers.iter().enumerate() {
+            let want = match &row[column] {
+                Value::Null => String::new(),
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            };
+            assert_eq!(&record[index], want, "{column}");
+        }
+    }
+    // Filters apply to export too.
+    let (_, only) = audit(
+        &db,
+        &["export", "--format", "jsonl", "--outcome", "invalid"],
+    )
+    .await;
+    assert_eq!(only.lines().count(), 1);
+}
