@@ -235,6 +235,9 @@ async fn worker(id: usize, base: String, resources: Vec<String>, stop: watch::Re
     let holder = format!("worker-{id}");
     let mut rng = Rng((id as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let mut turn = id;
+    // Worker 0's first lease always lapses early, so every run shows an incident within
+    // seconds; after that, pauses come at random.
+    let mut scripted_pause = id == 0;
     while !*stop.borrow() {
         let resource = &resources[turn % resources.len()];
         turn += 1;
@@ -262,7 +265,13 @@ async fn worker(id: usize, base: String, resources: Vec<String>, stop: watch::Re
             if !write(&http, &base, resource, token, &holder, step).await {
                 break;
             }
-            if rng.chance(12) {
+            let pause = if scripted_pause && step == 2 {
+                scripted_pause = false;
+                true
+            } else {
+                rng.chance(12)
+            };
+            if pause {
                 // Paused past the lease: a replacement takes over meanwhile.
                 tokio::time::sleep(Duration::from_millis(1400)).await;
                 for late in 0..3 {

@@ -12,7 +12,13 @@ fn main() -> ExitCode {
         Command::Demo(args) => !args.headless,
         _ => false,
     };
-    let default_filter = if owns_terminal { "off" } else { "info" };
+    // The offline tools print their answers; only errors belong beside them.
+    let default_filter = match &cli.command {
+        Command::Audit(_) => "error",
+        Command::Demo(args) if args.headless => "warn",
+        _ if owns_terminal => "off",
+        _ => "info",
+    };
     let filter = if owns_terminal {
         EnvFilter::new("off")
     } else {
