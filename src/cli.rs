@@ -29,6 +29,9 @@ pub enum Command {
     /// Reconstruct incidents, check tamper evidence, prune and export the audit, straight from
     /// the database (the daemon may be down).
     Audit(AuditArgs),
+    /// Measure fenced writes over HTTP, side by side with the same writes straight through the
+    /// store.
+    Bench(BenchArgs),
     /// Write stdin as a resource's value, fenced by a token.
     #[command(after_help = crate::client::EXIT_CODES_HELP)]
     Write(WriteArgs),
@@ -337,4 +340,32 @@ pub enum AuditCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct BenchArgs {
+    /// Drive this daemon instead of starting one.
+    #[arg(long)]
+    pub url: Option<String>,
+    /// The database of the daemon it starts (default: a temporary SQLite file).
+    #[arg(long)]
+    pub database: Option<String>,
+    /// Concurrent keep-alive connections (and store clients for the baseline).
+    #[arg(long, default_value_t = 32)]
+    pub connections: usize,
+    #[arg(long, default_value_t = 1000)]
+    pub resources: usize,
+    /// The share of writes that carry a superseded generation.
+    #[arg(long, default_value_t = 0.05)]
+    pub stale: f64,
+    /// Send a fresh Idempotency-Key with every write.
+    #[arg(long)]
+    pub idempotency_keys: bool,
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "10s")]
+    pub duration: Duration,
+    /// Skip the store-only baseline.
+    #[arg(long)]
+    pub no_baseline: bool,
+    #[arg(long)]
+    pub json: bool,
 }

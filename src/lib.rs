@@ -5,6 +5,7 @@
 
 pub mod alerts;
 pub mod audit_cli;
+pub mod bench;
 pub mod cli;
 pub mod client;
 pub mod demo;
@@ -28,6 +29,26 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Lease(args) => client::lease(args).await,
         Command::Write(args) => client::write(args).await,
         Command::Audit(args) => audit_cli::run(args).await,
+        Command::Bench(args) => {
+            let report = bench::run(bench::BenchOptions {
+                url: args.url,
+                database: args.database,
+                connections: args.connections.max(1),
+                resources: args.resources.max(1),
+                stale_fraction: args.stale.clamp(0.0, 1.0),
+                idempotency_keys: args.idempotency_keys,
+                duration: args.duration,
+                baseline: !args.no_baseline,
+                json: args.json,
+            })
+            .await?;
+            if args.json {
+                println!("{}", serde_json::to_string(&report)?);
+            } else {
+                bench::print(&report);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Tui(args) => {
             let daemon = tui::client::DaemonClient::new(
                 &args.connection.url,

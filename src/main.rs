@@ -16,6 +16,7 @@ fn main() -> ExitCode {
     let default_filter = match &cli.command {
         Command::Audit(_) => "error",
         Command::Demo(args) if args.headless => "warn",
+        Command::Bench(_) => "warn",
         _ if owns_terminal => "off",
         _ => "info",
     };

@@ -21,6 +21,7 @@ use problem::Problem;
 use std::future::Future;
 use std::sync::Arc;
 use tokio::net::TcpListener;
+pub use write_request::sha256_hex;
 
 #[derive(Clone)]
 pub struct AppState {

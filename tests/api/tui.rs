@@ -154,3 +154,45 @@ async fn the_headless_demo_produces_overlaps_and_a_firing_alert() {
             >= 1
     );
 }
+
+/// The benchmark harness runs end to end and reports both paths side by side.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bench_reports_http_and_the_store_side_by_side() {
+    let output = tokio::time::timeout(
+        Duration::from_secs(60),
+        Command::new(BIN)
+            .args([
+                "bench",
+                "--duration",
+                "1s",
+                "--connections",
+                "2",
+                "--resources",
+                "10",
+                "--stale",
+                "0.5",
+                "--json",
+            ])
+            .output(),
+    )
+    .await
+    .expect("the bench ends after its duration")
+    .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    for path in [&report["http"], &report["baseline"]] {
+        assert!(path["requests"].as_u64().unwrap() > 0, "{report}");
+        assert_eq!(path["errors"], 0, "{report}");
+        assert!(
+            path["accepted"].as_u64().unwrap() > 0 && path["rejected"].as_u64().unwrap() > 0,
+            "{report}"
+        );
+        assert!(path["p50_ms"].as_f64().unwrap() <= path["p99_ms"].as_f64().unwrap());
+    }
+    assert!(report["ratio"].as_f64().unwrap() > 0.0);
+    assert!(report["daemon_peak_rss_mib"].as_f64().unwrap() > 1.0);
+}

@@ -1,0 +1,409 @@
+//! `fencewatch bench`: fenced writes over HTTP with keep-alive connections against a daemon it
+//! starts (or one at `--url`), and in the same run the same writes straight through the store
+//! without HTTP, so the two can be compared side by side.
+
+use crate::domain::{FencingToken, ResourceKey};
+use crate::store::{FencedWrite, LeasePolicy, Store, StoreOptions};
+use anyhow::Context;
+use serde::Serialize;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::io::AsyncBufReadExt;
+
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    pub url: Option<String>,
+    pub database: Option<String>,
+    pub connections: usize,
+    pub resources: usize,
+    pub stale_fraction: f64,
+    pub idempotency_keys: bool,
+    pub duration: Duration,
+    pub baseline: bool,
+    pub json: bool,
+}
+
+/// What one path reached.
+#[derive(Debug, Clone, Serialize)]
+pub struct PathResult {
+    pub path: String,
+    pub clients: usize,
+    pub requests: u64,
+    pub seconds: f64,
+    pub per_second: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub p999_ms: f64,
+    pub accepted: u64,
+    pub rejected: u64,
+    pub errors: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchReport {
+    pub http: PathResult,
+    pub baseline: Option<PathResult>,
+    /// HTTP throughput over the baseline's.
+    pub ratio: Option<f64>,
+    /// The daemon's peak resident memory, when it was started by the bench.
+    pub daemon_peak_rss_mib: Option<f64>,
+}
+
+/// The token a client sends: the resource's generation, or one below it for the stale share.
+fn token_for(rng: &mut u64, stale_fraction: f64) -> (i64, bool) {
+    *rng ^= *rng << 13;
+    *rng ^= *rng >> 7;
+    *rng ^= *rng << 17;
+    let roll = (*rng % 10_000) as f64 / 10_000.0;
+    if roll < stale_fraction {
+        (999, true)
+    } else {
+        (1000, false)
+    }
+}
+
+fn resource_for(rng: &mut u64, resources: usize) -> usize {
+    *rng ^= *rng << 13;
+    *rng ^= *rng >> 7;
+    *rng ^= *rng << 17;
+    (*rng % resources.max(1) as u64) as usize
+}
+
+fn percentile(sorted: &[u32], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let index = ((sorted.len() as f64 - 1.0) * q).round() as usize;
+    f64::from(sorted[index.min(sorted.len() - 1)]) / 1000.0
+}
+
+struct Tally {
+    latencies_us: Vec<u32>,
+    accepted: u64,
+    rejected: u64,
+    errors: u64,
+}
+
+fn summarise(path: &str, clients: usize, tallies: Vec<Tally>, elapsed: Duration) -> PathResult {
+    let mut latencies: Vec<u32> = Vec::new();
+    let (mut accepted, mut rejected, mut errors) = (0, 0, 0);
+    for tally in tallies {
+        latencies.extend(tally.latencies_us);
+        accepted += tally.accepted;
+        rejected += tally.rejected;
+        errors += tally.errors;
+    }
+    latencies.sort_unstable();
+    let requests = latencies.len() as u64;
+    let seconds = elapsed.as_secs_f64();
+    PathResult {
+        path: path.to_owned(),
+        clients,
+        requests,
+        seconds,
+        per_second: requests as f64 / seconds.max(f64::EPSILON),
+        p50_ms: percentile(&latencies, 0.50),
+        p99_ms: percentile(&latencies, 0.99),
+        p999_ms: percentile(&latencies, 0.999),
+        accepted,
+        rejected,
+        errors,
+    }
+}
+
+pub async fn run(options: BenchOptions) -> anyhow::Result<BenchReport> {
+    let folder = tempfile::tempdir().context("failed to create a temporary folder")?;
+    let (base, mut daemon) = match &options.url {
+        Some(url) => (url.trim_end_matches('/').to_owned(), None),
+        None => {
+            let database = options.database.clone().unwrap_or_else(|| {
+                format!("sqlite://{}", folder.path().join("bench.db").display())
+            });
+            let (base, child) = start_daemon(&database).await?;
+            (base, Some(child))
+        }
+    };
+    let http = run_http(&base, &options).await;
+    let peak = daemon
+        .as_ref()
+        .and_then(|child| child.id())
+        .and_then(peak_rss_mib);
+    if let Some(child) = daemon.as_mut() {
+        let _ = child.kill().await;
+    }
+    let http = http?;
+    let baseline = if options.baseline {
+        let database = format!("sqlite://{}", folder.path().join("baseline.db").display());
+        let url = match (&options.url, &options.database) {
+            (None, Some(url)) if url.starts_with("postgres") => url.clone(),
+            _ => database,
+        };
+        Some(run_store(&url, &options).await?)
+    } else {
+        None
+    };
+    let ratio = baseline
+        .as_ref()
+        .map(|b| http.per_second / b.per_second.max(f64::EPSILON));
+    Ok(BenchReport {
+        http,
+        baseline,
+        ratio,
+        daemon_peak_rss_mib: peak,
+    })
+}
+
+/// Starts `fencewatch serve` as a child process and waits for its address.
+async fn start_daemon(database: &str) -> anyhow::Result<(String, tokio::process::Child)> {
+    let exe = std::env::current_exe().context("cannot find this executable")?;
+    let mut child = tokio::process::Command::new(exe)
+        .args(["serve", "--listen", "127.0.0.1:0", "--database", database])
+        .env("FENCEWATCH_LOG", "error")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .context("failed to start the daemon")?;
+    let stdout = child.stdout.take().context("no stdout")?;
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let first = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+        .await
+        .context("the daemon did not start within 30 s")??
+        .context("the daemon exited before announcing its address")?;
+    let base = first
+        .strip_prefix("listening on ")
+        .context("unexpected first line from the daemon")?
+        .to_owned();
+    Ok((base, child))
+}
+
+/// VmHWM of a process, in MiB (Linux).
+fn peak_rss_mib(pid: u32) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
+
+async fn run_http(base: &str, options: &BenchOptions) -> anyhow::Result<PathResult> {
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(options.connections)
+        .build()
+        .context("failed to build the HTTP client")?;
+    // Every resource first sees generation 1000, so that 999 is stale from then on.
+    for resource in 0..options.resources {
+        http.put(format!("{base}/v1/resources/bench/{resource}"))
+            .header("Fencing-Token", "1000")
+            .body("seed")
+            .send()
+            .await
+            .context("the daemon did not answer")?;
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for client in 0..options.connections {
+        let http = http.clone();
+        let base = base.to_owned();
+        let stop = stop.clone();
+        let options = options.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut rng = (client as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+            let mut tally = Tally {
+                latencies_us: Vec::new(),
+                accepted: 0,
+                rejected: 0,
+                errors: 0,
+            };
+            let mut sent = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let resource = resource_for(&mut rng, options.resources);
+                let (token, _) = token_for(&mut rng, options.stale_fraction);
+                let mut request = http
+                    .put(format!("{base}/v1/resources/bench/{resource}"))
+                    .header("Fencing-Token", token.to_string())
+                    .body(format!("value from client {client}"));
+                if options.idempotency_keys {
+                    request = request.header("Idempotency-Key", format!("c{client}-{sent}"));
+                }
+                sent += 1;
+                let began = Instant::now();
+                let outcome = request.send().await;
+                let took = began.elapsed();
+                match outcome {
+                    Ok(response) => {
+                        let status = response.status().as_u16();
+                        let _ = response.bytes().await;
+                        tally
+                            .latencies_us
+                            .push(u32::try_from(took.as_micros()).unwrap_or(u32::MAX));
+                        match status {
+                            200 | 201 => tally.accepted += 1,
+                            409 => tally.rejected += 1,
+                            _ => tally.errors += 1,
+                        }
+                    }
+                    Err(_) => tally.errors += 1,
+                }
+            }
+            tally
+        }));
+    }
+    tokio::time::sleep(options.duration).await;
+    stop.store(true, Ordering::Relaxed);
+    let mut tallies = Vec::new();
+    for task in tasks {
+        tallies.push(task.await.context("a client failed")?);
+    }
+    Ok(summarise(
+        "http",
+        options.connections,
+        tallies,
+        started.elapsed(),
+    ))
+}
+
+/// The same writes through the store, no HTTP: the baseline.
+async fn run_store(url: &str, options: &BenchOptions) -> anyhow::Result<PathResult> {
+    let store = Store::open(
+        url,
+        &StoreOptions {
+            max_connections: options.connections.max(1) as u32,
+            ..StoreOptions::default()
+        },
+    )
+    .await
+    .context("failed to open the baseline database")?;
+    let write = |resource: usize, token: i64, client: usize| -> anyhow::Result<FencedWrite> {
+        Ok(FencedWrite {
+            key: ResourceKey::parse(format!("bench/{resource}"))
+                .map_err(|e| anyhow::anyhow!(e.0))?,
+            token: FencingToken::new(token).map_err(|e| anyhow::anyhow!(e.0))?,
+            idempotency_key: None,
+            expected_revision: None,
+            owner: None,
+            lease: None,
+            body: format!("value from client {client}").into(),
+            body_sha256: crate::http::sha256_hex(format!("value from client {client}").as_bytes()),
+            content_type: None,
+            caller: None,
+        })
+    };
+    for resource in 0..options.resources {
+        store
+            .apply_write(&write(resource, 1000, 0)?, LeasePolicy::default())
+            .await?;
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for client in 0..options.connections {
+        let store = store.clone();
+        let stop = stop.clone();
+        let options = options.clone();
+        let writes: Vec<FencedWrite> = (0..options.resources)
+            .flat_map(|r| [write(r, 1000, client), write(r, 999, client)])
+            .collect::<Result<_, _>>()?;
+        tasks.push(tokio::spawn(async move {
+            let mut rng = (client as u64 + 7).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+            let mut tally = Tally {
+                latencies_us: Vec::new(),
+                accepted: 0,
+                rejected: 0,
+                errors: 0,
+            };
+            while !stop.load(Ordering::Relaxed) {
+                let resource = resource_for(&mut rng, options.resources);
+                let (_, stale) = token_for(&mut rng, options.stale_fraction);
+                let began = Instant::now();
+                match store
+                    .apply_write(
+                        &writes[resource * 2 + usize::from(stale)],
+                        LeasePolicy::default(),
+                    )
+                    .await
+                {
+                    Ok(result) => {
+                        tally
+                            .latencies_us
+                            .push(u32::try_from(began.elapsed().as_micros()).unwrap_or(u32::MAX));
+                        if result.entry.outcome.is_rejection() {
+                            tally.rejected += 1;
+                        } else {
+                            tally.accepted += 1;
+                        }
+                    }
+                    Err(_) => tally.errors += 1,
+                }
+            }
+            tally
+        }));
+    }
+    tokio::time::sleep(options.duration).await;
+    stop.store(true, Ordering::Relaxed);
+    let mut tallies = Vec::new();
+    for task in tasks {
+        tallies.push(task.await.context("a client failed")?);
+    }
+    store.close().await;
+    Ok(summarise(
+        "store (no HTTP)",
+        options.connections,
+        tallies,
+        started.elapsed(),
+    ))
+}
+
+pub fn print(report: &BenchReport) {
+    println!(
+        "{:<16} {:>7} {:>9} {:>10} {:>8} {:>8} {:>9} {:>9} {:>8} {:>6}",
+        "path",
+        "clients",
+        "requests",
+        "per second",
+        "p50 ms",
+        "p99 ms",
+        "p99.9 ms",
+        "accepted",
+        "rejected",
+        "errors"
+    );
+    for result in std::iter::once(&report.http).chain(report.baseline.iter()) {
+        println!(
+            "{:<16} {:>7} {:>9} {:>10.0} {:>8.2} {:>8.2} {:>9.2} {:>9} {:>8} {:>6}",
+            result.path,
+            result.clients,
+            result.requests,
+            result.per_second,
+            result.p50_ms,
+            result.p99_ms,
+            result.p999_ms,
+            result.accepted,
+            result.rejected,
+            result.errors
+        );
+    }
+    if let Some(ratio) = report.ratio {
+        println!("http / store: {ratio:.2}");
+    }
+    if let Some(peak) = report.daemon_peak_rss_mib {
+        println!("daemon peak memory: {peak:.1} MiB");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_and_the_stale_share() {
+        let sorted: Vec<u32> = (1..=1000).collect();
+        assert_eq!(percentile(&sorted, 0.5), 0.501);
+        assert_eq!(percentile(&sorted, 0.99), 0.990);
+        assert_eq!(percentile(&[], 0.99), 0.0);
+        let mut rng = 42u64;
+        let stale = (0..100_000).filter(|_| token_for(&mut rng, 0.05).1).count();
+        assert!((4_000..6_000).contains(&stale), "{stale}");
+    }
+}
