@@ -154,6 +154,42 @@ pub async fn run(options: BenchOptions) -> anyhow::Result<BenchReport> {
     })
 }
 
+/// Lets the clients run for `duration`, stops them and collects what they counted.
+async fn finish(
+    tasks: Vec<tokio::task::JoinHandle<Tally>>,
+    stop: &AtomicBool,
+    duration: Duration,
+) -> anyhow::Result<Vec<Tally>> {
+    tokio::time::sleep(duration).await;
+    stop.store(true, Ordering::Relaxed);
+    let mut tallies = Vec::new();
+    for task in tasks {
+        tallies.push(task.await.context("a client failed")?);
+    }
+    Ok(tallies)
+}
+
+impl Tally {
+    fn new() -> Self {
+        Self {
+            latencies_us: Vec::new(),
+            accepted: 0,
+            rejected: 0,
+            errors: 0,
+        }
+    }
+
+    fn record(&mut self, took: Duration, rejected: bool) {
+        self.latencies_us
+            .push(u32::try_from(took.as_micros()).unwrap_or(u32::MAX));
+        if rejected {
+            self.rejected += 1;
+        } else {
+            self.accepted += 1;
+        }
+    }
+}
+
 /// Starts `fencewatch serve` as a child process and waits for its address.
 async fn start_daemon(database: &str) -> anyhow::Result<(String, tokio::process::Child)> {
     let exe = std::env::current_exe().context("cannot find this executable")?;
@@ -210,12 +246,7 @@ async fn run_http(base: &str, options: &BenchOptions) -> anyhow::Result<PathResu
         let options = options.clone();
         tasks.push(tokio::spawn(async move {
             let mut rng = (client as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-            let mut tally = Tally {
-                latencies_us: Vec::new(),
-                accepted: 0,
-                rejected: 0,
-                errors: 0,
-            };
+            let mut tally = Tally::new();
             let mut sent = 0u64;
             while !stop.load(Ordering::Relaxed) {
                 let resource = resource_for(&mut rng, options.resources);
@@ -235,12 +266,9 @@ async fn run_http(base: &str, options: &BenchOptions) -> anyhow::Result<PathResu
                     Ok(response) => {
                         let status = response.status().as_u16();
                         let _ = response.bytes().await;
-                        tally
-                            .latencies_us
-                            .push(u32::try_from(took.as_micros()).unwrap_or(u32::MAX));
                         match status {
-                            200 | 201 => tally.accepted += 1,
-                            409 => tally.rejected += 1,
+                            200 | 201 => tally.record(took, false),
+                            409 => tally.record(took, true),
                             _ => tally.errors += 1,
                         }
                     }
@@ -250,12 +278,7 @@ async fn run_http(base: &str, options: &BenchOptions) -> anyhow::Result<PathResu
             tally
         }));
     }
-    tokio::time::sleep(options.duration).await;
-    stop.store(true, Ordering::Relaxed);
-    let mut tallies = Vec::new();
-    for task in tasks {
-        tallies.push(task.await.context("a client failed")?);
-    }
+    let tallies = finish(tasks, &stop, options.duration).await?;
     Ok(summarise(
         "http",
         options.connections,
@@ -307,12 +330,7 @@ async fn run_store(url: &str, options: &BenchOptions) -> anyhow::Result<PathResu
             .collect::<Result<_, _>>()?;
         tasks.push(tokio::spawn(async move {
             let mut rng = (client as u64 + 7).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-            let mut tally = Tally {
-                latencies_us: Vec::new(),
-                accepted: 0,
-                rejected: 0,
-                errors: 0,
-            };
+            let mut tally = Tally::new();
             while !stop.load(Ordering::Relaxed) {
                 let resource = resource_for(&mut rng, options.resources);
                 let (_, stale) = token_for(&mut rng, options.stale_fraction);
@@ -325,14 +343,7 @@ async fn run_store(url: &str, options: &BenchOptions) -> anyhow::Result<PathResu
                     .await
                 {
                     Ok(result) => {
-                        tally
-                            .latencies_us
-                            .push(u32::try_from(began.elapsed().as_micros()).unwrap_or(u32::MAX));
-                        if result.entry.outcome.is_rejection() {
-                            tally.rejected += 1;
-                        } else {
-                            tally.accepted += 1;
-                        }
+                        tally.record(began.elapsed(), result.entry.outcome.is_rejection())
                     }
                     Err(_) => tally.errors += 1,
                 }
@@ -340,12 +351,7 @@ async fn run_store(url: &str, options: &BenchOptions) -> anyhow::Result<PathResu
             tally
         }));
     }
-    tokio::time::sleep(options.duration).await;
-    stop.store(true, Ordering::Relaxed);
-    let mut tallies = Vec::new();
-    for task in tasks {
-        tallies.push(task.await.context("a client failed")?);
-    }
+    let tallies = finish(tasks, &stop, options.duration).await?;
     store.close().await;
     Ok(summarise(
         "store (no HTTP)",
