@@ -103,6 +103,7 @@ pub async fn run(options: DemoOptions) -> anyhow::Result<()> {
             }
         }
     });
+    let live = state.live.clone();
     let (stop_server, server_stopped) = watch::channel(false);
     let server = tokio::spawn(http::serve(listener, http::router(state), async move {
         let mut stopped = server_stopped;
@@ -147,6 +148,7 @@ pub async fn run(options: DemoOptions) -> anyhow::Result<()> {
         }
     }
     alert_watch.abort();
+    live.stop_streams();
     let _ = stop_server.send(true);
     let _ = server.await;
     store.close().await;

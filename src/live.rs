@@ -11,6 +11,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::watch;
 
 /// Rows fetched from the audit per replay query.
 const REPLAY_PAGE: u32 = 500;
@@ -31,6 +32,8 @@ pub struct Live {
     pub tail: TailHandle,
     pub config: LiveConfig,
     pub metrics: Metrics,
+    /// Set when the daemon stops: live streams end so that graceful shutdown can finish.
+    stopping: Arc<watch::Sender<bool>>,
     _tasks: Arc<TaskGuard>,
 }
 
@@ -127,6 +130,7 @@ impl Live {
             tail,
             config,
             metrics,
+            stopping: Arc::new(watch::channel(false).0),
             _tasks: Arc::new(TaskGuard(vec![
                 tail_task,
                 overlap_task,
@@ -135,6 +139,11 @@ impl Live {
                 alert_task,
             ])),
         })
+    }
+
+    /// Ends every live stream (they would otherwise hold graceful shutdown open forever).
+    pub fn stop_streams(&self) {
+        self.stopping.send_replace(true);
     }
 
     /// Wakes the tail: called after a local commit.
@@ -220,6 +229,7 @@ pub struct Subscriber {
     /// Replay from the audit up to here before taking live events again.
     replay_until: i64,
     ticker: tokio::time::Interval,
+    stopping: watch::Receiver<bool>,
 }
 
 impl Subscriber {
@@ -232,6 +242,7 @@ impl Subscriber {
         let last_sent = last_event_id.unwrap_or(horizon);
         let mut ticker = tokio::time::interval(Duration::from_secs(1));
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let stopping = live.stopping.subscribe();
         Self {
             live,
             events,
@@ -239,12 +250,16 @@ impl Subscriber {
             last_sent,
             replay_until: horizon,
             ticker,
+            stopping,
         }
     }
 
     /// The next message; `None` when the stream must end (the client should reconnect).
     pub async fn next(&mut self) -> Option<LiveMessage> {
         loop {
+            if *self.stopping.borrow() {
+                return None;
+            }
             if let Some(row) = self.backlog.pop_front() {
                 self.last_sent = row.id;
                 return Some(LiveMessage::Write(Arc::new(row)));
@@ -284,6 +299,7 @@ impl Subscriber {
                     Err(RecvError::Closed) => return None,
                 },
                 _ = self.ticker.tick() => return Some(LiveMessage::Stats(self.live.stats_view().await)),
+                _ = self.stopping.changed() => return None,
             }
         }
     }

@@ -75,8 +75,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let audit_retention = args
         .audit_retention
         .map(|keep| state.service.spawn_audit_retention(keep));
+    let live = state.live.clone();
     let app = http::router(state);
-    let served = http::serve(listener, app, shutdown_signal()).await;
+    let stopping = async move {
+        shutdown_signal().await;
+        live.stop_streams();
+    };
+    let served = http::serve(listener, app, stopping).await;
     retention.abort();
     if let Some(task) = audit_retention {
         task.abort();

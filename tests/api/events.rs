@@ -275,3 +275,32 @@ async fn every_daemon_streams_the_writes_of_all() {
     watched.kill().await;
     other.kill().await;
 }
+
+/// A live stream must not hold a stopping daemon open: SIGTERM ends the streams, then the
+/// daemon exits cleanly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_ends_live_streams_and_the_daemon_exits() {
+    let db = test_db!(Backend::Sqlite);
+    let daemon = crate::helpers::Daemon::spawn(&db, &[]).await;
+    let mut events = SseClient::connect(&daemon.base, None).await;
+    events.next_of("stats", WAIT).await;
+    let started = std::time::Instant::now();
+    assert!(daemon.terminate().await, "exit status is success");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        started.elapsed()
+    );
+    // The stream ended rather than hanging.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while events
+        .next_within(Duration::from_millis(200))
+        .await
+        .is_some()
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the stream kept going"
+        );
+    }
+}
