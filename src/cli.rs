@@ -95,6 +95,10 @@ pub struct ServeArgs {
     #[arg(long, value_parser = humantime::parse_duration)]
     pub audit_retention: Option<Duration>,
 
+    /// Live event subscribers (`/v1/events`) at once; more get 503 until one leaves.
+    #[arg(long, default_value_t = 256)]
+    pub max_subscribers: usize,
+
     /// An ownership overlap closes after this long without a rejected write (e.g. 60s).
     #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
     pub overlap_quiet: Duration,

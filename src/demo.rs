@@ -69,6 +69,7 @@ pub async fn run(options: DemoOptions) -> anyhow::Result<()> {
     let base = format!("http://{address}");
     let live = LiveConfig {
         overlap_quiet: Duration::from_secs(10),
+        max_subscribers: 16,
         alerts: Arc::new(demo_alerts()),
         external_url: base.clone(),
     };

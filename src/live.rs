@@ -34,6 +34,7 @@ pub struct Live {
     pub metrics: Metrics,
     /// Set when the daemon stops: live streams end so that graceful shutdown can finish.
     stopping: Arc<watch::Sender<bool>>,
+    subscribers: Arc<std::sync::atomic::AtomicUsize>,
     _tasks: Arc<TaskGuard>,
 }
 
@@ -41,6 +42,8 @@ pub struct Live {
 pub struct LiveConfig {
     /// An open overlap closes after this long without a rejected write.
     pub overlap_quiet: Duration,
+    /// Live event subscribers at once; more get `503` until one leaves.
+    pub max_subscribers: usize,
     pub alerts: Arc<AlertConfig>,
     /// How notifications link back to this daemon.
     pub external_url: String,
@@ -50,6 +53,7 @@ impl Default for LiveConfig {
     fn default() -> Self {
         Self {
             overlap_quiet: Duration::from_secs(60),
+            max_subscribers: 256,
             alerts: Arc::new(AlertConfig::default()),
             external_url: "http://127.0.0.1:7420".into(),
         }
@@ -131,6 +135,7 @@ impl Live {
             config,
             metrics,
             stopping: Arc::new(watch::channel(false).0),
+            subscribers: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
             _tasks: Arc::new(TaskGuard(vec![
                 tail_task,
                 overlap_task,
@@ -139,6 +144,18 @@ impl Live {
                 alert_task,
             ])),
         })
+    }
+
+    /// A place for one more subscriber, if the cap allows; released when the permit drops.
+    pub fn admit(&self) -> Option<SubscriberPermit> {
+        use std::sync::atomic::Ordering;
+        let admitted = self
+            .subscribers
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |now| {
+                (now < self.config.max_subscribers).then_some(now + 1)
+            })
+            .is_ok();
+        admitted.then(|| SubscriberPermit(self.subscribers.clone()))
     }
 
     /// Ends every live stream (they would otherwise hold graceful shutdown open forever).
@@ -214,6 +231,15 @@ async fn watch_overlaps(store: Store, bus: EventBus, quiet: Duration, open: Gaug
         if let Err(error) = result {
             tracing::warn!(%error, "cannot watch ownership overlaps; retrying");
         }
+    }
+}
+
+/// Holds one of the subscriber places while a stream is open.
+pub struct SubscriberPermit(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for SubscriberPermit {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
     }
 }
 

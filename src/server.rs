@@ -58,6 +58,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     };
     let live = LiveConfig {
         overlap_quiet: args.overlap_quiet,
+        max_subscribers: args.max_subscribers.max(1),
         alerts: Arc::new(alerts),
         external_url: format!("http://{address}"),
     };

@@ -34,8 +34,7 @@ async fn list(
 /// Parses the query strictly: an unknown or repeated parameter is an error rather than
 /// silently ignored, so a typo never returns the wrong rows.
 pub fn parse_query(raw: &str) -> Result<AuditQuery, Problem> {
-    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(raw)
-        .map_err(|e| Problem::invalid_request(format!("malformed query string: {e}")))?;
+    let pairs = super::query_pairs(raw)?;
     let mut query = AuditQuery {
         limit: DEFAULT_LIMIT,
         ..AuditQuery::default()
@@ -99,7 +98,16 @@ mod tests {
         let query = parse_query("resource=accounts%2Ftotals&limit=1000&before=42").unwrap();
         assert_eq!(query.resource.unwrap().as_str(), "accounts/totals");
         assert_eq!((query.limit, query.before), (1000, Some(42)));
+        assert_eq!(
+            parse_query("resource=a+b%2Fc")
+                .unwrap()
+                .resource
+                .unwrap()
+                .as_str(),
+            "a b/c"
+        );
         for bad in [
+            "resource=%FF",
             "limit=0",
             "limit=1001",
             "limit=-1",

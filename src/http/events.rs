@@ -32,11 +32,22 @@ async fn events(State(state): State<AppState>, headers: HeaderMap) -> Result<Res
                 .ok_or_else(|| Problem::invalid_request("Last-Event-ID must be an audit id"))?,
         ),
     };
+    let permit = state
+        .live
+        .admit()
+        .ok_or_else(|| Problem::unavailable("too many live event subscribers; retry later"))?;
     let subscriber = Subscriber::new(state.live.clone(), last_event_id);
-    let stream = stream::unfold(subscriber, |mut subscriber| async move {
-        let message = subscriber.next().await?;
-        Some((Ok::<_, Infallible>(sse_event(message)), subscriber))
-    });
+    // The permit lives as long as the stream.
+    let stream = stream::unfold(
+        (subscriber, permit),
+        |(mut subscriber, permit)| async move {
+            let message = subscriber.next().await?;
+            Some((
+                Ok::<_, Infallible>(sse_event(message)),
+                (subscriber, permit),
+            ))
+        },
+    );
     Ok(Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
         .into_response())

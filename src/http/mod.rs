@@ -67,6 +67,33 @@ pub fn router(state: AppState) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)
+        // A bug must still answer in the one error shape, never with a dropped connection.
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(panicked))
+}
+
+fn panicked(_: Box<dyn std::any::Any + Send + 'static>) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    tracing::error!("a request handler panicked");
+    Problem::internal().into_response()
+}
+
+/// Splits a query string into decoded pairs, strictly: `+` is a space, escapes must decode to
+/// UTF-8, and anything else is a `400` rather than a silently different value.
+pub(crate) fn query_pairs(raw: &str) -> Result<Vec<(String, String)>, Problem> {
+    let decode = |part: &str| {
+        let spaced = part.replace('+', " ");
+        let bytes: Vec<u8> = percent_encoding::percent_decode_str(&spaced).collect();
+        String::from_utf8(bytes).map_err(|_| {
+            Problem::invalid_request(format!("query parameter {part:?} is not valid UTF-8"))
+        })
+    };
+    raw.split('&')
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| {
+            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+            Ok((decode(name)?, decode(value)?))
+        })
+        .collect()
 }
 
 async fn not_found(uri: Uri) -> Problem {

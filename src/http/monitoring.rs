@@ -28,8 +28,7 @@ async fn overlaps(
     State(state): State<AppState>,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, Problem> {
-    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(raw.as_deref().unwrap_or(""))
-        .map_err(|e| Problem::invalid_request(format!("malformed query string: {e}")))?;
+    let pairs = super::query_pairs(raw.as_deref().unwrap_or(""))?;
     let mut query = OverlapQuery {
         limit: 100,
         ..OverlapQuery::default()
