@@ -1,10 +1,9 @@
 //! The audit read by the offline tools: filtered, streamed in id order, with the chain fields.
 
 use super::leases::LeaseEvent;
-use super::overlaps::OverlapQuery;
 use super::reads::{audit_entry, AUDIT_COLUMNS};
 use super::{Store, StoreError};
-use crate::domain::{AuditEntry, Outcome, Overlap};
+use crate::domain::{AuditEntry, Outcome};
 use futures_util::TryStreamExt;
 use serde::Serialize;
 use sqlx::any::AnyRow;
@@ -105,40 +104,6 @@ impl Store {
             count += 1;
         }
         Ok(count)
-    }
-
-    /// Overlap incidents seen between the times (either bound optional), oldest first.
-    pub async fn incidents(
-        &self,
-        since_us: Option<i64>,
-        until_us: Option<i64>,
-        resource: Option<&str>,
-    ) -> Result<Vec<Overlap>, StoreError> {
-        let all = self
-            .overlaps(&OverlapQuery {
-                state: None,
-                resource: resource.map(str::to_owned),
-                limit: u32::MAX,
-            })
-            .await?;
-        let mut chosen: Vec<Overlap> = all
-            .into_iter()
-            .filter(|o| since_us.is_none_or(|since| o.last_seen.timestamp_micros() >= since))
-            .filter(|o| until_us.is_none_or(|until| o.first_seen.timestamp_micros() <= until))
-            .collect();
-        chosen.sort_by_key(|o| (o.first_seen, o.id));
-        Ok(chosen)
-    }
-
-    pub async fn overlap(&self, id: i64) -> Result<Option<Overlap>, StoreError> {
-        let all = self
-            .overlaps(&OverlapQuery {
-                state: None,
-                resource: None,
-                limit: u32::MAX,
-            })
-            .await?;
-        Ok(all.into_iter().find(|o| o.id == id))
     }
 
     /// The history of the named leases between the times, oldest first.

@@ -75,6 +75,35 @@ impl Store {
         rows.iter().map(overlap).collect()
     }
 
+    /// Overlap incidents seen between the times (either bound optional), oldest first.
+    pub async fn incidents(
+        &self,
+        since_us: Option<i64>,
+        until_us: Option<i64>,
+        resource: Option<&str>,
+    ) -> Result<Vec<Overlap>, StoreError> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM ownership_overlaps WHERE last_seen_us >= $1 AND first_seen_us <= $2 \
+             AND ($3 = '' OR resource = $3) ORDER BY first_seen_us, id"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(since_us.unwrap_or(i64::MIN))
+            .bind(until_us.unwrap_or(i64::MAX))
+            .bind(resource.unwrap_or(""))
+            .fetch_all(&self.reader)
+            .await?;
+        rows.iter().map(overlap).collect()
+    }
+
+    pub async fn overlap(&self, id: i64) -> Result<Option<Overlap>, StoreError> {
+        let sql = format!("SELECT {COLUMNS} FROM ownership_overlaps WHERE id = $1");
+        let row = sqlx::query(&sql)
+            .bind(id)
+            .fetch_optional(&self.reader)
+            .await?;
+        row.as_ref().map(overlap).transpose()
+    }
+
     /// Overlaps changed at or after `since_us`, with the time of their change.
     pub async fn overlaps_changed_since(
         &self,

@@ -84,7 +84,7 @@ where
                 None => None,
             },
             key = keys.next() => match key {
-                Some(key) => model.update(key_message(&model, key)?),
+                Some(key) => key_message(&model, key).and_then(|message| model.update(message)),
                 None => Some(Command::Quit),
             },
             _ = frames.tick() => {
@@ -112,20 +112,17 @@ where
 }
 
 /// Turns a key press into a message: typed text while the filter is being edited, else the
-/// bound action.
-fn key_message(model: &Model, key: crossterm::event::KeyEvent) -> anyhow::Result<Msg> {
+/// bound action; `None` for a key that means nothing here.
+fn key_message(model: &Model, key: crossterm::event::KeyEvent) -> Option<Msg> {
     if model.editing_filter {
-        return Ok(match key.code {
-            KeyCode::Char(c) => Msg::FilterInput(c),
-            KeyCode::Backspace => Msg::FilterBackspace,
-            KeyCode::Enter | KeyCode::Esc => Msg::Key(keys::Action::Back),
-            _ => Msg::Tick { now: model.now },
-        });
+        return match key.code {
+            KeyCode::Char(c) => Some(Msg::FilterInput(c)),
+            KeyCode::Backspace => Some(Msg::FilterBackspace),
+            KeyCode::Enter | KeyCode::Esc => Some(Msg::Key(keys::Action::Back)),
+            _ => None,
+        };
     }
-    Ok(match keys::action_for(key) {
-        Some(action) => Msg::Key(action),
-        None => Msg::Tick { now: model.now },
-    })
+    keys::action_for(key).map(Msg::Key)
 }
 
 /// The terminal in raw mode on the alternate screen, restored when dropped, on error, and (by
