@@ -39,7 +39,7 @@ pub struct LeaseEvent {
     pub expires_at: DateTime<Utc>,
 }
 
-const LEASE_COLUMNS: &str = "name, holder, token, ttl_ms, expires_at_us, released_at_us";
+pub(crate) const LEASE_COLUMNS: &str = "name, holder, token, ttl_ms, expires_at_us, released_at_us";
 
 impl Store {
     /// Grants `name` to `holder` with the next generation, unless someone else holds it.
@@ -238,7 +238,7 @@ pub(crate) async fn read_lease(
     row.map(|row| lease_record(&row)).transpose()
 }
 
-fn lease_record(row: &AnyRow) -> Result<LeaseRecord, StoreError> {
+pub(crate) fn lease_record(row: &AnyRow) -> Result<LeaseRecord, StoreError> {
     let name: String = row.try_get("name")?;
     let holder: String = row.try_get("holder")?;
     let released_at: Option<i64> = row.try_get("released_at_us")?;

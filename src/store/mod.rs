@@ -5,6 +5,7 @@
 
 mod alerts;
 mod audit_query;
+mod batch;
 mod chain;
 mod connect;
 mod error;
@@ -18,6 +19,7 @@ mod writes;
 
 pub use alerts::StoredAlert;
 pub use audit_query::{AuditFilter, AuditRecord};
+pub use batch::MAX_BATCH;
 pub use chain::{Breach, PruneReport, VerifyReport};
 pub use connect::{Backend, StoreOptions};
 pub use error::StoreError;
