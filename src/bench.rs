@@ -3,6 +3,7 @@
 //! without HTTP, so the two can be compared side by side.
 
 use crate::domain::{FencingToken, ResourceKey};
+use crate::group_commit::GroupCommit;
 use crate::store::{FencedWrite, LeasePolicy, Store, StoreOptions};
 use anyhow::Context;
 use serde::Serialize;
@@ -21,6 +22,7 @@ pub struct BenchOptions {
     pub idempotency_keys: bool,
     pub duration: Duration,
     pub baseline: bool,
+    pub http: bool,
     pub json: bool,
 }
 
@@ -42,8 +44,11 @@ pub struct PathResult {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct BenchReport {
-    pub http: PathResult,
+    pub http: Option<PathResult>,
+    /// The same writes through the store, one transaction each: what a user would otherwise do.
     pub baseline: Option<PathResult>,
+    /// The same writes through the store's group commit, no HTTP: what the HTTP hop costs.
+    pub group_commit: Option<PathResult>,
     /// HTTP throughput over the baseline's.
     pub ratio: Option<f64>,
     /// The daemon's peak resident memory, when it was started by the bench.
@@ -114,17 +119,59 @@ fn summarise(path: &str, clients: usize, tallies: Vec<Tally>, elapsed: Duration)
 
 pub async fn run(options: BenchOptions) -> anyhow::Result<BenchReport> {
     let folder = tempfile::tempdir().context("failed to create a temporary folder")?;
+    let (http, peak) = if options.http {
+        let (http, peak) = run_daemon_and_http(&options, folder.path()).await?;
+        (Some(http), peak)
+    } else {
+        (None, None)
+    };
+    let baseline = if options.baseline {
+        let database = format!("sqlite://{}", folder.path().join("baseline.db").display());
+        let url = match (&options.url, &options.database) {
+            (None, Some(url)) if url.starts_with("postgres") => url.clone(),
+            _ => database,
+        };
+        Some(url)
+    } else {
+        None
+    };
+    let (baseline, group_commit) = match baseline {
+        Some(url) => (
+            Some(run_store(&url, &options, StorePath::OneTransactionPerWrite).await?),
+            Some(run_store(&url, &options, StorePath::GroupCommit).await?),
+        ),
+        None => (None, None),
+    };
+    let ratio = http
+        .as_ref()
+        .zip(baseline.as_ref())
+        .map(|(h, b)| h.per_second / b.per_second.max(f64::EPSILON));
+    Ok(BenchReport {
+        http,
+        baseline,
+        group_commit,
+        ratio,
+        daemon_peak_rss_mib: peak,
+    })
+}
+
+/// The HTTP path against the daemon at `--url`, or one it starts (with its peak memory).
+async fn run_daemon_and_http(
+    options: &BenchOptions,
+    folder: &std::path::Path,
+) -> anyhow::Result<(PathResult, Option<f64>)> {
     let (base, mut daemon) = match &options.url {
         Some(url) => (url.trim_end_matches('/').to_owned(), None),
         None => {
-            let database = options.database.clone().unwrap_or_else(|| {
-                format!("sqlite://{}", folder.path().join("bench.db").display())
-            });
+            let database = options
+                .database
+                .clone()
+                .unwrap_or_else(|| format!("sqlite://{}", folder.join("bench.db").display()));
             let (base, child) = start_daemon(&database).await?;
             (base, Some(child))
         }
     };
-    let http = run_http(&base, &options).await;
+    let http = run_http(&base, options).await;
     let peak = daemon
         .as_ref()
         .and_then(|child| child.id())
@@ -132,26 +179,7 @@ pub async fn run(options: BenchOptions) -> anyhow::Result<BenchReport> {
     if let Some(child) = daemon.as_mut() {
         let _ = child.kill().await;
     }
-    let http = http?;
-    let baseline = if options.baseline {
-        let database = format!("sqlite://{}", folder.path().join("baseline.db").display());
-        let url = match (&options.url, &options.database) {
-            (None, Some(url)) if url.starts_with("postgres") => url.clone(),
-            _ => database,
-        };
-        Some(run_store(&url, &options).await?)
-    } else {
-        None
-    };
-    let ratio = baseline
-        .as_ref()
-        .map(|b| http.per_second / b.per_second.max(f64::EPSILON));
-    Ok(BenchReport {
-        http,
-        baseline,
-        ratio,
-        daemon_peak_rss_mib: peak,
-    })
+    Ok((http?, peak))
 }
 
 /// Lets the clients run for `duration`, stops them and collects what they counted.
@@ -287,8 +315,19 @@ async fn run_http(base: &str, options: &BenchOptions) -> anyhow::Result<PathResu
     ))
 }
 
-/// The same writes through the store, no HTTP: the baseline.
-async fn run_store(url: &str, options: &BenchOptions) -> anyhow::Result<PathResult> {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StorePath {
+    OneTransactionPerWrite,
+    GroupCommit,
+}
+
+/// The same writes through the store, no HTTP: one transaction each (the baseline), or through
+/// the group commit the daemon uses.
+async fn run_store(
+    url: &str,
+    options: &BenchOptions,
+    path: StorePath,
+) -> anyhow::Result<PathResult> {
     let store = Store::open(
         url,
         &StoreOptions {
@@ -318,11 +357,13 @@ async fn run_store(url: &str, options: &BenchOptions) -> anyhow::Result<PathResu
             .apply_write(&write(resource, 1000, 0)?, LeasePolicy::default())
             .await?;
     }
+    let commits = GroupCommit::start(store.clone(), LeasePolicy::default());
     let stop = Arc::new(AtomicBool::new(false));
     let started = Instant::now();
     let mut tasks = Vec::new();
     for client in 0..options.connections {
         let store = store.clone();
+        let commits = commits.clone();
         let stop = stop.clone();
         let options = options.clone();
         let writes: Vec<FencedWrite> = (0..options.resources)
@@ -334,14 +375,15 @@ async fn run_store(url: &str, options: &BenchOptions) -> anyhow::Result<PathResu
             while !stop.load(Ordering::Relaxed) {
                 let resource = resource_for(&mut rng, options.resources);
                 let (_, stale) = token_for(&mut rng, options.stale_fraction);
+                let write = &writes[resource * 2 + usize::from(stale)];
                 let began = Instant::now();
-                match store
-                    .apply_write(
-                        &writes[resource * 2 + usize::from(stale)],
-                        LeasePolicy::default(),
-                    )
-                    .await
-                {
+                let result = match path {
+                    StorePath::OneTransactionPerWrite => {
+                        store.apply_write(write, LeasePolicy::default()).await
+                    }
+                    StorePath::GroupCommit => commits.write(write.clone()).await,
+                };
+                match result {
                     Ok(result) => {
                         tally.record(began.elapsed(), result.entry.outcome.is_rejection())
                     }
@@ -352,9 +394,13 @@ async fn run_store(url: &str, options: &BenchOptions) -> anyhow::Result<PathResu
         }));
     }
     let tallies = finish(tasks, &stop, options.duration).await?;
+    drop(commits);
     store.close().await;
     Ok(summarise(
-        "store (no HTTP)",
+        match path {
+            StorePath::OneTransactionPerWrite => "store, txn/write",
+            StorePath::GroupCommit => "store, grouped",
+        },
         options.connections,
         tallies,
         started.elapsed(),
@@ -375,7 +421,12 @@ pub fn print(report: &BenchReport) {
         "rejected",
         "errors"
     );
-    for result in std::iter::once(&report.http).chain(report.baseline.iter()) {
+    for result in report
+        .http
+        .iter()
+        .chain(report.group_commit.iter())
+        .chain(report.baseline.iter())
+    {
         println!(
             "{:<16} {:>7} {:>9} {:>10.0} {:>8.2} {:>8.2} {:>9.2} {:>9} {:>8} {:>6}",
             result.path,
@@ -391,7 +442,7 @@ pub fn print(report: &BenchReport) {
         );
     }
     if let Some(ratio) = report.ratio {
-        println!("http / store: {ratio:.2}");
+        println!("http / store one transaction per write: {ratio:.2}");
     }
     if let Some(peak) = report.daemon_peak_rss_mib {
         println!("daemon peak memory: {peak:.1} MiB");

@@ -367,9 +367,12 @@ pub struct BenchArgs {
     pub idempotency_keys: bool,
     #[arg(long, value_parser = humantime::parse_duration, default_value = "10s")]
     pub duration: Duration,
-    /// Skip the store-only baseline.
+    /// Skip the store-only paths.
     #[arg(long)]
     pub no_baseline: bool,
+    /// Skip the HTTP path (to profile the store alone).
+    #[arg(long, conflicts_with = "no_baseline")]
+    pub no_http: bool,
     #[arg(long)]
     pub json: bool,
 }

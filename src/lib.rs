@@ -11,6 +11,7 @@ pub mod client;
 pub mod demo;
 pub mod domain;
 pub mod events;
+pub mod group_commit;
 pub mod http;
 pub mod live;
 pub mod metrics;
@@ -39,6 +40,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 idempotency_keys: args.idempotency_keys,
                 duration: args.duration,
                 baseline: !args.no_baseline,
+                http: !args.no_http,
                 json: args.json,
             })
             .await?;

@@ -23,6 +23,8 @@ pub struct Metrics {
     /// Write attempts decided by this daemon, by outcome.
     pub writes: Family<OutcomeLabels, Counter>,
     pub write_seconds: Histogram,
+    /// Per write, how many writes shared its transaction (group commit).
+    pub write_batch_size: Histogram,
     pub open_overlaps: Gauge,
     pub leases_granted: Counter,
     pub alerts_firing: Gauge,
@@ -53,6 +55,13 @@ impl Metrics {
             prometheus_client::registry::Unit::Seconds,
             write_seconds.clone(),
         );
+        // 1 to 256, the largest batch.
+        let write_batch_size = Histogram::new(exponential_buckets(1.0, 2.0, 9));
+        registry.register(
+            "write_batch_size",
+            "Writes committed in the same transaction as each write (group commit)",
+            write_batch_size.clone(),
+        );
         let open_overlaps = Gauge::default();
         registry.register(
             "open_overlaps",
@@ -81,6 +90,7 @@ impl Metrics {
             registry: Arc::new(registry),
             writes,
             write_seconds,
+            write_batch_size,
             open_overlaps,
             leases_granted,
             alerts_firing,

@@ -2,6 +2,7 @@
 //! hooks in here, after the store has committed.
 
 use crate::domain::{AuditEntry, FencingToken, Holder, LeaseName, LeaseRecord, ResourceKey, Ttl};
+use crate::group_commit::GroupCommit;
 use crate::metrics::Metrics;
 use crate::store::{
     AcquireResult, AuditQuery, FencedWrite, LeasePolicy, LeaseState, RefusedAttempt, Store,
@@ -34,6 +35,8 @@ impl Default for Limits {
 #[derive(Clone)]
 pub struct FenceService {
     store: Store,
+    /// Where fenced writes queue to be committed in batches.
+    commits: GroupCommit,
     limits: Limits,
     /// Woken after every commit that adds audit rows, so the live tail picks them up at once.
     committed: Option<Arc<Notify>>,
@@ -41,8 +44,10 @@ pub struct FenceService {
 }
 
 impl FenceService {
+    /// Starts the group-commit workers, so it must run on a tokio runtime.
     pub fn new(store: Store, limits: Limits) -> Self {
         Self {
+            commits: GroupCommit::start(store.clone(), limits.leases),
             store,
             limits,
             committed: None,
@@ -78,10 +83,13 @@ impl FenceService {
 
     pub async fn write(&self, write: &FencedWrite) -> Result<WriteResult, StoreError> {
         let started = Instant::now();
-        let result = self.store.apply_write(write, self.limits.leases).await;
+        let result = self.commits.write(write.clone()).await;
         if let Ok(done) = &result {
             self.metrics
                 .record_write(done.entry.outcome, started.elapsed());
+            self.metrics
+                .write_batch_size
+                .observe(done.batch_size as f64);
             self.after_commit();
         }
         result

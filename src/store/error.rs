@@ -15,6 +15,25 @@ pub enum StoreError {
     Open(String),
 }
 
+impl StoreError {
+    /// The same failure, for another of the writers of a batch it failed (a `sqlx::Error`
+    /// cannot be cloned, so the copy keeps its class and message).
+    pub fn for_each_writer(&self) -> StoreError {
+        match self {
+            StoreError::Unavailable(error) => {
+                StoreError::Unavailable(sqlx::Error::Protocol(error.to_string()))
+            }
+            StoreError::Contention { attempts } => StoreError::Contention {
+                attempts: *attempts,
+            },
+            StoreError::Internal(error) => {
+                StoreError::Internal(sqlx::Error::Protocol(error.to_string()))
+            }
+            StoreError::Open(message) => StoreError::Open(message.clone()),
+        }
+    }
+}
+
 impl From<sqlx::Error> for StoreError {
     fn from(error: sqlx::Error) -> Self {
         if is_unavailable(&error) {

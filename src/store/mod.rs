@@ -61,6 +61,11 @@ impl Store {
         self
     }
 
+    /// How many connections may write at once.
+    pub fn writer_connections(&self) -> u32 {
+        self.writer.options().get_max_connections()
+    }
+
     /// Answers whether the database is reachable.
     pub async fn ping(&self) -> Result<(), StoreError> {
         sqlx::query("SELECT 1").execute(&self.reader).await?;

@@ -64,6 +64,8 @@ pub struct WriteResult {
     /// How many times the write observed the resource: more than one means a concurrent
     /// commit made an earlier observation stale and the write was decided again.
     pub observations: u32,
+    /// How many writes were committed in the same transaction (group commit).
+    pub batch_size: usize,
 }
 
 impl Store {

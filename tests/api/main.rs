@@ -12,6 +12,7 @@ mod concurrency;
 mod durability;
 mod events;
 mod fence;
+mod group_commit;
 mod hostile;
 mod idempotency;
 mod interleaving;

@@ -1,0 +1,272 @@
+//! Group commit: many writes decided in order in one transaction must mean exactly what the same
+//! writes mean one at a time, and batches must form by themselves under load.
+
+use crate::helpers::{Backend, Rng, TestDb};
+use crate::test_db;
+use fencewatch::domain::{Decision, FencingToken, IdempotencyKey, Outcome, ResourceKey, Revision};
+use fencewatch::service::{FenceService, Limits};
+use fencewatch::store::{FencedWrite, LeasePolicy, ObserveHook, Store, WriteResult};
+use rstest::rstest;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+fn write(key: &str, token: i64, body: &str) -> FencedWrite {
+    FencedWrite {
+        key: ResourceKey::parse(key).unwrap(),
+        token: FencingToken::new(token).unwrap(),
+        idempotency_key: None,
+        expected_revision: None,
+        owner: Some(fencewatch::domain::OwnerLabel::parse(&format!("worker-{token}")).unwrap()),
+        lease: None,
+        body: body.to_owned().into(),
+        body_sha256: fencewatch::http::sha256_hex(body.as_bytes()),
+        content_type: None,
+        caller: None,
+    }
+}
+
+fn with_key(mut write: FencedWrite, key: &str) -> FencedWrite {
+    write.idempotency_key = Some(IdempotencyKey::parse_header(key).unwrap());
+    write
+}
+
+/// Random writes over a few resources: tokens that go up and down, repeated and reused
+/// operation ids, and `If-Match` revisions right and wrong.
+fn random_writes(seed: u64, count: usize) -> Vec<FencedWrite> {
+    let mut rng = Rng::new(seed);
+    (0..count)
+        .map(|i| {
+            let resource = format!("gc/{}", rng.below(3));
+            let token = 1 + rng.below(5) as i64;
+            let body = format!("v{}", rng.below(3));
+            let mut w = write(&resource, token, &body);
+            if rng.below(3) == 0 {
+                w = with_key(w, &format!("op-{}", rng.below(4)));
+            }
+            if rng.below(5) == 0 {
+                w.expected_revision = Some(Revision::new(rng.below(4) as i64).unwrap());
+            }
+            if i % 7 == 0 {
+                w.body = "fixed".into();
+                w.body_sha256 = fencewatch::http::sha256_hex(b"fixed");
+            }
+            w
+        })
+        .collect()
+}
+
+/// What a caller can see of a result: outcome, and the fence and revision after it.
+fn seen(result: &WriteResult) -> (Outcome, i64, i64) {
+    (
+        result.entry.outcome,
+        result.entry.highest_token,
+        result.entry.revision,
+    )
+}
+
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_decides_exactly_as_the_same_writes_one_at_a_time(#[case] backend: Backend) {
+    let mut checked = 0;
+    for seed in 1..=12 {
+        let writes = random_writes(seed, 40);
+        let one_db = test_db!(backend);
+        let batch_db = TestDb::new(backend).await.unwrap();
+        let one_at_a_time = one_db.store().await;
+        let batched = batch_db.store().await;
+
+        let mut expected = Vec::new();
+        for w in &writes {
+            expected.push(
+                one_at_a_time
+                    .apply_write(w, LeasePolicy::default())
+                    .await
+                    .unwrap(),
+            );
+        }
+        // The same writes in a few batches of uneven sizes.
+        let mut got = Vec::new();
+        for chunk in writes.chunks(13) {
+            got.extend(
+                batched
+                    .apply_batch(chunk, LeasePolicy::default())
+                    .await
+                    .unwrap(),
+            );
+        }
+        assert_eq!(got.len(), writes.len());
+        for (index, (one, batch)) in expected.iter().zip(&got).enumerate() {
+            assert_eq!(
+                seen(one),
+                seen(batch),
+                "seed {seed}, write {index}: {:?}",
+                writes[index]
+            );
+            assert_eq!(one.entry.detail.is_some(), batch.entry.detail.is_some());
+            checked += 1;
+        }
+        for resource in 0..3 {
+            let key = ResourceKey::parse(format!("gc/{resource}")).unwrap();
+            let a = one_at_a_time.read_value(&key).await.unwrap();
+            let b = batched.read_value(&key).await.unwrap();
+            assert_eq!(
+                a.as_ref().map(|v| (&v.value, v.revision, v.highest_token)),
+                b.as_ref().map(|v| (&v.value, v.revision, v.highest_token)),
+                "seed {seed}, {key}"
+            );
+        }
+        let report = batched.verify_audit().await.unwrap();
+        assert!(report.breaches.is_empty(), "{:?}", report.breaches);
+        assert_eq!(report.rows, writes.len() as u64);
+    }
+    assert_eq!(checked, 12 * 40);
+}
+
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn within_a_batch_later_writes_see_earlier_ones(#[case] backend: Backend) {
+    let db = test_db!(backend);
+    let store = db.store().await;
+    let results = store
+        .apply_batch(
+            &[
+                write("batch/a", 5, "first"),
+                write("batch/a", 4, "older"),
+                write("batch/a", 6, "newer"),
+                write("batch/b", 2, "elsewhere"),
+                with_key(write("batch/a", 6, "op"), "op-1"),
+                // The same operation again in the same batch: its stored result, not a second
+                // write.
+                with_key(write("batch/a", 6, "op"), "op-1"),
+            ],
+            LeasePolicy::default(),
+        )
+        .await
+        .unwrap();
+    let outcomes: Vec<Outcome> = results.iter().map(|r| r.entry.outcome).collect();
+    assert_eq!(
+        outcomes,
+        vec![
+            Outcome::Accepted,
+            Outcome::Stale,
+            Outcome::Accepted,
+            Outcome::Accepted,
+            Outcome::Accepted,
+            Outcome::Replayed,
+        ]
+    );
+    let revisions: Vec<i64> = results.iter().map(|r| r.entry.revision).collect();
+    assert_eq!(revisions, vec![1, 1, 2, 1, 3, 3]);
+    match &results[5].decision {
+        Decision::Replay(recorded) => assert_eq!(recorded.audit_id, results[4].entry.id),
+        other => panic!("expected a replay, got {other:?}"),
+    }
+    let ids: Vec<i64> = results.iter().map(|r| r.entry.id).collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids in order: {ids:?}");
+    let stored = store
+        .read_value(&ResourceKey::parse("batch/a").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.value, b"op");
+    assert_eq!((stored.highest_token, stored.revision), (6, 3));
+    // The stale write opened an overlap against the owner that held generation 5 then.
+    let overlaps = store
+        .overlaps(&fencewatch::store::OverlapQuery {
+            limit: 10,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(overlaps.len(), 1);
+    assert_eq!(overlaps[0].stale_token, 4);
+    assert_eq!(overlaps[0].superseding_token, 5);
+    assert_eq!(overlaps[0].superseding_owner.as_deref(), Some("worker-5"));
+    assert!(store.verify_audit().await.unwrap().breaches.is_empty());
+}
+
+/// A store whose second write batch waits after deciding, so that the writes behind it queue.
+fn second_batch_held(store: Store, held: Duration) -> Store {
+    let batches = Arc::new(AtomicU32::new(0));
+    let hook: ObserveHook = Arc::new(move || {
+        let batches = batches.clone();
+        Box::pin(async move {
+            if batches.fetch_add(1, Ordering::SeqCst) == 1 {
+                tokio::time::sleep(held).await;
+            }
+        })
+    });
+    store.with_observe_hook(hook)
+}
+
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_writes_share_a_transaction_and_each_gets_its_own_answer(
+    #[case] backend: Backend,
+) {
+    let db = test_db!(backend);
+    let store = second_batch_held(db.store().await, Duration::from_millis(300));
+    let service = FenceService::new(store.clone(), Limits::default());
+    let lone = service.write(&write("crowd/0", 1, "alone")).await.unwrap();
+    assert_eq!(
+        lone.batch_size, 1,
+        "a lone writer does not wait for company"
+    );
+
+    let mut tasks = Vec::new();
+    for client in 0..40_i64 {
+        let service = service.clone();
+        tasks.push(tokio::spawn(async move {
+            let resource = format!("crowd/{}", client % 8);
+            // Every resource gets generation 10 from some client; 9 is stale once it has.
+            let token = if client % 5 == 0 { 9 } else { 10 };
+            service
+                .write(&write(&resource, token, &format!("from {client}")))
+                .await
+                .unwrap()
+        }));
+    }
+    let mut results = Vec::new();
+    for task in tasks {
+        results.push(task.await.unwrap());
+    }
+    let largest = results.iter().map(|r| r.batch_size).max().unwrap();
+    assert!(
+        largest >= 2,
+        "writes queued behind a committing batch share the next one"
+    );
+    // Every writer got its own audit row.
+    let mut ids: Vec<i64> = results.iter().map(|r| r.entry.id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 40);
+    // Per resource, in commit order, no accepted generation is below an earlier accepted one.
+    for resource in 0..8 {
+        let page = store
+            .audit_page(&fencewatch::store::AuditQuery {
+                resource: Some(ResourceKey::parse(format!("crowd/{resource}")).unwrap()),
+                limit: 100,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        let mut highest = 0;
+        for entry in page.iter().rev() {
+            if entry.outcome == Outcome::Accepted {
+                let token = entry.token.unwrap();
+                assert!(token >= highest, "{entry:?} after generation {highest}");
+                highest = token;
+            } else {
+                assert!(entry.token.unwrap() < highest, "{entry:?}");
+            }
+        }
+    }
+    assert!(store.verify_audit().await.unwrap().breaches.is_empty());
+}
