@@ -370,6 +370,9 @@ pub struct BenchArgs {
     /// Skip the store-only paths.
     #[arg(long)]
     pub no_baseline: bool,
+    /// Instead of writes, measure the dashboard's event path with this many write events.
+    #[arg(long, value_name = "EVENTS")]
+    pub dashboard: Option<usize>,
     /// Skip the HTTP path (to profile the store alone).
     #[arg(long, conflicts_with = "no_baseline")]
     pub no_http: bool,

@@ -31,6 +31,18 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Write(args) => client::write(args).await,
         Command::Audit(args) => audit_cli::run(args).await,
         Command::Bench(args) => {
+            if let Some(events) = args.dashboard {
+                let report = bench::run_dashboard(events.max(1)).await?;
+                if args.json {
+                    println!("{}", serde_json::to_string(&report)?);
+                } else {
+                    println!(
+                        "dashboard event path: {} events in {:.2} s, {:.0} events/s",
+                        report.events, report.seconds, report.per_second
+                    );
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
             let report = bench::run(bench::BenchOptions {
                 url: args.url,
                 database: args.database,

@@ -11,6 +11,7 @@ mod cli;
 mod concurrency;
 mod durability;
 mod events;
+mod faults;
 mod fence;
 mod group_commit;
 mod hostile;

@@ -195,4 +195,26 @@ async fn the_bench_reports_http_and_the_store_side_by_side() {
     }
     assert!(report["ratio"].as_f64().unwrap() > 0.0);
     assert!(report["daemon_peak_rss_mib"].as_f64().unwrap() > 1.0);
+    // The grouped store path ran beside them, with the same outcomes.
+    let grouped = &report["group_commit"];
+    assert!(grouped["requests"].as_u64().unwrap() > 0, "{report}");
+    assert_eq!(grouped["errors"], 0, "{report}");
+}
+
+/// The dashboard's event path is measured through its real decoding and model.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bench_measures_the_dashboards_event_path() {
+    let output = Command::new(BIN)
+        .args(["bench", "--dashboard", "5000", "--json"])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["events"], 5000);
+    assert!(report["per_second"].as_f64().unwrap() > 0.0, "{report}");
 }

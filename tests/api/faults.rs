@@ -1,0 +1,330 @@
+//! Fault injection: daemons killed with SIGKILL again and again under load, alone or beside
+//! others on one PostgreSQL. Every client records what it was told; afterwards the audit and
+//! those observations must show that
+//! 1. no accepted write carried a generation below one accepted before it on its resource,
+//! 2. every acknowledged write and its audit row survived, and each resource holds the value of
+//!    its last accepted write,
+//! 3. the lease authority never granted a generation twice,
+//! 4. the audit's hash chains verify.
+//!
+//! A few cycles run by default; `FENCEWATCH_FAULT_CYCLES=N` runs more.
+
+use crate::helpers::{Backend, Daemon, Reply, Rng, TestDb};
+use crate::test_db;
+use fencewatch::domain::{Outcome, ResourceKey};
+use fencewatch::store::{AuditQuery, Store};
+use rstest::rstest;
+use serde_json::json;
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+const RESOURCES: i64 = 6;
+
+fn cycles() -> usize {
+    std::env::var("FENCEWATCH_FAULT_CYCLES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(4)
+}
+
+/// A write the daemon answered (2xx or 409): what the client was told.
+#[derive(Debug, Clone)]
+struct Ack {
+    resource: String,
+    audit_id: i64,
+    outcome: String,
+    token: i64,
+    revision: i64,
+}
+
+/// A lease generation the authority said it granted.
+#[derive(Debug, Clone)]
+struct Grant {
+    token: i64,
+    holder: String,
+}
+
+#[derive(Default)]
+struct Observed {
+    acks: Vec<Ack>,
+    grants: Vec<Grant>,
+    /// Requests that got no answer (the daemon died under them): their outcome is unknown.
+    unanswered: usize,
+}
+
+/// Writers and lease clients spread over `bases` until told to stop or their daemon dies.
+/// Tokens rise with each cycle and round, with some stale ones mixed in.
+fn start_load(bases: &[String], cycle: usize, stop: &watch::Receiver<bool>) -> JoinSet<Observed> {
+    let mut clients = JoinSet::new();
+    for client in 0..6_i64 {
+        let base = bases[client as usize % bases.len()].clone();
+        let stop = stop.clone();
+        clients.spawn(async move {
+            let http = reqwest::Client::builder()
+                .timeout(Duration::from_secs(10))
+                .build()
+                .unwrap();
+            let mut rng = Rng::new(cycle as u64 * 100 + client as u64);
+            let mut seen = Observed::default();
+            for round in 0_i64.. {
+                if *stop.borrow() {
+                    break;
+                }
+                let resource = format!("faults/r{}", rng.below(RESOURCES as u64));
+                let stale = rng.below(10) == 0;
+                let token =
+                    cycle as i64 * 100_000 + round * 10 + client - if stale { 50 } else { 0 };
+                let sent = http
+                    .put(format!("{base}/v1/resources/{resource}"))
+                    .header("Fencing-Token", token.max(1).to_string())
+                    .header("Fencing-Owner", format!("client-{client}"))
+                    .body(format!("cycle {cycle} client {client} round {round}"))
+                    .send()
+                    .await;
+                let Ok(response) = sent else {
+                    seen.unanswered += 1;
+                    break;
+                };
+                let Some(reply) = Reply::from_checked(response).await else {
+                    seen.unanswered += 1;
+                    break;
+                };
+                assert!(
+                    reply.status.as_u16() != 500,
+                    "a fault must never surface as a 500: {:?}",
+                    reply.json
+                );
+                if reply.status.is_server_error() {
+                    // 503 while the database is unreachable: refused, not acknowledged.
+                    break;
+                }
+                seen.acks.push(Ack {
+                    resource,
+                    audit_id: reply.json["audit_id"].as_i64().expect("audit_id"),
+                    outcome: reply.json["outcome"].as_str().unwrap().to_owned(),
+                    token: token.max(1),
+                    revision: reply.json["revision"].as_i64().unwrap(),
+                });
+            }
+            seen
+        });
+    }
+    for client in 0..2_usize {
+        let base = bases[client % bases.len()].clone();
+        let stop = stop.clone();
+        clients.spawn(async move {
+            let http = reqwest::Client::builder()
+                .timeout(Duration::from_secs(10))
+                .build()
+                .unwrap();
+            let holder = format!("holder-{cycle}-{client}");
+            let mut seen = Observed::default();
+            while !*stop.borrow() {
+                let acquired = http
+                    .post(format!("{base}/v1/leases/faults/lease/acquire"))
+                    .json(&json!({"holder": holder, "ttl_ms": 60_000}))
+                    .send()
+                    .await;
+                let Ok(response) = acquired else {
+                    seen.unanswered += 1;
+                    break;
+                };
+                let Some(reply) = Reply::from_checked(response).await else {
+                    seen.unanswered += 1;
+                    break;
+                };
+                if reply.status.is_server_error() {
+                    break;
+                }
+                if reply.status.as_u16() != 200 {
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    continue;
+                }
+                let token = reply.json["token"].as_i64().expect("a granted token");
+                seen.grants.push(Grant {
+                    token,
+                    holder: holder.clone(),
+                });
+                // Give it back so the other client (or the next cycle) can take the next one.
+                let released = http
+                    .post(format!("{base}/v1/leases/faults/lease/release"))
+                    .json(&json!({"holder": holder, "token": token}))
+                    .send()
+                    .await;
+                if released.is_err() {
+                    seen.unanswered += 1;
+                    break;
+                }
+            }
+            seen
+        });
+    }
+    clients
+}
+
+/// Runs `cycles()` rounds of load in which a fresh daemon is SIGKILLed at a random moment,
+/// beside `survivors` daemons that stay up throughout (PostgreSQL only), then checks.
+async fn kill_repeatedly(db: &TestDb, survivors: usize) -> Report {
+    let stable: Vec<Daemon> = {
+        let mut daemons = Vec::new();
+        for _ in 0..survivors {
+            daemons.push(Daemon::spawn(db, &[]).await);
+        }
+        daemons
+    };
+    let mut observed = Observed::default();
+    let mut rng = Rng::new(7);
+    let cycles = cycles();
+    for cycle in 0..cycles {
+        let victim = Daemon::spawn(db, &[]).await;
+        let mut bases = vec![victim.base.clone()];
+        bases.extend(stable.iter().map(|d| d.base.clone()));
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let mut clients = start_load(&bases, cycle + 1, &stop_rx);
+        tokio::time::sleep(Duration::from_millis(300 + rng.below(500))).await;
+        victim.kill().await;
+        // The survivors' clients go on a little after the kill, then everyone stops.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        stop_tx.send(true).ok();
+        while let Some(done) = clients.join_next().await {
+            let done = done.expect("a client task panicked");
+            observed.acks.extend(done.acks);
+            observed.grants.extend(done.grants);
+            observed.unanswered += done.unanswered;
+        }
+    }
+    for daemon in stable {
+        daemon.kill().await;
+    }
+    let store = db.store().await;
+    check(&store, &observed, cycles).await
+}
+
+#[derive(Debug)]
+struct Report {
+    cycles: usize,
+    acknowledged: usize,
+    unanswered: usize,
+    audit_rows: usize,
+    grants: usize,
+}
+
+async fn check(store: &Store, observed: &Observed, cycles: usize) -> Report {
+    // 1. Per resource, in commit order, accepted generations never go down, and every refusal
+    //    as stale was below what had been accepted.
+    let mut audit: HashMap<i64, fencewatch::domain::AuditEntry> = HashMap::new();
+    for resource in 0..RESOURCES {
+        let key = ResourceKey::parse(format!("faults/r{resource}")).unwrap();
+        let rows = store
+            .audit_page(&AuditQuery {
+                resource: Some(key.clone()),
+                limit: 1_000_000,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        let mut highest = 0;
+        let mut last_accepted = None;
+        for row in rows.iter().rev() {
+            let token = row.token.unwrap();
+            match row.outcome {
+                Outcome::Accepted => {
+                    assert!(
+                        token >= highest,
+                        "{key}: generation {token} accepted after {highest} (audit {})",
+                        row.id
+                    );
+                    highest = token;
+                    last_accepted = Some(row);
+                }
+                Outcome::Stale => assert!(token < highest, "{key}: {row:?}"),
+                other => panic!("{key}: unexpected outcome {other:?}"),
+            }
+        }
+        // 2b. The resource holds what its last accepted write carried.
+        if let Some(last) = last_accepted {
+            let stored = store.read_value(&key).await.unwrap().unwrap();
+            assert_eq!(stored.revision, last.revision, "{key}");
+            assert_eq!(stored.highest_token, last.token.unwrap(), "{key}");
+            assert_eq!(
+                fencewatch::http::sha256_hex(&stored.value),
+                last.body_sha256.clone().unwrap(),
+                "{key}"
+            );
+        }
+        audit.extend(rows.into_iter().map(|row| (row.id, row)));
+    }
+    // 2. Every acknowledged write is in the audit as it was acknowledged.
+    for ack in &observed.acks {
+        let row = audit
+            .get(&ack.audit_id)
+            .unwrap_or_else(|| panic!("acknowledged {ack:?} is not in the audit"));
+        assert_eq!(row.resource, ack.resource);
+        assert_eq!(row.outcome.as_str(), ack.outcome);
+        assert_eq!(row.token, Some(ack.token));
+        assert_eq!(row.revision, ack.revision, "{ack:?}");
+    }
+    // 3. No generation granted twice, and each holder saw its grants rise.
+    let mut granted: BTreeMap<i64, &str> = BTreeMap::new();
+    for grant in &observed.grants {
+        if let Some(before) = granted.insert(grant.token, &grant.holder) {
+            panic!(
+                "generation {} was granted to {before} and to {}",
+                grant.token, grant.holder
+            );
+        }
+    }
+    let mut by_holder: HashMap<&str, Vec<i64>> = HashMap::new();
+    for grant in &observed.grants {
+        by_holder
+            .entry(&grant.holder)
+            .or_default()
+            .push(grant.token);
+    }
+    for (holder, tokens) in by_holder {
+        assert!(
+            tokens.windows(2).all(|w| w[0] < w[1]),
+            "{holder}: {tokens:?}"
+        );
+    }
+    // 4. The chains verify.
+    let report = store.verify_audit().await.unwrap();
+    assert!(report.breaches.is_empty(), "{:?}", report.breaches);
+    Report {
+        cycles,
+        acknowledged: observed.acks.len(),
+        unanswered: observed.unanswered,
+        audit_rows: audit.len(),
+        grants: observed.grants.len(),
+    }
+}
+
+#[rstest]
+#[case::sqlite_one_daemon(Backend::Sqlite, 0)]
+#[case::postgres_one_daemon(Backend::Postgres, 0)]
+#[case::postgres_three_daemons(Backend::Postgres, 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_again_and_again_under_load_loses_nothing(
+    #[case] backend: Backend,
+    #[case] survivors: usize,
+) {
+    let db = test_db!(backend);
+    let report = kill_repeatedly(&db, survivors).await;
+    assert!(
+        report.acknowledged > 20 * report.cycles,
+        "too little load to prove anything: {report:?}"
+    );
+    assert!(report.grants > 0, "{report:?}");
+    eprintln!(
+        "faults {backend:?} with {} daemon(s): {} SIGKILL cycles, {} acknowledged writes and \
+         {} audit rows checked, {} requests cut off unanswered, {} lease grants all distinct",
+        survivors + 1,
+        report.cycles,
+        report.acknowledged,
+        report.audit_rows,
+        report.unanswered,
+        report.grants
+    );
+}
