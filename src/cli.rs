@@ -99,6 +99,19 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 256)]
     pub max_subscribers: usize,
 
+    /// Connections served at once; more wait to be accepted until one closes.
+    #[arg(long, default_value_t = 1024)]
+    pub max_connections: usize,
+
+    /// A client that takes longer to send a request's headers, or leaves a kept-alive
+    /// connection idle this long, is disconnected.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub header_timeout: Duration,
+
+    /// A write whose body takes longer than this to arrive is refused (400, audited).
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    pub body_timeout: Duration,
+
     /// An ownership overlap closes after this long without a rejected write (e.g. 60s).
     #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
     pub overlap_quiet: Duration,

@@ -106,10 +106,15 @@ pub async fn run(options: DemoOptions) -> anyhow::Result<()> {
     });
     let live = state.live.clone();
     let (stop_server, server_stopped) = watch::channel(false);
-    let server = tokio::spawn(http::serve(listener, http::router(state), async move {
-        let mut stopped = server_stopped;
-        let _ = stopped.wait_for(|stop| *stop).await;
-    }));
+    let server = tokio::spawn(http::serve(
+        listener,
+        http::router(state),
+        http::ServeLimits::default(),
+        async move {
+            let mut stopped = server_stopped;
+            let _ = stopped.wait_for(|stop| *stop).await;
+        },
+    ));
 
     let (stop_workers, stopped) = watch::channel(false);
     let resources: Vec<String> = (0..options.resources.max(1))

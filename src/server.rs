@@ -36,6 +36,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         Limits {
             max_value_bytes: args.max_value_bytes,
             idempotency_retention: args.idempotency_retention,
+            body_read_timeout: args.body_timeout,
             leases: LeasePolicy {
                 scope: match args.lease_scope {
                     LeaseScopeArg::Any => LeaseScope::Any,
@@ -82,7 +83,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         shutdown_signal().await;
         live.stop_streams();
     };
-    let served = http::serve(listener, app, stopping).await;
+    let limits = http::ServeLimits {
+        max_connections: args.max_connections.max(1),
+        header_read_timeout: args.header_timeout,
+    };
+    let served = http::serve(listener, app, limits, stopping).await;
     retention.abort();
     if let Some(task) = audit_retention {
         task.abort();

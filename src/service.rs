@@ -20,6 +20,8 @@ pub struct Limits {
     pub idempotency_retention: Duration,
     /// How writes that name a lease are judged.
     pub leases: LeasePolicy,
+    /// How long a client may take to send a write's body.
+    pub body_read_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -28,6 +30,7 @@ impl Default for Limits {
             max_value_bytes: 1024 * 1024,
             idempotency_retention: Duration::from_secs(24 * 60 * 60),
             leases: LeasePolicy::default(),
+            body_read_timeout: Duration::from_secs(30),
         }
     }
 }

@@ -5,6 +5,7 @@ pub mod auth;
 mod events;
 mod health;
 mod leases;
+mod listener;
 mod monitoring;
 pub mod problem;
 mod resources;
@@ -17,6 +18,7 @@ use crate::store::StoreError;
 use auth::ApiKeys;
 use axum::http::{Method, Uri};
 use axum::Router;
+pub use listener::ServeLimits;
 use problem::Problem;
 use std::future::Future;
 use std::sync::Arc;
@@ -67,8 +69,24 @@ pub fn router(state: AppState) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)
+        .layer(axum::middleware::from_fn(limit_headers))
         // A bug must still answer in the one error shape, never with a dropped connection.
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(panicked))
+}
+
+/// Refuses requests with oversized headers, except writes, which refuse them themselves so that
+/// the attempt is audited like any other invalid write.
+async fn limit_headers(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let is_write =
+        request.method() == Method::PUT && request.uri().path().starts_with(resources::PREFIX);
+    match write_request::oversized_headers(request.headers()) {
+        Some(detail) if !is_write => Problem::invalid_request(detail).into_response(),
+        _ => next.run(request).await,
+    }
 }
 
 fn panicked(_: Box<dyn std::any::Any + Send + 'static>) -> axum::response::Response {
@@ -108,9 +126,8 @@ async fn method_not_allowed(method: Method, uri: Uri) -> Problem {
 pub async fn serve(
     listener: TcpListener,
     app: Router,
+    limits: ServeLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
+    listener::serve(listener, app, limits, shutdown).await
 }

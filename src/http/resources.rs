@@ -40,9 +40,13 @@ async fn write(
     body: Body,
 ) -> Result<Response, Problem> {
     let key = key_from(&uri)?;
-    let max = state.service.limits().max_value_bytes;
+    let limits = state.service.limits();
+    let body_limits = write_request::BodyLimits {
+        max_bytes: limits.max_value_bytes,
+        read_timeout: limits.body_read_timeout,
+    };
     let caller = caller.and_then(|Extension(Caller(name))| name);
-    match write_request::parse(key, &headers, body, max, caller).await {
+    match write_request::parse(key, &headers, body, body_limits, caller).await {
         Ok(write) => {
             let result = state.service.write(&write).await?;
             Ok(write_response(result))

@@ -126,16 +126,48 @@ pub fn refused_from_headers(
     WriteHeaders::read(headers).refused(key, outcome, detail.to_owned(), caller)
 }
 
+/// Request headers beyond this many bytes in all are refused: they are read into memory whole.
+pub const MAX_HEADER_BYTES: usize = 16 * 1024;
+
+/// Why the request's headers are refused as too large, if they are.
+pub fn oversized_headers(headers: &HeaderMap) -> Option<String> {
+    let size: usize = headers
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len() + 4)
+        .sum();
+    (size > MAX_HEADER_BYTES)
+        .then(|| format!("the request headers are {size} bytes; the limit is {MAX_HEADER_BYTES}"))
+}
+
+/// How much of a body, and how slowly, a write may send.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyLimits {
+    pub max_bytes: usize,
+    pub read_timeout: std::time::Duration,
+}
+
 /// Parses the write; on a refusal, returns the attempt to audit along with the reason.
 pub async fn parse(
     key: ResourceKey,
     headers: &HeaderMap,
     body: Body,
-    max_value_bytes: usize,
+    limits: BodyLimits,
     caller: Option<String>,
 ) -> Result<FencedWrite, (RefusedAttempt, Refusal)> {
     let parsed_headers = WriteHeaders::read(headers);
-    let body = read_body(headers, body, max_value_bytes).await;
+    let body = match tokio::time::timeout(
+        limits.read_timeout,
+        read_body(headers, body, limits.max_bytes),
+    )
+    .await
+    {
+        Ok(body) => body,
+        // A client trickling its body must not hold the request (and its memory) forever.
+        Err(_) => Err(BodyError::Unreadable(format!(
+            "the request body did not arrive within {}",
+            humantime::format_duration(limits.read_timeout)
+        ))),
+    };
     let mut refused =
         parsed_headers.refused(key.clone(), Outcome::Invalid, String::new(), caller.clone());
     refused.body_sha256 = body.as_ref().ok().map(|b| sha256_hex(b));
@@ -155,6 +187,7 @@ pub async fn parse(
     // Checked in the order the contract lists the headers, then the body.
     let invalid = |error: ParseError| Refusal::Invalid(error.0);
     let parsed = (|| {
+        oversized_headers(headers).map_or(Ok(()), |detail| Err(Refusal::Invalid(detail)))?;
         let token = token.map_err(invalid)?;
         let idempotency_key = idempotency_key.map_err(invalid)?;
         let expected_revision = expected_revision.map_err(invalid)?;

@@ -224,7 +224,12 @@ impl TestApp {
             .await
             .expect("bind");
         let base = format!("http://{}", listener.local_addr().expect("address"));
-        tokio::spawn(serve(listener, app, std::future::pending()));
+        tokio::spawn(serve(
+            listener,
+            app,
+            fencewatch::http::ServeLimits::default(),
+            std::future::pending(),
+        ));
         TestApp {
             base,
             http: reqwest::Client::new(),

@@ -19,6 +19,7 @@ mod idempotency;
 mod interleaving;
 mod layering;
 mod leases;
+mod limits;
 mod metrics;
 mod overlaps;
 mod tui;
