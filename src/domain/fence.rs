@@ -291,4 +291,94 @@ mod tests {
             Outcome::IdempotencyConflict
         );
     }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn any_lease() -> impl Strategy<Value = Option<LeaseCheck>> {
+            proptest::option::of(
+                (0i64..20, any::<bool>(), any::<bool>(), any::<bool>()).prop_map(
+                    |(issued, lapsed, in_scope, strict)| LeaseCheck {
+                        issued,
+                        lapsed,
+                        in_scope,
+                        strict,
+                    },
+                ),
+            )
+        }
+
+        proptest! {
+            /// Whatever the state, the operation and the lease say, a decision never lets a
+            /// generation below the fence through, never moves the revision but by one, and
+            /// never accepts against the authority's knowledge.
+            #[test]
+            fn the_fence_never_lets_an_older_generation_through(
+                highest in 0i64..20,
+                revision in 0i64..20,
+                token_value in 1i64..20,
+                expected in proptest::option::of(0i64..20),
+                lease in any_lease(),
+            ) {
+                let decision = decide(
+                    state(highest, revision),
+                    None,
+                    WriteIntent {
+                        token: token(token_value),
+                        body_sha256: "aa",
+                        expected_revision: expected.map(|e| Revision::new(e).unwrap()),
+                        lease,
+                    },
+                );
+                if let Decision::Accept { revision: next, lease_lapsed } = decision {
+                    prop_assert!(token_value >= highest);
+                    prop_assert_eq!(next.get(), revision + 1);
+                    prop_assert!(expected.is_none_or(|e| e == revision));
+                    if let Some(lease) = lease {
+                        prop_assert!(lease.in_scope && token_value == lease.issued);
+                        prop_assert!(!(lease.lapsed && lease.strict));
+                        prop_assert_eq!(lease_lapsed, lease.lapsed);
+                    }
+                } else if token_value < highest && lease.is_none() {
+                    prop_assert_eq!(decision, Decision::Stale);
+                }
+            }
+
+            /// A recorded operation is answered from its record, whatever else holds: the same
+            /// token and body replay it, anything else is a key reuse.
+            #[test]
+            fn a_recorded_operation_decides_alone(
+                highest in 0i64..20,
+                recorded_token in 1i64..20,
+                token_value in 1i64..20,
+                same_body in any::<bool>(),
+                lease in any_lease(),
+            ) {
+                let recorded = RecordedOperation {
+                    token: token(recorded_token),
+                    body_sha256: "aa".into(),
+                    status: 201,
+                    revision: Revision::new(1).unwrap(),
+                    highest_token: recorded_token,
+                    audit_id: 1,
+                };
+                let decision = decide(
+                    state(highest, 3),
+                    Some(&recorded),
+                    WriteIntent {
+                        token: token(token_value),
+                        body_sha256: if same_body { "aa" } else { "bb" },
+                        expected_revision: None,
+                        lease,
+                    },
+                );
+                if recorded_token == token_value && same_body {
+                    prop_assert_eq!(decision, Decision::Replay(recorded));
+                } else {
+                    prop_assert_eq!(decision, Decision::KeyReuse { recorded });
+                }
+            }
+        }
+    }
 }

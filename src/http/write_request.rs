@@ -252,3 +252,78 @@ async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<Byte
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+    use proptest::prelude::*;
+
+    fn parse_blocking(
+        headers: &HeaderMap,
+        body: Vec<u8>,
+    ) -> Result<FencedWrite, Box<RefusedAttempt>> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        runtime
+            .block_on(parse(
+                ResourceKey::parse("fuzz/target").unwrap(),
+                headers,
+                Body::from(body),
+                BodyLimits {
+                    max_bytes: 64,
+                    read_timeout: std::time::Duration::from_secs(5),
+                },
+                None,
+            ))
+            .map_err(|(attempt, _)| Box::new(attempt))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2_000))]
+        /// Any bytes in any of the contract's headers, any body: the parser answers (never
+        /// panics), accepts only what each header's grammar allows, and a refusal keeps what
+        /// could be read of the attempt for the audit.
+        #[test]
+        fn any_request_is_parsed_or_refused(
+            values in proptest::collection::vec(
+                proptest::option::of(proptest::collection::vec(any::<u8>(), 0..40)),
+                6,
+            ),
+            body in proptest::collection::vec(any::<u8>(), 0..100),
+        ) {
+            let names = [
+                FENCING_TOKEN,
+                IDEMPOTENCY_KEY,
+                "if-match",
+                FENCING_OWNER,
+                FENCING_LEASE,
+                "content-type",
+            ];
+            let mut headers = HeaderMap::new();
+            for (name, value) in names.iter().zip(&values) {
+                if let Some(value) = value.as_ref().and_then(|v| HeaderValue::from_bytes(v).ok()) {
+                    headers.insert(*name, value);
+                }
+            }
+            let token_header = headers
+                .get(FENCING_TOKEN)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            match parse_blocking(&headers, body.clone()) {
+                Ok(write) => {
+                    prop_assert_eq!(Some(write.token.to_string()), token_header);
+                    prop_assert!(body.len() <= 64);
+                    prop_assert_eq!(&write.body[..], &body[..]);
+                    prop_assert_eq!(write.body_sha256, sha256_hex(&body));
+                }
+                Err(attempt) => {
+                    prop_assert_eq!(attempt.key.as_str(), "fuzz/target");
+                    prop_assert_eq!(attempt.outcome, Outcome::Invalid);
+                }
+            }
+        }
+    }
+}
