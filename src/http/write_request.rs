@@ -288,9 +288,16 @@ mod tests {
         /// could be read of the attempt for the audit.
         #[test]
         fn any_request_is_parsed_or_refused(
-            values in proptest::collection::vec(
-                proptest::option::of(proptest::collection::vec(any::<u8>(), 0..40)),
-                6,
+            token in proptest::option::of(prop_oneof![
+                (1i64..1_000_000).prop_map(|n| n.to_string().into_bytes()),
+                proptest::collection::vec(any::<u8>(), 0..24),
+            ]),
+            others in proptest::collection::vec(
+                proptest::option::of(prop_oneof![
+                    "[a-z0-9-]{1,12}".prop_map(String::into_bytes),
+                    proptest::collection::vec(any::<u8>(), 0..40),
+                ]),
+                5,
             ),
             body in proptest::collection::vec(any::<u8>(), 0..100),
         ) {
@@ -303,7 +310,8 @@ mod tests {
                 "content-type",
             ];
             let mut headers = HeaderMap::new();
-            for (name, value) in names.iter().zip(&values) {
+            let values = std::iter::once(token).chain(others);
+            for (name, value) in names.iter().zip(values) {
                 if let Some(value) = value.as_ref().and_then(|v| HeaderValue::from_bytes(v).ok()) {
                     headers.insert(*name, value);
                 }
