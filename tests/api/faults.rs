@@ -328,3 +328,112 @@ async fn sigkill_again_and_again_under_load_loses_nothing(
         report.grants
     );
 }
+
+/// The article's scenario with real processes: a worker acquires the lease, is stopped
+/// (SIGSTOP: a GC pause, a stalled host) past its TTL, a second worker takes over and writes,
+/// and the first resumes (SIGCONT) and writes with its old generation. The fence refuses it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_stopped_past_its_lease_is_fenced_when_it_resumes() {
+    let db = TestDb::new(Backend::Sqlite).await.unwrap();
+    let daemon = Daemon::spawn(&db, &[]).await;
+    let worker = |holder: &str, pause: &str| {
+        let mut command = tokio::process::Command::new("sh");
+        command
+            .arg("-c")
+            .arg(
+                "token=$(\"$FW\" lease acquire jobs --holder \"$HOLDER\" --ttl 1s --token-only) \
+                   || exit 10; \
+                 echo \"acquired $token\"; \
+                 sleep \"$PAUSE\"; \
+                 printf 'result from %s' \"$HOLDER\" | \"$FW\" write jobs/totals --token \"$token\" \
+                   --lease jobs --owner \"$HOLDER\" > /dev/null",
+            )
+            .env("FW", env!("CARGO_BIN_EXE_fencewatch"))
+            .env("FENCEWATCH_URL", &daemon.base)
+            .env("HOLDER", holder)
+            .env("PAUSE", pause)
+            .stdout(std::process::Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        command.spawn().expect("start a worker")
+    };
+    let signal_group = |pid: u32, name: &str| {
+        let status = std::process::Command::new("kill")
+            .args([&format!("-{name}"), "--", &format!("-{pid}")])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -{name} -{pid}");
+    };
+    let acquired = |child: &mut tokio::process::Child| {
+        let stdout = child.stdout.take().expect("stdout");
+        async move {
+            let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(stdout));
+            let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+                .await
+                .expect("the worker acquires within 30 s")
+                .unwrap()
+                .expect("a line");
+            line.strip_prefix("acquired ")
+                .expect("acquired TOKEN")
+                .parse::<i64>()
+                .unwrap()
+        }
+    };
+
+    let mut old = worker("worker-a", "0.5");
+    let old_token = acquired(&mut old).await;
+    let old_pid = old.id().expect("running");
+    signal_group(old_pid, "STOP");
+    // Stopped past its one-second lease.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+
+    let mut new = worker("worker-b", "0");
+    let new_token = acquired(&mut new).await;
+    assert!(new_token > old_token);
+    let new_status = tokio::time::timeout(Duration::from_secs(30), new.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        new_status.code(),
+        Some(0),
+        "the new owner's write is accepted"
+    );
+
+    signal_group(old_pid, "CONT");
+    let old_status = tokio::time::timeout(Duration::from_secs(30), old.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        old_status.code(),
+        Some(3),
+        "the resumed worker is told its generation was superseded"
+    );
+
+    let http = reqwest::Client::new();
+    let value = Reply::from(
+        http.get(format!("{}/v1/resources/jobs/totals", daemon.base))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(value.body, b"result from worker-b");
+    let audit = crate::helpers::audit_of(&http, &daemon.base, "jobs/totals").await;
+    let outcomes: Vec<(&str, i64)> = audit
+        .iter()
+        .map(|row| {
+            (
+                row["outcome"].as_str().unwrap(),
+                row["token"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        outcomes,
+        vec![("accepted", new_token), ("superseded", old_token)],
+        "in commit order"
+    );
+    daemon.kill().await;
+}
