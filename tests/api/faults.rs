@@ -437,3 +437,193 @@ async fn a_worker_stopped_past_its_lease_is_fenced_when_it_resumes() {
     );
     daemon.kill().await;
 }
+
+/// A TCP proxy in front of the real PostgreSQL server that can be cut (every connection
+/// dropped, new ones refused) and restored: the server going away and coming back, as the
+/// daemon sees it, without disturbing other tests that share the server.
+struct Proxy {
+    address: std::net::SocketAddr,
+    up: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    links: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
+}
+
+impl Proxy {
+    async fn start(upstream: String) -> Proxy {
+        use std::sync::atomic::Ordering;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let up = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let links = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (accept_up, accept_links) = (up.clone(), links.clone());
+        tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                if !accept_up.load(Ordering::SeqCst) {
+                    continue; // dropped: the connection is refused as it opens
+                }
+                let upstream = upstream.clone();
+                let link = tokio::spawn(async move {
+                    if let Ok(mut server) = tokio::net::TcpStream::connect(upstream).await {
+                        let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                    }
+                });
+                accept_links.lock().unwrap().push(link.abort_handle());
+            }
+        });
+        Proxy { address, up, links }
+    }
+
+    fn cut(&self) {
+        self.up.store(false, std::sync::atomic::Ordering::SeqCst);
+        for link in self.links.lock().unwrap().drain(..) {
+            link.abort();
+        }
+    }
+
+    fn restore(&self) {
+        self.up.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// What writers saw around an outage: every answer's status, by phase.
+#[derive(Default, Debug)]
+struct OutageLog {
+    acks: Vec<Ack>,
+    unavailable: usize,
+    other_errors: Vec<String>,
+    acked_after_restore: usize,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_going_away_under_load_gives_503s_and_the_daemon_recovers_by_itself() {
+    let db = test_db!(Backend::Postgres);
+    let mut url = reqwest::Url::parse(&db.url).unwrap();
+    let upstream = format!("{}:{}", url.host_str().unwrap(), url.port().unwrap_or(5432));
+    let proxy = Proxy::start(upstream).await;
+    url.set_host(Some("127.0.0.1")).unwrap();
+    url.set_port(Some(proxy.address.port())).unwrap();
+    let daemon = Daemon::spawn_on(url.as_str(), &[]).await;
+
+    let restored = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut writers = JoinSet::new();
+    for client in 0..4_i64 {
+        let base = daemon.base.clone();
+        let stop = stop_rx.clone();
+        let restored = restored.clone();
+        writers.spawn(async move {
+            let http = reqwest::Client::builder()
+                .timeout(Duration::from_secs(20))
+                .build()
+                .unwrap();
+            let mut log = OutageLog::default();
+            for round in 0_i64.. {
+                if *stop.borrow() {
+                    break;
+                }
+                let resource = format!("outage/r{}", client % 3);
+                let token = round * 10 + client + 1;
+                let after_restore = restored.load(std::sync::atomic::Ordering::SeqCst);
+                let sent = http
+                    .put(format!("{base}/v1/resources/{resource}"))
+                    .header("Fencing-Token", token.to_string())
+                    .body(format!("client {client} round {round}"))
+                    .send()
+                    .await;
+                let reply = match sent {
+                    Ok(response) => Reply::from(response).await,
+                    Err(error) => {
+                        log.other_errors.push(format!("no answer: {error}"));
+                        continue;
+                    }
+                };
+                match reply.status.as_u16() {
+                    200 | 201 | 409 => {
+                        log.acks.push(Ack {
+                            resource,
+                            audit_id: reply.json["audit_id"].as_i64().unwrap(),
+                            outcome: reply.json["outcome"].as_str().unwrap().to_owned(),
+                            token,
+                            revision: reply.json["revision"].as_i64().unwrap(),
+                        });
+                        if after_restore {
+                            log.acked_after_restore += 1;
+                        }
+                    }
+                    503 => {
+                        assert_eq!(reply.content_type(), "application/problem+json");
+                        assert_eq!(reply.json["type"], "unavailable", "{:?}", reply.json);
+                        log.unavailable += 1;
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                    other => log
+                        .other_errors
+                        .push(format!("{other}: {}", String::from_utf8_lossy(&reply.body))),
+                }
+            }
+            log
+        });
+    }
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    proxy.cut();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    proxy.restore();
+    restored.store(true, std::sync::atomic::Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    stop_tx.send(true).ok();
+
+    let mut total = OutageLog::default();
+    while let Some(log) = writers.join_next().await {
+        let log = log.unwrap();
+        total.acks.extend(log.acks);
+        total.unavailable += log.unavailable;
+        total.other_errors.extend(log.other_errors);
+        total.acked_after_restore += log.acked_after_restore;
+    }
+    assert!(
+        total.other_errors.is_empty(),
+        "every answer is a write's or a 503 problem: {:?}",
+        total.other_errors
+    );
+    assert!(total.unavailable > 0, "the outage was seen: {total:?}");
+    assert!(
+        total.acked_after_restore > 0,
+        "writes go through again once the database is back, without a restart"
+    );
+    let readiness = reqwest::get(format!("{}/readyz", daemon.base))
+        .await
+        .unwrap();
+    assert_eq!(readiness.status(), 200);
+    daemon.kill().await;
+
+    // Checked on the database directly, not through the proxy.
+    let store = db.store().await;
+    let observed = Observed {
+        acks: total.acks,
+        grants: Vec::new(),
+        unanswered: 0,
+    };
+    for ack in &observed.acks {
+        let rows = store
+            .audit_page(&AuditQuery {
+                resource: Some(ResourceKey::parse(&ack.resource).unwrap()),
+                limit: 1_000_000,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        let row = rows
+            .iter()
+            .find(|row| row.id == ack.audit_id)
+            .unwrap_or_else(|| panic!("acknowledged {ack:?} is not in the audit"));
+        assert_eq!(row.outcome.as_str(), ack.outcome);
+        assert_eq!(row.token, Some(ack.token));
+    }
+    assert!(store.verify_audit().await.unwrap().breaches.is_empty());
+    eprintln!(
+        "PostgreSQL outage of 3 s: {} writes acknowledged ({} after it), {} answered 503, \
+         none lost",
+        observed.acks.len(),
+        total.acked_after_restore,
+        total.unavailable
+    );
+}

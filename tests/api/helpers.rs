@@ -407,13 +407,18 @@ pub struct Daemon {
 
 impl Daemon {
     pub async fn spawn(db: &TestDb, extra: &[&str]) -> Daemon {
+        Self::spawn_on(&db.url, extra).await
+    }
+
+    /// A daemon on a database URL of the test's own making (through a proxy, say).
+    pub async fn spawn_on(database_url: &str, extra: &[&str]) -> Daemon {
         let mut child = Command::new(env!("CARGO_BIN_EXE_fencewatch"))
             .args([
                 "serve",
                 "--listen",
                 "127.0.0.1:0",
                 "--database",
-                &db.url,
+                database_url,
                 "--db-max-connections",
                 "8",
             ])
