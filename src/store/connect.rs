@@ -87,6 +87,7 @@ async fn open_sqlite(path_and_query: &str, options: &StoreOptions) -> Result<Sto
                 Ok(())
             })
         })
+        .after_release(|conn, _| Box::pin(async move { Ok(outside_transaction(conn).await) }))
         .connect(&format!("sqlite://{path}?mode=rwc{extra}"))
         .await
         .map_err(|e| StoreError::Open(format!("cannot open SQLite file {path:?}: {e}")))?;
@@ -109,6 +110,21 @@ async fn open_sqlite(path_and_query: &str, options: &StoreOptions) -> Result<Sto
         reader,
         observe_hook: None,
     })
+}
+
+/// Whether a SQLite connection is outside any transaction, so that it may be used again.
+///
+/// SQLite rolls a transaction back by itself on some errors (`SQLITE_FULL`, `SQLITE_IOERR`);
+/// sqlx's count of open transactions then no longer matches, and a later transaction can be left
+/// open while its "commit" only releases a savepoint: writes acknowledged but never committed
+/// (found by the full-disk fault test). A connection that cannot begin a transaction of its
+/// own is closed instead of going back to the pool, and its open transaction dies with it.
+async fn outside_transaction(conn: &mut sqlx::AnyConnection) -> bool {
+    if conn.execute("BEGIN").await.is_err() {
+        tracing::warn!("closing a database connection left inside a transaction");
+        return false;
+    }
+    conn.execute("ROLLBACK").await.is_ok()
 }
 
 async fn open_postgres(url: &str, options: &StoreOptions) -> Result<Store, StoreError> {

@@ -627,3 +627,147 @@ async fn postgres_going_away_under_load_gives_503s_and_the_daemon_recovers_by_it
         total.unavailable
     );
 }
+
+/// A small tmpfs mounted for the test's SQLite file; unmounted when dropped. `None` where this
+/// process may not mount (not root, no privilege): the test then says so and skips.
+struct SmallDisk {
+    dir: tempfile::TempDir,
+}
+
+impl SmallDisk {
+    fn mount(size: &str) -> Option<SmallDisk> {
+        let dir = tempfile::tempdir().ok()?;
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success());
+        mounted.then_some(SmallDisk { dir })
+    }
+
+    fn path(&self) -> &std::path::Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_fails_writes_cleanly_and_loses_nothing_acknowledged() {
+    let Some(disk) = SmallDisk::mount("4m") else {
+        eprintln!("skipping: cannot mount a small tmpfs here (needs root)");
+        return;
+    };
+    // Room to give back later, to show the daemon recovers once space is free.
+    let filler = disk.path().join("filler");
+    std::fs::write(&filler, vec![0u8; 512 * 1024]).unwrap();
+    let url = format!("sqlite://{}", disk.path().join("fencewatch.db").display());
+    let daemon = Daemon::spawn_on(&url, &[]).await;
+    let http = reqwest::Client::new();
+    let value = "v".repeat(32 * 1024);
+
+    let mut acks = Vec::new();
+    let mut refused = 0;
+    for round in 0..400_i64 {
+        let resource = format!("disk/r{round}");
+        let reply = Reply::from(
+            http.put(format!("{}/v1/resources/{resource}", daemon.base))
+                .header("Fencing-Token", (round + 1).to_string())
+                .body(value.clone())
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        match reply.status.as_u16() {
+            200 | 201 => acks.push(Ack {
+                resource,
+                audit_id: reply.json["audit_id"].as_i64().unwrap(),
+                outcome: reply.json["outcome"].as_str().unwrap().to_owned(),
+                token: round + 1,
+                revision: reply.json["revision"].as_i64().unwrap(),
+            }),
+            503 => {
+                reply.assert_problem(503, "unavailable");
+                refused += 1;
+                if refused >= 5 {
+                    break;
+                }
+            }
+            other => panic!("a full disk must be a 503, got {other}: {:?}", reply.json),
+        }
+    }
+    assert!(
+        refused >= 5,
+        "the disk never filled: {} writes went in",
+        acks.len()
+    );
+    assert!(!acks.is_empty());
+
+    // Reads still work, and once space is free again so do writes, without a restart.
+    let last = acks.last().unwrap().clone();
+    let read = Reply::from(
+        http.get(format!("{}/v1/resources/{}", daemon.base, last.resource))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(read.status, 200, "the last acknowledged write is readable");
+    std::fs::remove_file(&filler).unwrap();
+    let mut recovered = false;
+    for attempt in 0..20_i64 {
+        let reply = Reply::from(
+            http.put(format!("{}/v1/resources/disk/after", daemon.base))
+                .header("Fencing-Token", "1")
+                .body("small")
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        if reply.status.is_success() {
+            recovered = true;
+            break;
+        }
+        assert_eq!(reply.status, 503, "attempt {attempt}: {:?}", reply.json);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(recovered, "writes succeed again once there is room");
+    daemon.kill().await;
+
+    // After a restart on the same file, every acknowledged write is there and the chains verify.
+    let store = Store::open(&url, &fencewatch::store::StoreOptions::default())
+        .await
+        .unwrap();
+    for ack in &acks {
+        let rows = store
+            .audit_page(&AuditQuery {
+                resource: Some(ResourceKey::parse(&ack.resource).unwrap()),
+                limit: 1000,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        let row = rows
+            .iter()
+            .find(|row| row.id == ack.audit_id)
+            .unwrap_or_else(|| panic!("acknowledged {ack:?} is not in the audit"));
+        assert_eq!(row.outcome.as_str(), ack.outcome);
+        assert_eq!((row.token, row.revision), (Some(ack.token), ack.revision));
+    }
+    assert!(store.verify_audit().await.unwrap().breaches.is_empty());
+    store.close().await;
+    eprintln!(
+        "full disk: {} writes acknowledged before it filled, {refused} refused with 503, \
+         recovered once space was freed, none lost",
+        acks.len()
+    );
+}
