@@ -52,6 +52,8 @@ struct Observed {
     grants: Vec<Grant>,
     /// Requests that got no answer (the daemon died under them): their outcome is unknown.
     unanswered: usize,
+    /// Writes refused with 503 while the database was unreachable.
+    refused: usize,
 }
 
 /// Writers and lease clients spread over `bases` until told to stop or their daemon dies.
@@ -98,7 +100,9 @@ fn start_load(bases: &[String], cycle: usize, stop: &watch::Receiver<bool>) -> J
                 );
                 if reply.status.is_server_error() {
                     // 503 while the database is unreachable: refused, not acknowledged.
-                    break;
+                    seen.refused += 1;
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    continue;
                 }
                 seen.acks.push(Ack {
                     resource,
@@ -135,9 +139,6 @@ fn start_load(bases: &[String], cycle: usize, stop: &watch::Receiver<bool>) -> J
                     seen.unanswered += 1;
                     break;
                 };
-                if reply.status.is_server_error() {
-                    break;
-                }
                 if reply.status.as_u16() != 200 {
                     tokio::time::sleep(Duration::from_millis(2)).await;
                     continue;
@@ -166,11 +167,16 @@ fn start_load(bases: &[String], cycle: usize, stop: &watch::Receiver<bool>) -> J
 
 /// Runs `cycles()` rounds of load in which a fresh daemon is SIGKILLed at a random moment,
 /// beside `survivors` daemons that stay up throughout (PostgreSQL only), then checks.
-async fn kill_repeatedly(db: &TestDb, survivors: usize) -> Report {
+async fn kill_repeatedly(db: &TestDb, survivors: usize, outages: Option<&Proxy>) -> Report {
+    // With a proxy, the daemons reach PostgreSQL through it, and it is cut now and then.
+    let database_url = match outages {
+        Some(proxy) => proxied_url(&db.url, proxy),
+        None => db.url.clone(),
+    };
     let stable: Vec<Daemon> = {
         let mut daemons = Vec::new();
         for _ in 0..survivors {
-            daemons.push(Daemon::spawn(db, &[]).await);
+            daemons.push(Daemon::spawn_on(&database_url, &[]).await);
         }
         daemons
     };
@@ -178,12 +184,18 @@ async fn kill_repeatedly(db: &TestDb, survivors: usize) -> Report {
     let mut rng = Rng::new(7);
     let cycles = cycles();
     for cycle in 0..cycles {
-        let victim = Daemon::spawn(db, &[]).await;
+        let victim = Daemon::spawn_on(&database_url, &[]).await;
         let mut bases = vec![victim.base.clone()];
         bases.extend(stable.iter().map(|d| d.base.clone()));
         let (stop_tx, stop_rx) = watch::channel(false);
         let mut clients = start_load(&bases, cycle + 1, &stop_rx);
         tokio::time::sleep(Duration::from_millis(300 + rng.below(500))).await;
+        if let Some(proxy) = outages {
+            proxy.cut();
+            tokio::time::sleep(Duration::from_millis(200 + rng.below(400))).await;
+            proxy.restore();
+            tokio::time::sleep(Duration::from_millis(rng.below(300))).await;
+        }
         victim.kill().await;
         // The survivors' clients go on a little after the kill, then everyone stops.
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -193,6 +205,7 @@ async fn kill_repeatedly(db: &TestDb, survivors: usize) -> Report {
             observed.acks.extend(done.acks);
             observed.grants.extend(done.grants);
             observed.unanswered += done.unanswered;
+            observed.refused += done.refused;
         }
     }
     for daemon in stable {
@@ -209,6 +222,7 @@ struct Report {
     unanswered: usize,
     audit_rows: usize,
     grants: usize,
+    refused: usize,
 }
 
 async fn check(store: &Store, observed: &Observed, cycles: usize) -> Report {
@@ -298,6 +312,7 @@ async fn check(store: &Store, observed: &Observed, cycles: usize) -> Report {
         unanswered: observed.unanswered,
         audit_rows: audit.len(),
         grants: observed.grants.len(),
+        refused: observed.refused,
     }
 }
 
@@ -311,7 +326,7 @@ async fn sigkill_again_and_again_under_load_loses_nothing(
     #[case] survivors: usize,
 ) {
     let db = test_db!(backend);
-    let report = kill_repeatedly(&db, survivors).await;
+    let report = kill_repeatedly(&db, survivors, None).await;
     assert!(
         report.acknowledged > 20 * report.cycles,
         "too little load to prove anything: {report:?}"
@@ -436,6 +451,41 @@ async fn a_worker_stopped_past_its_lease_is_fenced_when_it_resumes() {
         "in commit order"
     );
     daemon.kill().await;
+}
+
+/// Faults mixed: three daemons on one PostgreSQL, one SIGKILLed every cycle, while the network
+/// to the database is also cut for a moment in every cycle.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkills_and_database_outages_mixed_lose_nothing() {
+    let db = test_db!(Backend::Postgres);
+    let proxy = Proxy::start(upstream_of(&db.url)).await;
+    let report = kill_repeatedly(&db, 2, Some(&proxy)).await;
+    assert!(report.acknowledged > 10 * report.cycles, "{report:?}");
+    eprintln!(
+        "faults mixed, 3 daemons: {} cycles of a SIGKILL and a database outage, {} acknowledged \
+         writes and {} audit rows checked, {} refused with 503, {} cut off unanswered, {} lease \
+         grants all distinct",
+        report.cycles,
+        report.acknowledged,
+        report.audit_rows,
+        report.refused,
+        report.unanswered,
+        report.grants
+    );
+}
+
+/// `host:port` of a PostgreSQL URL.
+fn upstream_of(url: &str) -> String {
+    let url = reqwest::Url::parse(url).unwrap();
+    format!("{}:{}", url.host_str().unwrap(), url.port().unwrap_or(5432))
+}
+
+/// The same database URL, through `proxy`.
+fn proxied_url(url: &str, proxy: &Proxy) -> String {
+    let mut url = reqwest::Url::parse(url).unwrap();
+    url.set_host(Some("127.0.0.1")).unwrap();
+    url.set_port(Some(proxy.address.port())).unwrap();
+    url.to_string()
 }
 
 /// A TCP proxy in front of the real PostgreSQL server that can be cut (every connection
@@ -599,8 +649,7 @@ async fn postgres_going_away_under_load_gives_503s_and_the_daemon_recovers_by_it
     let store = db.store().await;
     let observed = Observed {
         acks: total.acks,
-        grants: Vec::new(),
-        unanswered: 0,
+        ..Observed::default()
     };
     for ack in &observed.acks {
         let rows = store
