@@ -543,15 +543,39 @@ struct OutageLog {
     acked_after_restore: usize,
 }
 
+/// How the database goes away.
+enum Outage {
+    /// The network to it is cut by a proxy for three seconds.
+    Network,
+    /// The server itself is restarted, by this shell command.
+    Restart(String),
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_going_away_under_load_gives_503s_and_the_daemon_recovers_by_itself() {
+    outage_under_load(Outage::Network).await;
+}
+
+/// The server really restarted. Other tests share it, so this runs only when
+/// `FENCEWATCH_PG_RESTART` names the command that restarts it; `.ci/run` runs it on its own,
+/// after the rest of the suite.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_restarted_under_load_gives_503s_and_the_daemon_recovers_by_itself() {
+    let Ok(command) = std::env::var("FENCEWATCH_PG_RESTART") else {
+        eprintln!("skipping: set FENCEWATCH_PG_RESTART to the command that restarts PostgreSQL");
+        return;
+    };
+    outage_under_load(Outage::Restart(command)).await;
+}
+
+async fn outage_under_load(outage: Outage) {
     let db = test_db!(Backend::Postgres);
-    let mut url = reqwest::Url::parse(&db.url).unwrap();
-    let upstream = format!("{}:{}", url.host_str().unwrap(), url.port().unwrap_or(5432));
-    let proxy = Proxy::start(upstream).await;
-    url.set_host(Some("127.0.0.1")).unwrap();
-    url.set_port(Some(proxy.address.port())).unwrap();
-    let daemon = Daemon::spawn_on(url.as_str(), &[]).await;
+    let proxy = Proxy::start(upstream_of(&db.url)).await;
+    let database_url = match outage {
+        Outage::Network => proxied_url(&db.url, &proxy),
+        Outage::Restart(_) => db.url.clone(),
+    };
+    let daemon = Daemon::spawn_on(&database_url, &[]).await;
 
     let restored = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -614,9 +638,36 @@ async fn postgres_going_away_under_load_gives_503s_and_the_daemon_recovers_by_it
         });
     }
     tokio::time::sleep(Duration::from_millis(800)).await;
-    proxy.cut();
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    proxy.restore();
+    let what = match &outage {
+        Outage::Network => {
+            proxy.cut();
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            proxy.restore();
+            "a 3 s network outage"
+        }
+        Outage::Restart(command) => {
+            let status = tokio::process::Command::new("sh")
+                .args(["-c", command])
+                .status()
+                .await
+                .expect("run FENCEWATCH_PG_RESTART");
+            assert!(status.success(), "{command:?} failed: {status}");
+            let base = std::env::var("FENCEWATCH_TEST_PG").unwrap();
+            let mut back = false;
+            for _ in 0..120 {
+                if <sqlx::PgConnection as sqlx::Connection>::connect(&base)
+                    .await
+                    .is_ok()
+                {
+                    back = true;
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+            assert!(back, "PostgreSQL came back within 30 s");
+            "a restart of PostgreSQL"
+        }
+    };
     restored.store(true, std::sync::atomic::Ordering::SeqCst);
     tokio::time::sleep(Duration::from_secs(3)).await;
     stop_tx.send(true).ok();
@@ -651,25 +702,29 @@ async fn postgres_going_away_under_load_gives_503s_and_the_daemon_recovers_by_it
         acks: total.acks,
         ..Observed::default()
     };
-    for ack in &observed.acks {
+    let mut audit = HashMap::new();
+    for resource in 0..3 {
         let rows = store
             .audit_page(&AuditQuery {
-                resource: Some(ResourceKey::parse(&ack.resource).unwrap()),
+                resource: Some(ResourceKey::parse(format!("outage/r{resource}")).unwrap()),
                 limit: 1_000_000,
                 ..Default::default()
             })
             .await
             .unwrap();
-        let row = rows
-            .iter()
-            .find(|row| row.id == ack.audit_id)
+        audit.extend(rows.into_iter().map(|row| (row.id, row)));
+    }
+    for ack in &observed.acks {
+        let row = audit
+            .get(&ack.audit_id)
             .unwrap_or_else(|| panic!("acknowledged {ack:?} is not in the audit"));
+        assert_eq!(row.resource, ack.resource);
         assert_eq!(row.outcome.as_str(), ack.outcome);
         assert_eq!(row.token, Some(ack.token));
     }
     assert!(store.verify_audit().await.unwrap().breaches.is_empty());
     eprintln!(
-        "PostgreSQL outage of 3 s: {} writes acknowledged ({} after it), {} answered 503, \
+        "PostgreSQL outage, {what}: {} writes acknowledged ({} after it), {} answered 503, \
          none lost",
         observed.acks.len(),
         total.acked_after_restore,
