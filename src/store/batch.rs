@@ -607,7 +607,7 @@ fn bind_state<'q>(
 /// Appends the entries to their resources' hash chains and the audit, in order, and returns
 /// their ids. The chain heads are locked (in resource order) until the transaction ends, so
 /// concurrent appends to one resource take turns and a chain never forks.
-async fn append_audit(
+pub(super) async fn append_audit(
     tx: &mut Transaction<'_, Any>,
     backend: Backend,
     resources: &BTreeSet<&str>,

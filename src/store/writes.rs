@@ -1,9 +1,9 @@
 //! The fenced write's types, a single write (a batch of one, see `batch`), and refused
 //! attempts, which are audited without a decision.
 
+use super::batch::append_audit;
 use super::tx::{begin_audited, retrying};
 use super::{Store, StoreError};
-use crate::domain::chain;
 use crate::domain::{
     AuditEntry, Decision, FencingToken, IdempotencyKey, LeaseName, LeaseScope, Outcome, OwnerLabel,
     ResourceKey, ResourceState, Revision,
@@ -110,9 +110,19 @@ impl Store {
                 detail: Some(attempt.detail.clone()),
                 caller: attempt.caller.clone(),
             };
-            let entry = insert_entry(&mut tx, entry).await?;
+            let resources = std::collections::BTreeSet::from([entry.resource.as_str()]);
+            let ids = append_audit(
+                &mut tx,
+                self.backend,
+                &resources,
+                std::slice::from_ref(&entry),
+            )
+            .await?;
             tx.commit().await?;
-            Ok(entry)
+            let id = ids.first().copied().ok_or_else(|| {
+                StoreError::Internal(sqlx::Error::Protocol("the audit row got no id".into()))
+            })?;
+            Ok(AuditEntry { id, ..entry })
         })
         .await
     }
@@ -208,59 +218,6 @@ async fn observe_resource(
         })
     })
     .transpose()
-}
-
-/// Appends an audit row to its resource's hash chain and returns it with its id. The chain head
-/// is locked by the upsert until the transaction ends, so concurrent appends to one resource
-/// take their turns and the chain never forks.
-async fn insert_entry(
-    tx: &mut Transaction<'_, Any>,
-    mut entry: AuditEntry,
-) -> Result<AuditEntry, sqlx::Error> {
-    let head = sqlx::query(
-        "INSERT INTO audit_chains (resource, seq, hash) VALUES ($1, 0, $2) \
-         ON CONFLICT (resource) DO UPDATE SET resource = excluded.resource RETURNING seq, hash",
-    )
-    .bind(entry.resource.as_str())
-    .bind(chain::GENESIS)
-    .fetch_one(&mut **tx)
-    .await?;
-    let seq = head.try_get::<i64, _>("seq")? + 1;
-    let prev_hash: String = head.try_get("hash")?;
-    let hash = chain::row_hash(&entry, seq, &prev_hash);
-    let id: i64 = sqlx::query_scalar(
-        "INSERT INTO audit (at_us, resource, outcome, token, highest_token, revision, \
-         idempotency_key, expected_revision, owner, lease, body_sha256, body_len, detail, caller, \
-         seq, prev_hash, hash) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) RETURNING id",
-    )
-    .bind(entry.at.timestamp_micros())
-    .bind(entry.resource.as_str())
-    .bind(entry.outcome.as_str())
-    .bind(entry.token)
-    .bind(entry.highest_token)
-    .bind(entry.revision)
-    .bind(entry.idempotency_key.as_deref())
-    .bind(entry.expected_revision)
-    .bind(entry.owner.as_deref())
-    .bind(entry.lease.as_deref())
-    .bind(entry.body_sha256.as_deref())
-    .bind(entry.body_len)
-    .bind(entry.detail.as_deref())
-    .bind(entry.caller.as_deref())
-    .bind(seq)
-    .bind(prev_hash.as_str())
-    .bind(hash.as_str())
-    .fetch_one(&mut **tx)
-    .await?;
-    sqlx::query("UPDATE audit_chains SET seq = $2, hash = $3 WHERE resource = $1")
-        .bind(entry.resource.as_str())
-        .bind(seq)
-        .bind(hash.as_str())
-        .execute(&mut **tx)
-        .await?;
-    entry.id = id;
-    Ok(entry)
 }
 
 /// `201 Created` for a resource's first revision, `200 OK` after.

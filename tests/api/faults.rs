@@ -319,6 +319,7 @@ async fn check(store: &Store, observed: &Observed, cycles: usize) -> Report {
 #[rstest]
 #[case::sqlite_one_daemon(Backend::Sqlite, 0)]
 #[case::postgres_one_daemon(Backend::Postgres, 0)]
+#[case::postgres_two_daemons(Backend::Postgres, 1)]
 #[case::postgres_three_daemons(Backend::Postgres, 2)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_again_and_again_under_load_loses_nothing(
