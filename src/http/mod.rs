@@ -18,11 +18,9 @@ use crate::store::StoreError;
 use auth::ApiKeys;
 use axum::http::{Method, Uri};
 use axum::Router;
-pub use listener::ServeLimits;
+pub use listener::{serve, ServeLimits};
 use problem::Problem;
-use std::future::Future;
 use std::sync::Arc;
-use tokio::net::TcpListener;
 pub use write_request::sha256_hex;
 
 #[derive(Clone)]
@@ -120,14 +118,4 @@ async fn not_found(uri: Uri) -> Problem {
 
 async fn method_not_allowed(method: Method, uri: Uri) -> Problem {
     Problem::method_not_allowed(format!("{method} is not allowed on {}", uri.path()))
-}
-
-/// Serves until `shutdown` completes, then lets in-flight requests finish.
-pub async fn serve(
-    listener: TcpListener,
-    app: Router,
-    limits: ServeLimits,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    listener::serve(listener, app, limits, shutdown).await
 }

@@ -215,6 +215,39 @@ async fn kill_repeatedly(db: &TestDb, survivors: usize, outages: Option<&Proxy>)
     check(&store, &observed, cycles).await
 }
 
+/// Every audit row of `resources`, by id.
+async fn audit_by_id(
+    store: &Store,
+    resources: impl IntoIterator<Item = String>,
+) -> HashMap<i64, fencewatch::domain::AuditEntry> {
+    let mut audit = HashMap::new();
+    for resource in resources {
+        let rows = store
+            .audit_page(&AuditQuery {
+                resource: Some(ResourceKey::parse(resource).unwrap()),
+                limit: 1_000_000,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        audit.extend(rows.into_iter().map(|row| (row.id, row)));
+    }
+    audit
+}
+
+/// Every acknowledged write is in the audit as it was acknowledged.
+fn assert_acknowledged(audit: &HashMap<i64, fencewatch::domain::AuditEntry>, acks: &[Ack]) {
+    for ack in acks {
+        let row = audit
+            .get(&ack.audit_id)
+            .unwrap_or_else(|| panic!("acknowledged {ack:?} is not in the audit"));
+        assert_eq!(row.resource, ack.resource);
+        assert_eq!(row.outcome.as_str(), ack.outcome);
+        assert_eq!(row.token, Some(ack.token));
+        assert_eq!(row.revision, ack.revision, "{ack:?}");
+    }
+}
+
 #[derive(Debug)]
 struct Report {
     cycles: usize,
@@ -271,15 +304,7 @@ async fn check(store: &Store, observed: &Observed, cycles: usize) -> Report {
         audit.extend(rows.into_iter().map(|row| (row.id, row)));
     }
     // 2. Every acknowledged write is in the audit as it was acknowledged.
-    for ack in &observed.acks {
-        let row = audit
-            .get(&ack.audit_id)
-            .unwrap_or_else(|| panic!("acknowledged {ack:?} is not in the audit"));
-        assert_eq!(row.resource, ack.resource);
-        assert_eq!(row.outcome.as_str(), ack.outcome);
-        assert_eq!(row.token, Some(ack.token));
-        assert_eq!(row.revision, ack.revision, "{ack:?}");
-    }
+    assert_acknowledged(&audit, &observed.acks);
     // 3. No generation granted twice, and each holder saw its grants rise.
     let mut granted: BTreeMap<i64, &str> = BTreeMap::new();
     for grant in &observed.grants {
@@ -703,26 +728,8 @@ async fn outage_under_load(outage: Outage) {
         acks: total.acks,
         ..Observed::default()
     };
-    let mut audit = HashMap::new();
-    for resource in 0..3 {
-        let rows = store
-            .audit_page(&AuditQuery {
-                resource: Some(ResourceKey::parse(format!("outage/r{resource}")).unwrap()),
-                limit: 1_000_000,
-                ..Default::default()
-            })
-            .await
-            .unwrap();
-        audit.extend(rows.into_iter().map(|row| (row.id, row)));
-    }
-    for ack in &observed.acks {
-        let row = audit
-            .get(&ack.audit_id)
-            .unwrap_or_else(|| panic!("acknowledged {ack:?} is not in the audit"));
-        assert_eq!(row.resource, ack.resource);
-        assert_eq!(row.outcome.as_str(), ack.outcome);
-        assert_eq!(row.token, Some(ack.token));
-    }
+    let audit = audit_by_id(&store, (0..3).map(|r| format!("outage/r{r}"))).await;
+    assert_acknowledged(&audit, &observed.acks);
     assert!(store.verify_audit().await.unwrap().breaches.is_empty());
     eprintln!(
         "PostgreSQL outage, {what}: {} writes acknowledged ({} after it), {} answered 503, \
@@ -852,22 +859,8 @@ async fn a_full_disk_fails_writes_cleanly_and_loses_nothing_acknowledged() {
     let store = Store::open(&url, &fencewatch::store::StoreOptions::default())
         .await
         .unwrap();
-    for ack in &acks {
-        let rows = store
-            .audit_page(&AuditQuery {
-                resource: Some(ResourceKey::parse(&ack.resource).unwrap()),
-                limit: 1000,
-                ..Default::default()
-            })
-            .await
-            .unwrap();
-        let row = rows
-            .iter()
-            .find(|row| row.id == ack.audit_id)
-            .unwrap_or_else(|| panic!("acknowledged {ack:?} is not in the audit"));
-        assert_eq!(row.outcome.as_str(), ack.outcome);
-        assert_eq!((row.token, row.revision), (Some(ack.token), ack.revision));
-    }
+    let audit = audit_by_id(&store, acks.iter().map(|ack| ack.resource.clone())).await;
+    assert_acknowledged(&audit, &acks);
     assert!(store.verify_audit().await.unwrap().breaches.is_empty());
     store.close().await;
     eprintln!(
