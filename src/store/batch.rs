@@ -1,9 +1,10 @@
 //! Group commit's store half: fenced writes decided one after another, in order, and applied
 //! together in one transaction with one durable commit.
 //!
-//! Every statement is about the whole batch (one read of the resources, one of the operation
-//! records, one of the leases, one conditional update, one audit insert…), so a batch costs
-//! about as much as a single write did, and the commit's fsync is shared by all of it.
+//! Statements are about the whole batch, whatever its size: on SQLite one observes it and one
+//! applies it (`batch_sqlite`); PostgreSQL adds one that locks what will change
+//! (`batch_postgres`). So a batch costs about as much as a single write did, and the commit's
+//! fsync is shared by all of it.
 //!
 //! Decisions are exactly those of one-at-a-time: each write is decided on the state its
 //! predecessors in the batch left, kept in memory per resource. Before anything changes, the
@@ -13,19 +14,17 @@
 //! came between, and the whole batch is rolled back and decided again. On SQLite a transaction
 //! whose read snapshot went stale cannot write at all (`SQLITE_BUSY_SNAPSHOT`) and runs again.
 
+use super::batch_rows::Plan;
 use super::leases::{lease_record, LEASE_COLUMNS};
-use super::overlaps::{record_sighting, OverlapSighting};
-use super::tx::{begin_audited, clock_us, retrying};
-use super::writes::{audit_entry, created_or_updated, FencedWrite, LeasePolicy, WriteResult};
-use super::{Backend, Store, StoreError};
+use super::tx::{clock_us, retrying};
+use super::writes::{audit_entry, FencedWrite, LeasePolicy, WriteResult};
+use super::{batch_postgres, batch_sqlite, Backend, Store, StoreError};
 use crate::domain::chain;
 use crate::domain::{
-    decide, AuditEntry, Decision, FencingToken, LeaseCheck, LeaseRecord, RecordedOperation,
-    ResourceState, Revision, WriteIntent,
+    decide, AuditEntry, Decision, LeaseCheck, LeaseRecord, RecordedOperation, ResourceState,
+    WriteIntent,
 };
 use chrono::{DateTime, Utc};
-use sqlx::any::AnyArguments;
-use sqlx::query::Query;
 use sqlx::{Any, Row, Transaction};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
@@ -75,7 +74,8 @@ impl Store {
             if runs > MAX_OBSERVATIONS {
                 return Err(StoreError::Contention { attempts: seen });
             }
-            let mut tx = begin_audited(&self.writer, self.backend).await?;
+            // Not `begin_audited`: each segment's observation takes the transaction id first.
+            let mut tx = self.writer.begin().await?;
             let mut results = Vec::with_capacity(writes.len());
             for segment in segments(writes) {
                 match self.apply_segment(&mut tx, segment, policy).await? {
@@ -101,8 +101,14 @@ impl Store {
         policy: LeasePolicy,
     ) -> Result<Option<Vec<WriteResult>>, StoreError> {
         let keys: BTreeSet<&str> = writes.iter().map(|w| w.key.as_str()).collect();
-        let observed = observe_resources(tx, &keys).await?;
-        let operations = observe_operations(tx, writes).await?;
+        let Observed {
+            resources: observed,
+            operations,
+            audit,
+        } = match self.backend {
+            Backend::Postgres => batch_postgres::observe(tx, &keys, writes).await?,
+            Backend::Sqlite => batch_sqlite::observe(tx, &keys, writes).await?,
+        };
         let leases = observe_leases(tx, self.backend, writes).await?;
 
         let mut working: HashMap<&str, Working> = keys
@@ -184,19 +190,20 @@ impl Store {
             .collect();
         // Key order: the order PostgreSQL locks them in, the same in every batch.
         changes.sort_unstable_by_key(|change| change.key);
-        if self.backend == Backend::Postgres && !still_as_observed(tx, &changes).await? {
+        let plan = Plan {
+            writes,
+            decisions: &decisions,
+            changes: &changes,
+            entries: &entries,
+            sightings: &sightings,
+        };
+        let applied = match audit {
+            Some(audit) => batch_sqlite::apply(tx, audit, &plan).await?,
+            None => batch_postgres::apply(tx, &keys, &plan).await?,
+        };
+        let Some(ids) = applied else {
             return Ok(None);
-        }
-        if !apply_changes(tx, self.backend, &changes).await? {
-            return Ok(None);
-        }
-
-        let ids = append_audit(tx, self.backend, &keys, &entries).await?;
-        record_operations(tx, writes, &decisions, &entries, &ids).await?;
-        for sighting in &sightings {
-            record_sighting(tx, &sighting.borrowed()).await?;
-        }
-
+        };
         Ok(Some(
             decisions
                 .into_iter()
@@ -248,105 +255,26 @@ struct Working {
 }
 
 /// What one resource becomes when the batch commits.
-struct Change<'a> {
-    key: &'a str,
-    observed: Option<ResourceState>,
-    state: ResourceState,
-    owner: Option<&'a str>,
-    write: &'a FencedWrite,
-    at: DateTime<Utc>,
+pub(super) struct Change<'a> {
+    pub key: &'a str,
+    pub observed: Option<ResourceState>,
+    pub state: ResourceState,
+    pub owner: Option<&'a str>,
+    pub write: &'a FencedWrite,
+    pub at: DateTime<Utc>,
 }
 
-struct ObservedResource {
-    state: ResourceState,
-    owner: Option<String>,
+/// What a batch reads before deciding.
+pub(super) struct Observed {
+    pub resources: HashMap<String, ObservedResource>,
+    pub operations: HashMap<(String, String), RecordedOperation>,
+    /// SQLite: where the batch's audit rows go, read with the rest.
+    pub audit: Option<batch_sqlite::AuditPosition>,
 }
 
-async fn observe_resources(
-    tx: &mut Transaction<'_, Any>,
-    keys: &BTreeSet<&str>,
-) -> Result<HashMap<String, ObservedResource>, StoreError> {
-    let keys = padded(keys.iter().copied().collect());
-    let sql = format!(
-        "SELECT key, highest_token, revision, highest_owner FROM resources WHERE key IN ({})",
-        placeholders(1, keys.len())
-    );
-    let mut query = sqlx::query(&sql);
-    for key in keys {
-        query = query.bind(key);
-    }
-    let rows = query.fetch_all(&mut **tx).await?;
-    rows.iter()
-        .map(|row| {
-            let revision = Revision::new(row.try_get("revision")?).map_err(|e| internal(&e.0))?;
-            Ok((
-                row.try_get::<String, _>("key")?,
-                ObservedResource {
-                    state: ResourceState {
-                        highest_token: row.try_get("highest_token")?,
-                        revision,
-                    },
-                    owner: row.try_get("highest_owner")?,
-                },
-            ))
-        })
-        .collect()
-}
-
-/// The recorded operations the batch's idempotency keys name, by (resource, key).
-async fn observe_operations(
-    tx: &mut Transaction<'_, Any>,
-    writes: &[FencedWrite],
-) -> Result<HashMap<(String, String), RecordedOperation>, StoreError> {
-    let named: Vec<(&str, &str)> = writes
-        .iter()
-        .filter_map(|w| {
-            w.idempotency_key
-                .as_ref()
-                .map(|k| (w.key.as_str(), k.as_str()))
-        })
-        .collect();
-    if named.is_empty() {
-        return Ok(HashMap::new());
-    }
-    let named = padded(named);
-    let mut sql = String::from(
-        "SELECT resource, idempotency_key, token, body_sha256, status, revision, highest_token, \
-         audit_id FROM operations WHERE ",
-    );
-    for index in 0..named.len() {
-        if index > 0 {
-            sql.push_str(" OR ");
-        }
-        let _ = write!(
-            sql,
-            "(resource = ${} AND idempotency_key = ${})",
-            2 * index + 1,
-            2 * index + 2
-        );
-    }
-    let mut query = sqlx::query(&sql);
-    for (resource, key) in &named {
-        query = query.bind(*resource).bind(*key);
-    }
-    let rows = query.fetch_all(&mut **tx).await?;
-    let decode = |e: crate::domain::ParseError| internal(&e.0);
-    rows.iter()
-        .map(|row| {
-            Ok((
-                (row.try_get("resource")?, row.try_get("idempotency_key")?),
-                RecordedOperation {
-                    token: FencingToken::new(row.try_get("token")?).map_err(decode)?,
-                    body_sha256: row.try_get("body_sha256")?,
-                    status: u16::try_from(row.try_get::<i64, _>("status")?)
-                        .map_err(|e| internal(&e.to_string()))?,
-                    revision: Revision::new(row.try_get("revision")?).map_err(decode)?,
-                    highest_token: row.try_get("highest_token")?,
-                    audit_id: row.try_get("audit_id")?,
-                },
-            ))
-        })
-        .collect()
+pub(super) struct ObservedResource {
+    pub state: ResourceState,
+    pub owner: Option<String>,
 }
 
 /// The leases the batch names, with the authority's clock. On PostgreSQL they are share-locked
@@ -456,26 +384,13 @@ fn lease_observation(
 }
 
 /// An overlap a stale or superseded write shows, recorded once the batch is applied.
-struct Sighting {
-    resource: String,
-    stale_token: i64,
-    superseding_token: i64,
-    stale_owner: Option<String>,
-    superseding_owner: Option<String>,
-    at_us: i64,
-}
-
-impl Sighting {
-    fn borrowed(&self) -> OverlapSighting<'_> {
-        OverlapSighting {
-            resource: &self.resource,
-            stale_token: self.stale_token,
-            superseding_token: self.superseding_token,
-            stale_owner: self.stale_owner.as_deref(),
-            superseding_owner: self.superseding_owner.as_deref(),
-            at_us: self.at_us,
-        }
-    }
+pub(super) struct Sighting {
+    pub resource: String,
+    pub stale_token: i64,
+    pub superseding_token: i64,
+    pub stale_owner: Option<String>,
+    pub superseding_owner: Option<String>,
+    pub at_us: i64,
 }
 
 fn sighting(
@@ -504,106 +419,6 @@ fn sighting(
     }
 }
 
-/// PostgreSQL: locks the rows the batch will change, in key order, and answers whether they are
-/// still as observed (rows observed missing must still be missing).
-async fn still_as_observed(
-    tx: &mut Transaction<'_, Any>,
-    changes: &[Change<'_>],
-) -> Result<bool, StoreError> {
-    if changes.is_empty() {
-        return Ok(true);
-    }
-    let keys = padded(changes.iter().map(|change| change.key).collect());
-    let sql = format!(
-        "SELECT key, revision FROM resources WHERE key IN ({}) ORDER BY key FOR UPDATE",
-        placeholders(1, keys.len())
-    );
-    let mut query = sqlx::query(&sql);
-    for key in keys {
-        query = query.bind(key);
-    }
-    let rows = query.fetch_all(&mut **tx).await?;
-    let mut committed: HashMap<String, i64> = HashMap::with_capacity(rows.len());
-    for row in &rows {
-        committed.insert(row.try_get("key")?, row.try_get("revision")?);
-    }
-    Ok(changes.iter().all(|change| {
-        committed.get(change.key).copied() == change.observed.map(|s| s.revision.get())
-    }))
-}
-
-/// Applies the batch's final state of each changed resource: a compare-and-set on the observed
-/// revision for existing rows, an insert for new ones. Answers whether every row was as
-/// observed.
-async fn apply_changes(
-    tx: &mut Transaction<'_, Any>,
-    backend: Backend,
-    changes: &[Change<'_>],
-) -> Result<bool, StoreError> {
-    let blob = match backend {
-        Backend::Postgres => "BYTEA",
-        Backend::Sqlite => "BLOB",
-    };
-    let (updates, inserts): (Vec<&Change<'_>>, Vec<&Change<'_>>) =
-        changes.iter().partition(|change| change.observed.is_some());
-    if !updates.is_empty() {
-        let types = [
-            "TEXT", "BIGINT", "BIGINT", blob, "TEXT", "BIGINT", "TEXT", "BIGINT",
-        ];
-        for chunk in power_of_two_chunks(&updates) {
-            let sql = format!(
-                "UPDATE resources SET highest_token = v.column2, revision = v.column3, \
-                 value = v.column4, content_type = v.column5, updated_at_us = v.column6, \
-                 highest_owner = v.column7 FROM (VALUES {}) AS v \
-                 WHERE resources.key = v.column1 AND resources.revision = v.column8 \
-                 AND resources.highest_token <= v.column2",
-                typed_rows(&types, chunk.len())
-            );
-            let mut query = sqlx::query(&sql);
-            for change in chunk {
-                let observed = change.observed.map(|s| s.revision.get()).unwrap_or(0);
-                query = bind_state(query, change).bind(observed);
-            }
-            let done = query.execute(&mut **tx).await?;
-            if done.rows_affected() != chunk.len() as u64 {
-                return Ok(false);
-            }
-        }
-    }
-    if !inserts.is_empty() {
-        for chunk in power_of_two_chunks(&inserts) {
-            let sql = format!(
-                "INSERT INTO resources (key, highest_token, revision, value, content_type, \
-                 updated_at_us, highest_owner) VALUES {} ON CONFLICT (key) DO NOTHING",
-                placeholder_rows(7, chunk.len())
-            );
-            let mut query = sqlx::query(&sql);
-            for change in chunk {
-                query = bind_state(query, change);
-            }
-            let done = query.execute(&mut **tx).await?;
-            if done.rows_affected() != chunk.len() as u64 {
-                return Ok(false);
-            }
-        }
-    }
-    Ok(true)
-}
-
-fn bind_state<'q>(
-    query: Query<'q, Any, AnyArguments<'q>>,
-    change: &Change<'q>,
-) -> Query<'q, Any, AnyArguments<'q>> {
-    query
-        .bind(change.key)
-        .bind(change.state.highest_token)
-        .bind(change.state.revision.get())
-        .bind(&change.write.body[..])
-        .bind(change.write.content_type.as_deref())
-        .bind(change.at.timestamp_micros())
-        .bind(change.owner)
-}
-
 /// Appends the entries to their resources' hash chains and the audit, in order, and returns
 /// their ids. The chain heads are locked (in resource order) until the transaction ends, so
 /// concurrent appends to one resource take turns and a chain never forks.
@@ -614,19 +429,9 @@ pub(super) async fn append_audit(
     entries: &[AuditEntry],
 ) -> Result<Vec<i64>, StoreError> {
     let mut heads = chain_heads(tx, backend, resources).await?;
+    let links = link(&mut heads, entries)?;
 
-    let mut links = Vec::with_capacity(entries.len());
-    for entry in entries.iter() {
-        let head = heads
-            .get_mut(&entry.resource)
-            .ok_or_else(|| internal("an audited resource has no chain head"))?;
-        let seq = head.0 + 1;
-        let hash = chain::row_hash(entry, seq, &head.1);
-        links.push((seq, std::mem::replace(&mut head.1, hash.clone()), hash));
-        head.0 = seq;
-    }
-
-    let rows: Vec<(&AuditEntry, &(i64, String, String))> = entries.iter().zip(&links).collect();
+    let rows: Vec<(&AuditEntry, &Link)> = entries.iter().zip(&links).collect();
     // The order of RETURNING rows is not promised; (resource, seq) names each row.
     let mut ids: HashMap<(String, i64), i64> = HashMap::with_capacity(rows.len());
     for chunk in power_of_two_chunks(&rows) {
@@ -637,7 +442,15 @@ pub(super) async fn append_audit(
             placeholder_rows(17, chunk.len())
         );
         let mut query = sqlx::query(&sql);
-        for (entry, (seq, prev_hash, hash)) in chunk {
+        for (
+            entry,
+            Link {
+                seq,
+                prev_hash,
+                hash,
+            },
+        ) in chunk
+        {
             query = query
                 .bind(entry.at.timestamp_micros())
                 .bind(entry.resource.as_str())
@@ -667,8 +480,8 @@ pub(super) async fn append_audit(
     let ids = entries
         .iter()
         .zip(&links)
-        .map(|(entry, (seq, _, _))| {
-            ids.get(&(entry.resource.clone(), *seq))
+        .map(|(entry, link)| {
+            ids.get(&(entry.resource.clone(), link.seq))
                 .copied()
                 .ok_or_else(|| internal("an inserted audit row was not returned"))
         })
@@ -692,6 +505,40 @@ pub(super) async fn append_audit(
         query.execute(&mut **tx).await?;
     }
     Ok(ids)
+}
+
+/// An audit row's place in its resource's hash chain.
+pub(super) struct Link {
+    pub seq: i64,
+    pub prev_hash: String,
+    pub hash: String,
+}
+
+/// The last seq and hash of each resource's chain.
+pub(super) type ChainHeads = HashMap<String, (i64, String)>;
+
+/// Links `entries`, in order, onto their resources' chains, advancing `heads` past them.
+pub(super) fn link(
+    heads: &mut ChainHeads,
+    entries: &[AuditEntry],
+) -> Result<Vec<Link>, StoreError> {
+    entries
+        .iter()
+        .map(|entry| {
+            let head = heads
+                .get_mut(&entry.resource)
+                .ok_or_else(|| internal("an audited resource has no chain head"))?;
+            let seq = head.0 + 1;
+            let hash = chain::row_hash(entry, seq, &head.1);
+            let prev_hash = std::mem::replace(&mut head.1, hash.clone());
+            head.0 = seq;
+            Ok(Link {
+                seq,
+                prev_hash,
+                hash,
+            })
+        })
+        .collect()
 }
 
 /// The head (last seq and hash) of each resource's chain, the genesis where there is none yet.
@@ -753,58 +600,6 @@ async fn chain_heads(
     Ok(heads)
 }
 
-/// Records the result of every accepted write that carries an idempotency key.
-async fn record_operations(
-    tx: &mut Transaction<'_, Any>,
-    writes: &[FencedWrite],
-    decisions: &[Decision],
-    entries: &[AuditEntry],
-    ids: &[i64],
-) -> Result<(), StoreError> {
-    let accepted: Vec<(&FencedWrite, &str, Revision, i64, i64)> = writes
-        .iter()
-        .zip(decisions.iter().zip(entries))
-        .zip(ids)
-        .filter_map(|((write, (decision, entry)), id)| match decision {
-            Decision::Accept { revision, .. } => write.idempotency_key.as_ref().map(|key| {
-                (
-                    write,
-                    key.as_str(),
-                    *revision,
-                    *id,
-                    entry.at.timestamp_micros(),
-                )
-            }),
-            _ => None,
-        })
-        .collect();
-    if accepted.is_empty() {
-        return Ok(());
-    }
-    for chunk in power_of_two_chunks(&accepted) {
-        let sql = format!(
-            "INSERT INTO operations (resource, idempotency_key, token, body_sha256, status, \
-             revision, highest_token, audit_id, recorded_at_us) VALUES {}",
-            placeholder_rows(9, chunk.len())
-        );
-        let mut query = sqlx::query(&sql);
-        for (write, key, revision, audit_id, at_us) in chunk {
-            query = query
-                .bind(write.key.as_str())
-                .bind(*key)
-                .bind(write.token.get())
-                .bind(write.body_sha256.as_str())
-                .bind(i64::from(created_or_updated(*revision)))
-                .bind(revision.get())
-                .bind(write.token.get())
-                .bind(*audit_id)
-                .bind(*at_us);
-        }
-        query.execute(&mut **tx).await?;
-    }
-    Ok(())
-}
-
 /// Splits `items` into runs whose lengths are powers of two, largest first. A statement's text
 /// depends on how many rows it carries; with these lengths there are only a few texts, which stay
 /// prepared, instead of a new one (prepared anew, a third of a millisecond for an audit insert)
@@ -856,35 +651,14 @@ fn placeholder_rows(width: usize, rows: usize) -> String {
     sql
 }
 
-/// Like `placeholder_rows`, each parameter cast to its column's type: in a `VALUES` list
-/// PostgreSQL cannot infer parameter types from the columns they are compared with.
-fn typed_rows(types: &[&str], rows: usize) -> String {
-    let width = types.len();
-    let mut sql = String::with_capacity(rows * width * 24);
-    for row in 0..rows {
-        if row > 0 {
-            sql.push_str(", ");
-        }
-        sql.push('(');
-        for (column, ty) in types.iter().enumerate() {
-            if column > 0 {
-                sql.push_str(", ");
-            }
-            let _ = write!(sql, "CAST(${} AS {ty})", row * width + column + 1);
-        }
-        sql.push(')');
-    }
-    sql
-}
-
-fn internal(message: &str) -> StoreError {
+pub(super) fn internal(message: &str) -> StoreError {
     StoreError::Internal(sqlx::Error::Decode(message.to_owned().into()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{IdempotencyKey, ResourceKey};
+    use crate::domain::{FencingToken, IdempotencyKey, ResourceKey};
 
     fn write(key: &str, idempotency_key: Option<&str>) -> FencedWrite {
         FencedWrite {
@@ -938,9 +712,5 @@ mod tests {
     #[test]
     fn placeholders_number_rows_consecutively() {
         assert_eq!(placeholder_rows(2, 2), "($1, $2), ($3, $4)");
-        assert_eq!(
-            typed_rows(&["TEXT", "BIGINT"], 2),
-            "(CAST($1 AS TEXT), CAST($2 AS BIGINT)), (CAST($3 AS TEXT), CAST($4 AS BIGINT))"
-        );
     }
 }

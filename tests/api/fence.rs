@@ -296,6 +296,11 @@ async fn reads_return_the_value_with_its_fence(#[case] backend: Backend) {
     assert_eq!(value.body, binary);
     assert_eq!(value.content_type(), "application/x-totals");
     assert_eq!(value.header("fencing-token"), Some("3"));
+    // An empty value is a value, not a missing one.
+    assert_eq!(app.put("empty").token(1).body("").send().await.status, 201);
+    let empty = app.get("/v1/resources/empty").await;
+    assert_eq!(empty.status, 200);
+    assert!(empty.body.is_empty());
     // Without a Content-Type the value is served as bytes.
     app.put("plain").token(1).body("x").send().await;
     assert_eq!(

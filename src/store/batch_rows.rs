@@ -1,0 +1,262 @@
+//! A decided batch as the JSON parameters its statements take, the same on both backends.
+//!
+//! A batch travels as a few JSON arrays (`json_each` on SQLite, `json_array_elements` on
+//! PostgreSQL) instead of a parameter per value: one statement text whatever the batch's size,
+//! so it stays prepared, and one statement per step instead of one per power-of-two chunk.
+
+use super::batch::{internal, ChainHeads, Change, Link, Sighting};
+use super::writes::{created_or_updated, FencedWrite};
+use super::StoreError;
+use crate::domain::{AuditEntry, Decision};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+
+/// What a batch decided, ready to be applied.
+pub(super) struct Plan<'a> {
+    pub writes: &'a [FencedWrite],
+    pub decisions: &'a [Decision],
+    /// The final state of each resource an accepted write changes, in key order.
+    pub changes: &'a [Change<'a>],
+    pub entries: &'a [AuditEntry],
+    pub sightings: &'a [Sighting],
+}
+
+/// The parameters, and how many rows each step must change.
+pub(super) struct Rows {
+    /// `[key, highest_token, revision, value (hex), content_type, updated_at_us, owner,
+    /// observed revision]`
+    pub updates: String,
+    pub update_count: usize,
+    /// `[key, highest_token, revision, value (hex), content_type, updated_at_us, owner]`
+    pub inserts: String,
+    pub insert_count: usize,
+    /// `[at_us, resource, outcome, token, highest_token, revision, idempotency_key,
+    /// expected_revision, owner, lease, body_sha256, body_len, detail, caller, seq, prev_hash,
+    /// hash, id]`; the id is null where the database assigns it.
+    pub audit: String,
+    pub audit_count: usize,
+    /// `[resource, seq, hash]`: the chain heads after the batch.
+    pub heads: String,
+    pub head_count: usize,
+    /// `[resource, idempotency_key, token, body_sha256, status, revision, highest_token,
+    /// audit_id, recorded_at_us, audit seq]`; the audit id is null where the database assigns
+    /// it, and the row is found by (resource, seq).
+    pub operations: String,
+    pub operation_count: usize,
+    /// `[resource, stale_token, superseding_token, stale_owner, superseding_owner, first_seen_us,
+    /// last_seen_us, rejected_writes]`, one per overlap.
+    pub sightings: String,
+    pub sighting_count: usize,
+}
+
+pub(super) fn encode(
+    plan: &Plan<'_>,
+    links: &[Link],
+    ids: Option<&[i64]>,
+    heads: &ChainHeads,
+) -> Result<Rows, StoreError> {
+    let state = |change: &Change<'_>| {
+        vec![
+            json!(change.key),
+            json!(change.state.highest_token),
+            json!(change.state.revision.get()),
+            json!(hex::encode(&change.write.body)),
+            json!(change.write.content_type),
+            json!(change.at.timestamp_micros()),
+            json!(change.owner),
+        ]
+    };
+    let (mut updates, mut inserts) = (Vec::new(), Vec::new());
+    for change in plan.changes {
+        match change.observed {
+            Some(observed) => {
+                let mut row = state(change);
+                row.push(json!(observed.revision.get()));
+                updates.push(row);
+            }
+            None => inserts.push(state(change)),
+        }
+    }
+    let id_of = |index: usize| ids.and_then(|ids| ids.get(index).copied());
+    let audit: Vec<Value> = plan
+        .entries
+        .iter()
+        .zip(links)
+        .enumerate()
+        .map(|(index, (entry, link))| {
+            json!([
+                entry.at.timestamp_micros(),
+                entry.resource,
+                entry.outcome.as_str(),
+                entry.token,
+                entry.highest_token,
+                entry.revision,
+                entry.idempotency_key,
+                entry.expected_revision,
+                entry.owner,
+                entry.lease,
+                entry.body_sha256,
+                entry.body_len,
+                entry.detail,
+                entry.caller,
+                link.seq,
+                link.prev_hash,
+                link.hash,
+                id_of(index),
+            ])
+        })
+        .collect();
+    let mut head_rows: Vec<(&String, i64, &String)> = heads
+        .iter()
+        .map(|(resource, (seq, hash))| (resource, *seq, hash))
+        .collect();
+    head_rows.sort_unstable();
+    let operations: Vec<Value> = plan
+        .writes
+        .iter()
+        .zip(plan.decisions)
+        .zip(plan.entries.iter().zip(links))
+        .enumerate()
+        .filter_map(|(index, ((write, decision), (entry, link)))| {
+            let Decision::Accept { revision, .. } = decision else {
+                return None;
+            };
+            let key = write.idempotency_key.as_ref()?;
+            Some(json!([
+                write.key.as_str(),
+                key.as_str(),
+                write.token.get(),
+                write.body_sha256,
+                created_or_updated(*revision),
+                revision.get(),
+                write.token.get(),
+                id_of(index),
+                entry.at.timestamp_micros(),
+                link.seq,
+            ]))
+        })
+        .collect();
+    let sightings = merge_sightings(plan.sightings);
+    Ok(Rows {
+        update_count: updates.len(),
+        updates: to_json(&updates)?,
+        insert_count: inserts.len(),
+        inserts: to_json(&inserts)?,
+        audit_count: audit.len(),
+        audit: to_json(&audit)?,
+        head_count: head_rows.len(),
+        heads: to_json(&head_rows)?,
+        operation_count: operations.len(),
+        operations: to_json(&operations)?,
+        sighting_count: sightings.len(),
+        sightings: to_json(&sightings)?,
+    })
+}
+
+/// One row per overlap, as if its sightings had been recorded one after another: the highest
+/// superseding generation (with its owner, the first to show it), the last stale owner named,
+/// the first and last time seen, and how many writes it refused. A statement may not upsert one
+/// row twice on PostgreSQL.
+fn merge_sightings(sightings: &[Sighting]) -> Vec<Value> {
+    struct Merged<'a> {
+        first: &'a Sighting,
+        superseding_token: i64,
+        superseding_owner: Option<&'a str>,
+        stale_owner: Option<&'a str>,
+        last_seen_us: i64,
+        count: u32,
+    }
+    let mut order: Vec<(&str, i64)> = Vec::new();
+    let mut merged: HashMap<(&str, i64), Merged<'_>> = HashMap::new();
+    for sighting in sightings {
+        let key = (sighting.resource.as_str(), sighting.stale_token);
+        match merged.get_mut(&key) {
+            Some(overlap) => {
+                if sighting.superseding_token > overlap.superseding_token {
+                    overlap.superseding_token = sighting.superseding_token;
+                    overlap.superseding_owner = sighting.superseding_owner.as_deref();
+                }
+                overlap.stale_owner = sighting.stale_owner.as_deref().or(overlap.stale_owner);
+                overlap.last_seen_us = sighting.at_us;
+                overlap.count += 1;
+            }
+            None => {
+                order.push(key);
+                merged.insert(
+                    key,
+                    Merged {
+                        first: sighting,
+                        superseding_token: sighting.superseding_token,
+                        superseding_owner: sighting.superseding_owner.as_deref(),
+                        stale_owner: sighting.stale_owner.as_deref(),
+                        last_seen_us: sighting.at_us,
+                        count: 1,
+                    },
+                );
+            }
+        }
+    }
+    order
+        .iter()
+        .filter_map(|key| merged.get(key))
+        .map(|overlap| {
+            json!([
+                overlap.first.resource,
+                overlap.first.stale_token,
+                overlap.superseding_token,
+                overlap.stale_owner,
+                overlap.superseding_owner,
+                overlap.first.at_us,
+                overlap.last_seen_us,
+                overlap.count,
+            ])
+        })
+        .collect()
+}
+
+pub(super) fn to_json<T: serde::Serialize + ?Sized>(value: &T) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|e| internal(&e.to_string()))
+}
+
+pub(super) fn from_json<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, StoreError> {
+    serde_json::from_str(text).map_err(|e| internal(&format!("a batch observation: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seen(
+        stale: i64,
+        superseding: i64,
+        owner: Option<&str>,
+        stale_owner: Option<&str>,
+        at: i64,
+    ) -> Sighting {
+        Sighting {
+            resource: "r".into(),
+            stale_token: stale,
+            superseding_token: superseding,
+            stale_owner: stale_owner.map(Into::into),
+            superseding_owner: owner.map(Into::into),
+            at_us: at,
+        }
+    }
+
+    #[test]
+    fn sightings_of_one_overlap_merge_as_if_recorded_in_turn() {
+        let merged = merge_sightings(&[
+            seen(3, 5, Some("b"), Some("a"), 10),
+            seen(4, 5, Some("b"), None, 11),
+            seen(3, 7, Some("c"), None, 12),
+            seen(3, 7, Some("d"), Some("a2"), 13),
+        ]);
+        assert_eq!(
+            merged,
+            vec![
+                json!(["r", 3, 7, "a2", "c", 10, 13, 3]),
+                json!(["r", 4, 5, null, "b", 11, 11, 1]),
+            ]
+        );
+    }
+}
