@@ -1,10 +1,10 @@
 //! Group commit's store half: fenced writes decided one after another, in order, and applied
 //! together in one transaction with one durable commit.
 //!
-//! Statements are about the whole batch, whatever its size: on SQLite one observes it and one
-//! applies it (`batch_sqlite`); PostgreSQL adds one that locks what will change
-//! (`batch_postgres`). So a batch costs about as much as a single write did, and the commit's
-//! fsync is shared by all of it.
+//! Statements are about the whole batch, not each write: on SQLite one observes it and one
+//! applies it (`batch_sqlite`); on PostgreSQL each step is one statement per power-of-two chunk
+//! of rows (`batch_postgres`). So a batch costs about as much as a single write did, and the
+//! commit's fsync is shared by all of it.
 //!
 //! Decisions are exactly those of one-at-a-time: each write is decided on the state its
 //! predecessors in the batch left, kept in memory per resource. Before anything changes, the
@@ -16,7 +16,7 @@
 
 use super::batch_rows::Plan;
 use super::leases::{lease_record, LEASE_COLUMNS};
-use super::tx::{clock_us, retrying};
+use super::tx::{begin_audited, clock_us, retrying};
 use super::writes::{audit_entry, FencedWrite, LeasePolicy, WriteResult};
 use super::{batch_postgres, batch_sqlite, Backend, Store, StoreError};
 use crate::domain::chain;
@@ -74,8 +74,7 @@ impl Store {
             if runs > MAX_OBSERVATIONS {
                 return Err(StoreError::Contention { attempts: seen });
             }
-            // Not `begin_audited`: each segment's observation takes the transaction id first.
-            let mut tx = self.writer.begin().await?;
+            let mut tx = begin_audited(&self.writer, self.backend).await?;
             let mut results = Vec::with_capacity(writes.len());
             for segment in segments(writes) {
                 match self.apply_segment(&mut tx, segment, policy).await? {
@@ -604,7 +603,7 @@ async fn chain_heads(
 /// depends on how many rows it carries; with these lengths there are only a few texts, which stay
 /// prepared, instead of a new one (prepared anew, a third of a millisecond for an audit insert)
 /// for every batch size.
-fn power_of_two_chunks<T>(items: &[T]) -> Vec<&[T]> {
+pub(super) fn power_of_two_chunks<T>(items: &[T]) -> Vec<&[T]> {
     let mut chunks = Vec::new();
     let mut rest = items;
     while !rest.is_empty() {
@@ -618,7 +617,7 @@ fn power_of_two_chunks<T>(items: &[T]) -> Vec<&[T]> {
 
 /// Pads a list for `IN (…)` to a power of two by repeating its last item, which changes nothing
 /// a membership test answers, so that few statement texts exist (see `power_of_two_chunks`).
-fn padded<T: Copy>(mut items: Vec<T>) -> Vec<T> {
+pub(super) fn padded<T: Copy>(mut items: Vec<T>) -> Vec<T> {
     if let Some(&last) = items.last() {
         items.resize(items.len().next_power_of_two(), last);
     }
@@ -626,7 +625,7 @@ fn padded<T: Copy>(mut items: Vec<T>) -> Vec<T> {
 }
 
 /// `$first, $first+1, …` for `count` parameters.
-fn placeholders(first: usize, count: usize) -> String {
+pub(super) fn placeholders(first: usize, count: usize) -> String {
     let mut sql = String::with_capacity(count * 5);
     for index in 0..count {
         if index > 0 {
@@ -638,7 +637,7 @@ fn placeholders(first: usize, count: usize) -> String {
 }
 
 /// `($1, …, $width), ($width+1, …), …` for `rows` rows.
-fn placeholder_rows(width: usize, rows: usize) -> String {
+pub(super) fn placeholder_rows(width: usize, rows: usize) -> String {
     let mut sql = String::with_capacity(rows * width * 5);
     for row in 0..rows {
         if row > 0 {

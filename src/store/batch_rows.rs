@@ -1,8 +1,8 @@
-//! A decided batch as the JSON parameters its statements take, the same on both backends.
+//! A decided batch, and the JSON parameters SQLite's batch statements take.
 //!
-//! A batch travels as a few JSON arrays (`json_each` on SQLite, `json_array_elements` on
-//! PostgreSQL) instead of a parameter per value: one statement text whatever the batch's size,
-//! so it stays prepared, and one statement per step instead of one per power-of-two chunk.
+//! On SQLite a batch travels as a few JSON arrays read with `json_each`, instead of a parameter
+//! per value: one statement text whatever the batch's size, so it stays prepared, and one
+//! statement per step, so one round trip to the connection's thread.
 
 use super::batch::{internal, ChainHeads, Change, Link, Sighting};
 use super::writes::{created_or_updated, FencedWrite};
@@ -32,15 +32,14 @@ pub(super) struct Rows {
     pub insert_count: usize,
     /// `[at_us, resource, outcome, token, highest_token, revision, idempotency_key,
     /// expected_revision, owner, lease, body_sha256, body_len, detail, caller, seq, prev_hash,
-    /// hash, id]`; the id is null where the database assigns it.
+    /// hash, id]`
     pub audit: String,
     pub audit_count: usize,
     /// `[resource, seq, hash]`: the chain heads after the batch.
     pub heads: String,
     pub head_count: usize,
     /// `[resource, idempotency_key, token, body_sha256, status, revision, highest_token,
-    /// audit_id, recorded_at_us, audit seq]`; the audit id is null where the database assigns
-    /// it, and the row is found by (resource, seq).
+    /// audit_id, recorded_at_us]`
     pub operations: String,
     pub operation_count: usize,
     /// `[resource, stale_token, superseding_token, stale_owner, superseding_owner, first_seen_us,
@@ -52,7 +51,7 @@ pub(super) struct Rows {
 pub(super) fn encode(
     plan: &Plan<'_>,
     links: &[Link],
-    ids: Option<&[i64]>,
+    ids: &[i64],
     heads: &ChainHeads,
 ) -> Result<Rows, StoreError> {
     let state = |change: &Change<'_>| {
@@ -77,13 +76,12 @@ pub(super) fn encode(
             None => inserts.push(state(change)),
         }
     }
-    let id_of = |index: usize| ids.and_then(|ids| ids.get(index).copied());
     let audit: Vec<Value> = plan
         .entries
         .iter()
         .zip(links)
-        .enumerate()
-        .map(|(index, (entry, link))| {
+        .zip(ids)
+        .map(|((entry, link), id)| {
             json!([
                 entry.at.timestamp_micros(),
                 entry.resource,
@@ -102,7 +100,7 @@ pub(super) fn encode(
                 link.seq,
                 link.prev_hash,
                 link.hash,
-                id_of(index),
+                id,
             ])
         })
         .collect();
@@ -115,9 +113,8 @@ pub(super) fn encode(
         .writes
         .iter()
         .zip(plan.decisions)
-        .zip(plan.entries.iter().zip(links))
-        .enumerate()
-        .filter_map(|(index, ((write, decision), (entry, link)))| {
+        .zip(plan.entries.iter().zip(ids))
+        .filter_map(|((write, decision), (entry, id))| {
             let Decision::Accept { revision, .. } = decision else {
                 return None;
             };
@@ -130,9 +127,8 @@ pub(super) fn encode(
                 created_or_updated(*revision),
                 revision.get(),
                 write.token.get(),
-                id_of(index),
+                id,
                 entry.at.timestamp_micros(),
-                link.seq,
             ]))
         })
         .collect();
@@ -157,7 +153,7 @@ pub(super) fn encode(
 /// superseding generation (with its owner, the first to show it), the last stale owner named,
 /// the first and last time seen, and how many writes it refused. A statement may not upsert one
 /// row twice on PostgreSQL.
-fn merge_sightings(sightings: &[Sighting]) -> Vec<Value> {
+pub(super) fn merge_sightings(sightings: &[Sighting]) -> Vec<Value> {
     struct Merged<'a> {
         first: &'a Sighting,
         superseding_token: i64,

@@ -163,7 +163,7 @@ pub(super) async fn apply(
 ) -> Result<Option<Vec<i64>>, StoreError> {
     let links = link(&mut audit.heads, plan.entries)?;
     let ids: Vec<i64> = (audit.last_id + 1..).take(plan.entries.len()).collect();
-    let rows = encode(plan, &links, Some(&ids), &audit.heads)?;
+    let rows = encode(plan, &links, &ids, &audit.heads)?;
     let expected = rows.update_count
         + rows.insert_count
         + rows.audit_count
