@@ -296,6 +296,18 @@ async fn reads_return_the_value_with_its_fence(#[case] backend: Backend) {
     assert_eq!(value.body, binary);
     assert_eq!(value.content_type(), "application/x-totals");
     assert_eq!(value.header("fencing-token"), Some("3"));
+    // The largest value the default limit allows comes back byte for byte.
+    let largest: Vec<u8> = (0..1024 * 1024).map(|i: u32| (i * 7 % 251) as u8).collect();
+    assert_eq!(
+        app.put("largest")
+            .token(1)
+            .body(largest.clone())
+            .send()
+            .await
+            .status,
+        201
+    );
+    assert_eq!(app.get("/v1/resources/largest").await.body, largest);
     // An empty value is a value, not a missing one.
     assert_eq!(app.put("empty").token(1).body("").send().await.status, 201);
     let empty = app.get("/v1/resources/empty").await;
