@@ -21,8 +21,8 @@ use super::writes::{audit_entry, FencedWrite, LeasePolicy, WriteResult};
 use super::{batch_postgres, batch_sqlite, Backend, Store, StoreError};
 use crate::domain::chain;
 use crate::domain::{
-    decide, AuditEntry, Decision, LeaseCheck, LeaseRecord, RecordedOperation, ResourceState,
-    WriteIntent,
+    decide, AuditEntry, Decision, FencingToken, LeaseCheck, LeaseRecord, RecordedOperation,
+    ResourceState, Revision, WriteIntent,
 };
 use chrono::{DateTime, Utc};
 use sqlx::{Any, Row, Transaction};
@@ -274,6 +274,43 @@ pub(super) struct Observed {
 pub(super) struct ObservedResource {
     pub state: ResourceState,
     pub owner: Option<String>,
+}
+
+impl ObservedResource {
+    pub(super) fn decode(
+        highest_token: i64,
+        revision: i64,
+        owner: Option<String>,
+    ) -> Result<Self, StoreError> {
+        let revision = Revision::new(revision).map_err(|e| internal(&e.0))?;
+        Ok(Self {
+            state: ResourceState {
+                highest_token,
+                revision,
+            },
+            owner,
+        })
+    }
+}
+
+/// A row of `operations`, from its columns in table order.
+pub(super) fn recorded_operation(
+    token: i64,
+    body_sha256: String,
+    status: i64,
+    revision: i64,
+    highest_token: i64,
+    audit_id: i64,
+) -> Result<RecordedOperation, StoreError> {
+    let decode = |e: crate::domain::ParseError| internal(&e.0);
+    Ok(RecordedOperation {
+        token: FencingToken::new(token).map_err(decode)?,
+        body_sha256,
+        status: u16::try_from(status).map_err(|e| internal(&e.to_string()))?,
+        revision: Revision::new(revision).map_err(decode)?,
+        highest_token,
+        audit_id,
+    })
 }
 
 /// The leases the batch names, with the authority's clock. On PostgreSQL they are share-locked

@@ -11,15 +11,13 @@
 //! round trips it saves being cheap on a local socket and PostgreSQL's JSON work not.
 
 use super::batch::{
-    append_audit, internal, padded, placeholder_rows, placeholders, power_of_two_chunks, Change,
-    Observed, ObservedResource,
+    append_audit, padded, placeholder_rows, placeholders, power_of_two_chunks, recorded_operation,
+    Change, Observed, ObservedResource,
 };
 use super::batch_rows::{to_json, Plan};
 use super::writes::{created_or_updated, FencedWrite};
 use super::{Backend, StoreError};
-use crate::domain::{
-    AuditEntry, Decision, FencingToken, RecordedOperation, ResourceState, Revision,
-};
+use crate::domain::{AuditEntry, Decision, RecordedOperation, Revision};
 use sqlx::any::AnyArguments;
 use sqlx::query::Query;
 use sqlx::{Any, Row, Transaction};
@@ -106,17 +104,12 @@ async fn observe_resources(
     let rows = query.fetch_all(&mut **tx).await?;
     rows.iter()
         .map(|row| {
-            let revision = Revision::new(row.try_get("revision")?).map_err(|e| internal(&e.0))?;
-            Ok((
-                row.try_get::<String, _>("key")?,
-                ObservedResource {
-                    state: ResourceState {
-                        highest_token: row.try_get("highest_token")?,
-                        revision,
-                    },
-                    owner: row.try_get("highest_owner")?,
-                },
-            ))
+            let resource = ObservedResource::decode(
+                row.try_get("highest_token")?,
+                row.try_get("revision")?,
+                row.try_get("highest_owner")?,
+            )?;
+            Ok((row.try_get::<String, _>("key")?, resource))
         })
         .collect()
 }
@@ -158,20 +151,19 @@ async fn observe_operations(
         query = query.bind(*resource).bind(*key);
     }
     let rows = query.fetch_all(&mut **tx).await?;
-    let decode = |e: crate::domain::ParseError| internal(&e.0);
     rows.iter()
         .map(|row| {
+            let recorded = recorded_operation(
+                row.try_get("token")?,
+                row.try_get("body_sha256")?,
+                row.try_get("status")?,
+                row.try_get("revision")?,
+                row.try_get("highest_token")?,
+                row.try_get("audit_id")?,
+            )?;
             Ok((
                 (row.try_get("resource")?, row.try_get("idempotency_key")?),
-                RecordedOperation {
-                    token: FencingToken::new(row.try_get("token")?).map_err(decode)?,
-                    body_sha256: row.try_get("body_sha256")?,
-                    status: u16::try_from(row.try_get::<i64, _>("status")?)
-                        .map_err(|e| internal(&e.to_string()))?,
-                    revision: Revision::new(row.try_get("revision")?).map_err(decode)?,
-                    highest_token: row.try_get("highest_token")?,
-                    audit_id: row.try_get("audit_id")?,
-                },
+                recorded,
             ))
         })
         .collect()

@@ -11,12 +11,11 @@
 //! writer, and should another process commit after this transaction's read, SQLite refuses the
 //! write (`SQLITE_BUSY_SNAPSHOT`) and the batch runs again.
 
-use super::batch::{internal, link, ChainHeads, Observed, ObservedResource};
+use super::batch::{link, recorded_operation, ChainHeads, Observed, ObservedResource};
 use super::batch_rows::{encode, from_json, to_json, Plan};
 use super::writes::FencedWrite;
 use super::StoreError;
 use crate::domain::chain;
-use crate::domain::{FencingToken, RecordedOperation, ResourceState, Revision};
 use sqlx::{Any, Row, Transaction};
 use std::collections::BTreeSet;
 
@@ -63,12 +62,10 @@ pub(super) async fn observe(
     let resources = resources
         .into_iter()
         .map(|(key, highest_token, revision, owner)| {
-            let revision = Revision::new(revision).map_err(|e| internal(&e.0))?;
-            let state = ResourceState {
-                highest_token,
-                revision,
-            };
-            Ok((key, ObservedResource { state, owner }))
+            Ok((
+                key,
+                ObservedResource::decode(highest_token, revision, owner)?,
+            ))
         })
         .collect::<Result<_, StoreError>>()?;
 
@@ -83,19 +80,18 @@ pub(super) async fn observe(
 
     type OperationRow = (String, String, i64, String, i64, i64, i64, i64);
     let found: Vec<OperationRow> = from_json(&row.try_get::<String, _>("operations")?)?;
-    let decode = |e: crate::domain::ParseError| internal(&e.0);
     let operations = found
         .into_iter()
         .map(
             |(resource, key, token, body_sha256, status, revision, highest_token, audit_id)| {
-                let recorded = RecordedOperation {
-                    token: FencingToken::new(token).map_err(decode)?,
+                let recorded = recorded_operation(
+                    token,
                     body_sha256,
-                    status: u16::try_from(status).map_err(|e| internal(&e.to_string()))?,
-                    revision: Revision::new(revision).map_err(decode)?,
+                    status,
+                    revision,
                     highest_token,
                     audit_id,
-                };
+                )?;
                 Ok(((resource, key), recorded))
             },
         )
