@@ -24,6 +24,10 @@ pub struct BenchOptions {
     pub baseline: bool,
     pub http: bool,
     pub json: bool,
+    /// Clients reading values over HTTP beside the writers.
+    pub readers: usize,
+    /// Live event streams (`/v1/events`) consumed beside the writers.
+    pub subscribers: usize,
 }
 
 /// What one path reached.
@@ -42,9 +46,24 @@ pub struct PathResult {
     pub errors: u64,
 }
 
+/// What the live event streams received while the writers ran.
+#[derive(Debug, Clone, Serialize)]
+pub struct EventsResult {
+    pub subscribers: usize,
+    pub events: u64,
+    /// Events each subscriber received per second, on average.
+    pub per_subscriber_per_second: f64,
+    /// Streams that failed or ended early.
+    pub errors: u64,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct BenchReport {
     pub http: Option<PathResult>,
+    /// Reads of values beside the HTTP writers (`--readers`).
+    pub reads: Option<PathResult>,
+    /// Live event streams beside the HTTP writers (`--subscribers`).
+    pub events: Option<EventsResult>,
     /// The same writes through the store, one transaction each: what a user would otherwise do.
     pub baseline: Option<PathResult>,
     /// The same writes through the store's group commit, no HTTP: what the HTTP hop costs.
@@ -125,6 +144,10 @@ pub async fn run(options: BenchOptions) -> anyhow::Result<BenchReport> {
     } else {
         (None, None)
     };
+    let (http, reads, events) = match http {
+        Some(run) => (Some(run.writes), run.reads, run.events),
+        None => (None, None, None),
+    };
     let baseline = if options.baseline {
         let database = format!("sqlite://{}", folder.path().join("baseline.db").display());
         let url = match (&options.url, &options.database) {
@@ -148,6 +171,8 @@ pub async fn run(options: BenchOptions) -> anyhow::Result<BenchReport> {
         .map(|(h, b)| h.per_second / b.per_second.max(f64::EPSILON));
     Ok(BenchReport {
         http,
+        reads,
+        events,
         baseline,
         group_commit,
         ratio,
@@ -156,10 +181,17 @@ pub async fn run(options: BenchOptions) -> anyhow::Result<BenchReport> {
 }
 
 /// The HTTP path against the daemon at `--url`, or one it starts (with its peak memory).
+/// What the HTTP run measured: the writes, and the reads and streams beside them.
+struct HttpRun {
+    writes: PathResult,
+    reads: Option<PathResult>,
+    events: Option<EventsResult>,
+}
+
 async fn run_daemon_and_http(
     options: &BenchOptions,
     folder: &std::path::Path,
-) -> anyhow::Result<(PathResult, Option<f64>)> {
+) -> anyhow::Result<(HttpRun, Option<f64>)> {
     let (base, mut daemon) = match &options.url {
         Some(url) => (url.trim_end_matches('/').to_owned(), None),
         None => {
@@ -250,7 +282,7 @@ fn peak_rss_mib(pid: u32) -> Option<f64> {
     Some(kib / 1024.0)
 }
 
-async fn run_http(base: &str, options: &BenchOptions) -> anyhow::Result<PathResult> {
+async fn run_http(base: &str, options: &BenchOptions) -> anyhow::Result<HttpRun> {
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(options.connections)
         .build()
@@ -265,6 +297,17 @@ async fn run_http(base: &str, options: &BenchOptions) -> anyhow::Result<PathResu
             .context("the daemon did not answer")?;
     }
     let stop = Arc::new(AtomicBool::new(false));
+    // Subscribed before the writes start, on connections of their own.
+    let streams = reqwest::Client::new();
+    let subscribers: Vec<_> = (0..options.subscribers)
+        .map(|_| {
+            tokio::spawn(follow_events(
+                streams.clone(),
+                base.to_owned(),
+                stop.clone(),
+            ))
+        })
+        .collect();
     let started = Instant::now();
     let mut tasks = Vec::new();
     for client in 0..options.connections {
@@ -306,13 +349,100 @@ async fn run_http(base: &str, options: &BenchOptions) -> anyhow::Result<PathResu
             tally
         }));
     }
+    let readers: Vec<_> = (0..options.readers)
+        .map(|reader| {
+            tokio::spawn(read_values(
+                http.clone(),
+                base.to_owned(),
+                reader,
+                options.resources,
+                stop.clone(),
+            ))
+        })
+        .collect();
     let tallies = finish(tasks, &stop, options.duration).await?;
-    Ok(summarise(
-        "http",
-        options.connections,
-        tallies,
-        started.elapsed(),
-    ))
+    let elapsed = started.elapsed();
+    let mut read_tallies = Vec::with_capacity(readers.len());
+    for reader in readers {
+        read_tallies.push(reader.await.context("a reader failed")?);
+    }
+    let mut events = 0;
+    let mut stream_errors = 0;
+    for subscriber in subscribers {
+        match subscriber.await.context("a subscriber failed")? {
+            Ok(received) => events += received,
+            Err(_) => stream_errors += 1,
+        }
+    }
+    Ok(HttpRun {
+        writes: summarise("http", options.connections, tallies, elapsed),
+        reads: (options.readers > 0)
+            .then(|| summarise("http reads", options.readers, read_tallies, elapsed)),
+        events: (options.subscribers > 0).then(|| EventsResult {
+            subscribers: options.subscribers,
+            events,
+            per_subscriber_per_second: events as f64
+                / options.subscribers as f64
+                / elapsed.as_secs_f64().max(f64::EPSILON),
+            errors: stream_errors,
+        }),
+    })
+}
+
+/// Reads random values until `stop`; a 200 counts as accepted.
+async fn read_values(
+    http: reqwest::Client,
+    base: String,
+    reader: usize,
+    resources: usize,
+    stop: Arc<AtomicBool>,
+) -> Tally {
+    let mut rng = (reader as u64 + 101).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut tally = Tally::new();
+    while !stop.load(Ordering::Relaxed) {
+        let resource = resource_for(&mut rng, resources);
+        let began = Instant::now();
+        let outcome = http
+            .get(format!("{base}/v1/resources/bench/{resource}"))
+            .send()
+            .await;
+        match outcome {
+            Ok(response) if response.status() == reqwest::StatusCode::OK => {
+                let took = began.elapsed();
+                let _ = response.bytes().await;
+                tally.record(took, false);
+            }
+            _ => tally.errors += 1,
+        }
+    }
+    tally
+}
+
+/// Follows the live event stream until `stop`, counting the events it receives.
+async fn follow_events(
+    http: reqwest::Client,
+    base: String,
+    stop: Arc<AtomicBool>,
+) -> anyhow::Result<u64> {
+    use eventsource_stream::Eventsource;
+    use futures_util::StreamExt;
+    let response = http
+        .get(format!("{base}/v1/events"))
+        .send()
+        .await?
+        .error_for_status()?;
+    let mut events = response.bytes_stream().eventsource();
+    let mut received = 0;
+    while !stop.load(Ordering::Relaxed) {
+        // Wakes now and then to notice `stop` when no event comes.
+        match tokio::time::timeout(Duration::from_millis(100), events.next()).await {
+            Ok(Some(Ok(_))) => received += 1,
+            Ok(Some(Err(error))) => anyhow::bail!("the event stream broke: {error}"),
+            Ok(None) => anyhow::bail!("the event stream ended"),
+            Err(_) => {}
+        }
+    }
+    Ok(received)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -479,6 +609,7 @@ pub fn print(report: &BenchReport) {
     for result in report
         .http
         .iter()
+        .chain(report.reads.iter())
         .chain(report.group_commit.iter())
         .chain(report.baseline.iter())
     {
@@ -494,6 +625,12 @@ pub fn print(report: &BenchReport) {
             result.accepted,
             result.rejected,
             result.errors
+        );
+    }
+    if let Some(events) = &report.events {
+        println!(
+            "live streams: {} subscribers received {} events, {:.0}/s each, {} streams failed",
+            events.subscribers, events.events, events.per_subscriber_per_second, events.errors
         );
     }
     if let Some(ratio) = report.ratio {

@@ -389,6 +389,12 @@ pub struct BenchArgs {
     /// Skip the HTTP path (to profile the store alone).
     #[arg(long, conflicts_with = "no_baseline")]
     pub no_http: bool,
+    /// Clients reading values over HTTP while the writers run.
+    #[arg(long, default_value_t = 0)]
+    pub readers: usize,
+    /// Live event streams (`/v1/events`) followed while the writers run.
+    #[arg(long, default_value_t = 0)]
+    pub subscribers: usize,
     #[arg(long)]
     pub json: bool,
 }

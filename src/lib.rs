@@ -54,6 +54,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 baseline: !args.no_baseline,
                 http: !args.no_http,
                 json: args.json,
+                readers: args.readers,
+                subscribers: args.subscribers,
             })
             .await?;
             if args.json {

@@ -171,6 +171,10 @@ async fn the_bench_reports_http_and_the_store_side_by_side() {
                 "10",
                 "--stale",
                 "0.5",
+                "--readers",
+                "1",
+                "--subscribers",
+                "2",
                 "--json",
             ])
             .output(),
@@ -199,6 +203,16 @@ async fn the_bench_reports_http_and_the_store_side_by_side() {
     let grouped = &report["group_commit"];
     assert!(grouped["requests"].as_u64().unwrap() > 0, "{report}");
     assert_eq!(grouped["errors"], 0, "{report}");
+    // Reads and live streams ran beside the writes: every write is an event to each stream.
+    let reads = &report["reads"];
+    assert!(reads["accepted"].as_u64().unwrap() > 0, "{report}");
+    assert_eq!(reads["errors"], 0, "{report}");
+    let events = &report["events"];
+    assert_eq!(events["errors"], 0, "{report}");
+    assert!(
+        events["events"].as_u64().unwrap() >= report["http"]["requests"].as_u64().unwrap(),
+        "{report}"
+    );
 }
 
 /// The dashboard's event path is measured through its real decoding and model.
