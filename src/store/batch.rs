@@ -229,12 +229,12 @@ fn segments(writes: &[FencedWrite]) -> Vec<&[FencedWrite]> {
     let mut start = 0;
     let mut seen: HashSet<(&str, &str)> = HashSet::new();
     for (index, write) in writes.iter().enumerate() {
-        if let Some(key) = &write.idempotency_key {
-            if !seen.insert((write.key.as_str(), key.as_str())) {
+        if let Some(operation) = write.operation() {
+            if !seen.insert(operation) {
                 segments.push(&writes[start..index]);
                 start = index;
                 seen.clear();
-                seen.insert((write.key.as_str(), key.as_str()));
+                seen.insert(operation);
             }
         }
     }

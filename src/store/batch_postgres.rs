@@ -119,14 +119,7 @@ async fn observe_operations(
     tx: &mut Transaction<'_, Any>,
     writes: &[FencedWrite],
 ) -> Result<HashMap<(String, String), RecordedOperation>, StoreError> {
-    let named: Vec<(&str, &str)> = writes
-        .iter()
-        .filter_map(|w| {
-            w.idempotency_key
-                .as_ref()
-                .map(|k| (w.key.as_str(), k.as_str()))
-        })
-        .collect();
+    let named: Vec<(&str, &str)> = writes.iter().filter_map(FencedWrite::operation).collect();
     if named.is_empty() {
         return Ok(HashMap::new());
     }

@@ -43,14 +43,7 @@ pub(super) async fn observe(
     keys: &BTreeSet<&str>,
     writes: &[FencedWrite],
 ) -> Result<Observed, StoreError> {
-    let named: Vec<(&str, &str)> = writes
-        .iter()
-        .filter_map(|w| {
-            w.idempotency_key
-                .as_ref()
-                .map(|k| (w.key.as_str(), k.as_str()))
-        })
-        .collect();
+    let named: Vec<(&str, &str)> = writes.iter().filter_map(FencedWrite::operation).collect();
     let row = sqlx::query(OBSERVE)
         .bind(to_json(&keys)?)
         .bind(to_json(&named)?)

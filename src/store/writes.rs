@@ -28,6 +28,15 @@ pub struct FencedWrite {
     pub caller: Option<String>,
 }
 
+impl FencedWrite {
+    /// The operation the write names, `(resource, idempotency key)`, when it carries a key.
+    pub(crate) fn operation(&self) -> Option<(&str, &str)> {
+        self.idempotency_key
+            .as_ref()
+            .map(|key| (self.key.as_str(), key.as_str()))
+    }
+}
+
 /// How writes that name a lease are judged (`serve --lease-scope`, `--strict-leases`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LeasePolicy {
