@@ -14,7 +14,7 @@ use super::batch::{
     append_audit, padded, placeholder_rows, placeholders, power_of_two_chunks, recorded_operation,
     Change, Observed, ObservedResource,
 };
-use super::batch_rows::{to_json, Plan};
+use super::batch_rows::{join_open_overlap, to_json, Plan};
 use super::writes::{created_or_updated, FencedWrite};
 use super::{Backend, StoreError};
 use crate::domain::{AuditEntry, Decision, RecordedOperation, Revision};
@@ -66,22 +66,15 @@ async fn record_sightings(
         return Ok(());
     }
     let merged = super::batch_rows::merge_sightings(plan.sightings);
-    sqlx::query(
+    sqlx::query(concat!(
         "INSERT INTO ownership_overlaps AS o (resource, stale_token, superseding_token, \
            stale_owner, superseding_owner, first_seen_us, last_seen_us, rejected_writes, state, \
            updated_at_us) \
          SELECT v ->> 0, (v ->> 1)::bigint, (v ->> 2)::bigint, v ->> 3, v ->> 4, \
            (v ->> 5)::bigint, (v ->> 6)::bigint, (v ->> 7)::bigint, 'open', (v ->> 6)::bigint \
-         FROM json_array_elements($1::json) AS v \
-         ON CONFLICT (resource, stale_token) WHERE state = 'open' DO UPDATE SET \
-           superseding_owner = CASE WHEN excluded.superseding_token > o.superseding_token \
-               THEN excluded.superseding_owner ELSE o.superseding_owner END, \
-           superseding_token = GREATEST(excluded.superseding_token, o.superseding_token), \
-           stale_owner = COALESCE(excluded.stale_owner, o.stale_owner), \
-           last_seen_us = excluded.last_seen_us, \
-           rejected_writes = o.rejected_writes + excluded.rejected_writes, \
-           updated_at_us = excluded.updated_at_us",
-    )
+         FROM json_array_elements($1::json) AS v ",
+        join_open_overlap!()
+    ))
     .bind(to_json(&merged)?)
     .execute(&mut **tx)
     .await?;

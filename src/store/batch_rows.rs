@@ -149,6 +149,24 @@ pub(super) fn encode(
     })
 }
 
+/// How a merged sighting row (`excluded`) joins the overlap already open (`o`), the same on
+/// both backends: the rules of `merge_sightings`, applied across batches. A macro so that
+/// statements can include it in their constant text.
+macro_rules! join_open_overlap {
+    () => {
+        "ON CONFLICT (resource, stale_token) WHERE state = 'open' DO UPDATE SET \
+         superseding_owner = CASE WHEN excluded.superseding_token > o.superseding_token \
+             THEN excluded.superseding_owner ELSE o.superseding_owner END, \
+         superseding_token = CASE WHEN excluded.superseding_token > o.superseding_token \
+             THEN excluded.superseding_token ELSE o.superseding_token END, \
+         stale_owner = COALESCE(excluded.stale_owner, o.stale_owner), \
+         last_seen_us = excluded.last_seen_us, \
+         rejected_writes = o.rejected_writes + excluded.rejected_writes, \
+         updated_at_us = excluded.updated_at_us"
+    };
+}
+pub(super) use join_open_overlap;
+
 /// One row per overlap, as if its sightings had been recorded one after another: the highest
 /// superseding generation (with its owner, the first to show it), the last stale owner named,
 /// the first and last time seen, and how many writes it refused. A statement may not upsert one

@@ -12,7 +12,7 @@
 //! write (`SQLITE_BUSY_SNAPSHOT`) and the batch runs again.
 
 use super::batch::{link, recorded_operation, ChainHeads, Observed, ObservedResource};
-use super::batch_rows::{encode, from_json, to_json, Plan};
+use super::batch_rows::{encode, from_json, join_open_overlap, to_json, Plan};
 use super::writes::FencedWrite;
 use super::StoreError;
 use crate::domain::chain;
@@ -103,7 +103,8 @@ pub(super) async fn observe(
 /// One execution, six statements. Each row of an update or insert counts one change, and an
 /// upsert's row counts one whether it inserts or updates, so the sum tells whether every
 /// resource was still as observed (the compare-and-set on its revision held).
-const APPLY: &str = "\
+const APPLY: &str = concat!(
+    "\
     UPDATE resources SET highest_token = v.value ->> 1, revision = v.value ->> 2, \
         value = unhex(v.value ->> 3), content_type = v.value ->> 4, \
         updated_at_us = v.value ->> 5, highest_owner = v.value ->> 6 \
@@ -129,19 +130,14 @@ const APPLY: &str = "\
         highest_token, audit_id, recorded_at_us) \
       SELECT v.value ->> 0, v.value ->> 1, v.value ->> 2, v.value ->> 3, v.value ->> 4, \
         v.value ->> 5, v.value ->> 6, v.value ->> 7, v.value ->> 8 FROM json_each($5) AS v; \
-    INSERT INTO ownership_overlaps (resource, stale_token, superseding_token, stale_owner, \
-        superseding_owner, first_seen_us, last_seen_us, rejected_writes, state, updated_at_us) \
+    INSERT INTO ownership_overlaps AS o (resource, stale_token, superseding_token, \
+        stale_owner, superseding_owner, first_seen_us, last_seen_us, rejected_writes, state, \
+        updated_at_us) \
       SELECT v.value ->> 0, v.value ->> 1, v.value ->> 2, v.value ->> 3, v.value ->> 4, \
         v.value ->> 5, v.value ->> 6, v.value ->> 7, 'open', v.value ->> 6 \
-        FROM json_each($6) AS v WHERE true \
-      ON CONFLICT (resource, stale_token) WHERE state = 'open' DO UPDATE SET \
-        superseding_owner = CASE WHEN excluded.superseding_token > ownership_overlaps.superseding_token \
-            THEN excluded.superseding_owner ELSE ownership_overlaps.superseding_owner END, \
-        superseding_token = max(excluded.superseding_token, ownership_overlaps.superseding_token), \
-        stale_owner = COALESCE(excluded.stale_owner, ownership_overlaps.stale_owner), \
-        last_seen_us = excluded.last_seen_us, \
-        rejected_writes = ownership_overlaps.rejected_writes + excluded.rejected_writes, \
-        updated_at_us = excluded.updated_at_us";
+        FROM json_each($6) AS v WHERE true ",
+    join_open_overlap!()
+);
 
 /// Applies a decided batch after the rows it observed, returning the audit ids in order; `None`
 /// when a resource was no longer as observed.
