@@ -100,6 +100,8 @@ async fn step(
             pending.xmax.get_or_insert(now.xmax);
         }
         let rows = store.audit_after(*cursor, None, PAGE).await?;
+        // Nothing is published before it is on disk.
+        store.settle().await?;
         let full_page = rows.len() == PAGE as usize;
         for row in rows {
             let missing = *cursor + 1;

@@ -66,6 +66,10 @@ pub fn router(state: AppState) -> Router {
         .merge(monitoring::metrics_router())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            settled_reads,
+        ))
         .with_state(state)
         .layer(axum::middleware::from_fn(limit_headers))
         // A bug must still answer in the one error shape, never with a dropped connection.
@@ -84,6 +88,26 @@ async fn limit_headers(
     match write_request::oversized_headers(request.headers()) {
         Some(detail) if !is_write => Problem::invalid_request(detail).into_response(),
         _ => next.run(request).await,
+    }
+}
+
+/// Answers a read only once everything it may have seen is on disk (`Store::settle`): on
+/// SQLite a group commit is visible a moment before its sync ends. Writes wait for their own
+/// durability instead.
+async fn settled_reads(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let is_read = matches!(*request.method(), Method::GET | Method::HEAD);
+    let response = next.run(request).await;
+    if !is_read {
+        return response;
+    }
+    match state.service.store().settle().await {
+        Ok(()) => response,
+        Err(error) => Problem::from(error).into_response(),
     }
 }
 

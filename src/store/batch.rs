@@ -15,8 +15,10 @@
 //! whose read snapshot went stale cannot write at all (`SQLITE_BUSY_SNAPSHOT`) and runs again.
 
 use super::batch_rows::Plan;
+use super::connect::SQLITE_UNSYNCED_BEGIN;
 use super::leases::{lease_record, LEASE_COLUMNS};
 use super::tx::{begin_audited, clock_us, retrying};
+use super::wal_sync::{CommitTicket, Durability, WalSync};
 use super::writes::{audit_entry, FencedWrite, LeasePolicy, WriteResult};
 use super::{batch_postgres, batch_sqlite, Backend, Store, StoreError};
 use crate::domain::chain;
@@ -29,6 +31,7 @@ use sqlx::{Any, Row, Transaction};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 
 /// The most writes one transaction takes. Bounds every multi-row statement well under SQLite's
 /// 32,766 bound parameters (an audit row binds 17).
@@ -40,25 +43,53 @@ const MAX_OBSERVATIONS: u32 = 64;
 
 impl Store {
     /// Decides `writes` in order against the committed state (and, where a write names a lease,
-    /// the authority's) and applies every decision with its audit row in one transaction.
-    /// Rejections are results, not errors; an error is the database's and fails the batch.
+    /// the authority's) and applies every decision with its audit row in one transaction,
+    /// durable when this returns. Rejections are results, not errors; an error is the
+    /// database's and fails the batch.
     pub async fn apply_batch(
         &self,
         writes: &[FencedWrite],
         policy: LeasePolicy,
     ) -> Result<Vec<WriteResult>, StoreError> {
+        Ok(self.apply_chunks(writes, policy, None).await?.results)
+    }
+
+    /// As `apply_batch`, but returns as soon as the batch has committed, so that the next one
+    /// can be decided while this one's commit is synced; its results may be given out only once
+    /// `CommittedBatch::durable` returns. Group commit's path.
+    pub async fn apply_batch_committed(
+        &self,
+        writes: &[FencedWrite],
+        policy: LeasePolicy,
+    ) -> Result<CommittedBatch, StoreError> {
+        self.apply_chunks(writes, policy, self.wal.as_ref()).await
+    }
+
+    async fn apply_chunks(
+        &self,
+        writes: &[FencedWrite],
+        policy: LeasePolicy,
+        unsynced: Option<&Arc<WalSync>>,
+    ) -> Result<CommittedBatch, StoreError> {
         let mut results = Vec::with_capacity(writes.len());
+        let mut durability = None;
         for chunk in writes.chunks(MAX_BATCH) {
             let observations = AtomicU32::new(0);
-            let mut done = retrying(|| self.try_apply_batch(chunk, policy, &observations)).await?;
+            let (mut done, synced) =
+                retrying(|| self.try_apply_batch(chunk, policy, &observations, unsynced)).await?;
             let observations = observations.load(Ordering::Relaxed);
             for result in &mut done {
                 result.observations = observations;
                 result.batch_size = chunk.len();
             }
             results.append(&mut done);
+            // Commits are synced in order, so the last one's covers the others.
+            durability = synced;
         }
-        Ok(results)
+        Ok(CommittedBatch {
+            results,
+            durability,
+        })
     }
 
     async fn try_apply_batch(
@@ -66,7 +97,8 @@ impl Store {
         writes: &[FencedWrite],
         policy: LeasePolicy,
         observations: &AtomicU32,
-    ) -> Result<Vec<WriteResult>, StoreError> {
+        unsynced: Option<&Arc<WalSync>>,
+    ) -> Result<(Vec<WriteResult>, Option<Durability>), StoreError> {
         let mut runs = 0;
         'run: loop {
             runs += 1;
@@ -74,7 +106,10 @@ impl Store {
             if runs > MAX_OBSERVATIONS {
                 return Err(StoreError::Contention { attempts: seen });
             }
-            let mut tx = begin_audited(&self.writer, self.backend).await?;
+            let mut tx = match unsynced {
+                Some(_) => self.writer.begin_with(SQLITE_UNSYNCED_BEGIN).await?,
+                None => begin_audited(&self.writer, self.backend).await?,
+            };
             let mut results = Vec::with_capacity(writes.len());
             for segment in segments(writes) {
                 match self.apply_segment(&mut tx, segment, policy).await? {
@@ -85,8 +120,9 @@ impl Store {
                     }
                 }
             }
+            let ticket = unsynced.map(|wal| wal.begin_commit()).transpose()?;
             tx.commit().await?;
-            return Ok(results);
+            return Ok((results, ticket.as_ref().map(CommitTicket::durability)));
         }
     }
 
@@ -219,6 +255,22 @@ impl Store {
                 })
                 .collect(),
         ))
+    }
+}
+
+/// A batch that has committed; on SQLite's group-commit path possibly not yet on disk.
+pub struct CommittedBatch {
+    results: Vec<WriteResult>,
+    durability: Option<Durability>,
+}
+
+impl CommittedBatch {
+    /// The results, once the batch is durable.
+    pub async fn durable(self) -> Result<Vec<WriteResult>, StoreError> {
+        if let Some(durability) = self.durability {
+            durability.wait().await?;
+        }
+        Ok(self.results)
     }
 }
 
@@ -709,6 +761,36 @@ mod tests {
             content_type: None,
             caller: None,
         }
+    }
+
+    #[tokio::test]
+    async fn a_group_commit_on_sqlite_is_synced_after_its_commit_and_leaves_full_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("x.db").display());
+        let store = Store::open(&url, &Default::default()).await.unwrap();
+        let wal = store.wal.clone().expect("SQLite syncs its WAL itself");
+        let committed = store
+            .apply_batch_committed(&[write("a", None), write("b", None)], Default::default())
+            .await
+            .unwrap();
+        let results = committed.durable().await.unwrap();
+        assert_eq!(results.len(), 2);
+        assert!(results
+            .iter()
+            .all(|r| matches!(r.decision, Decision::Accept { .. })));
+        wal.settle().await.unwrap();
+        // The unsynced level was the batch's own: the next transaction syncs its commit again.
+        let level: i64 = sqlx::query_scalar("PRAGMA synchronous")
+            .fetch_one(&store.writer)
+            .await
+            .unwrap();
+        assert_eq!(level, 2, "FULL");
+        // And the plain path still commits with FULL, durable on return.
+        store
+            .apply_batch(&[write("a", None)], Default::default())
+            .await
+            .unwrap();
+        store.close().await;
     }
 
     #[test]

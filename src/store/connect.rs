@@ -1,6 +1,8 @@
+use super::wal_sync::WalSync;
 use super::{Store, StoreError};
 use sqlx::any::{install_default_drivers, AnyPoolOptions};
-use sqlx::{AnyPool, Executor};
+use sqlx::{AnyPool, Connection, Executor};
+use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +44,12 @@ impl Default for StoreOptions {
 /// about a third more writes per second with the larger one).
 const SQLITE_WRITER_PRAGMAS: &str = "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; \
      PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA cache_size = -32768;";
+/// How a group-commit batch begins: its commit writes the WAL frames without syncing them, and
+/// `wal_sync` syncs them afterwards, off the writer (the level cannot change inside a
+/// transaction, hence before the BEGIN).
+pub(super) const SQLITE_UNSYNCED_BEGIN: &str = "PRAGMA synchronous = NORMAL; BEGIN";
+/// Run whenever the writer goes back to the pool: every other transaction commits with FULL.
+const SQLITE_WRITER_RELEASE: &str = "PRAGMA synchronous = FULL; BEGIN; ROLLBACK";
 const SQLITE_READER_PRAGMAS: &str = "PRAGMA busy_timeout = 5000;";
 const SQLITE_READERS: u32 = 4;
 
@@ -111,21 +119,26 @@ async fn open_sqlite(path_and_query: &str, options: &StoreOptions) -> Result<Sto
         backend: super::Backend::Sqlite,
         writer,
         reader,
+        wal: Some(Arc::new(WalSync::new(path))),
         observe_hook: None,
     })
 }
 
-/// Whether a SQLite connection is outside any transaction, so that it may be used again.
+/// Whether a SQLite connection is outside any transaction, so that it may be used again, and
+/// back to syncing every commit.
 ///
 /// SQLite rolls a transaction back by itself on some errors (`SQLITE_FULL`, `SQLITE_IOERR`);
-/// sqlx's count of open transactions then no longer matches, and a later transaction can be left
-/// open while its "commit" only releases a savepoint: writes acknowledged but never committed
-/// (found by the full-disk fault test). A connection that cannot begin a transaction of its
-/// own is closed instead of going back to the pool, and its open transaction dies with it.
+/// sqlx's count of open transactions then no longer matches. Either way round it is unsafe: a
+/// later transaction can be left open while its "commit" only releases a savepoint (writes
+/// acknowledged but never committed, found by the full-disk fault test), or a later BEGIN is
+/// refused. A connection that cannot begin a transaction of its own, or that sqlx still counts
+/// inside one, is closed instead of going back to the pool, and any open transaction dies with
+/// it.
 async fn outside_transaction(conn: &mut sqlx::AnyConnection) -> bool {
     // One execution, so the check costs one round trip to the connection's thread; it stops at
-    // the BEGIN that fails.
-    if conn.execute("BEGIN; ROLLBACK").await.is_err() {
+    // the first statement that fails (both fail inside a transaction). The connection's thread
+    // runs commands in order, so sqlx's count is read after any rollback queued on release.
+    if conn.execute(SQLITE_WRITER_RELEASE).await.is_err() || conn.is_in_transaction() {
         tracing::warn!("closing a database connection left inside a transaction");
         return false;
     }
@@ -145,6 +158,7 @@ async fn open_postgres(url: &str, options: &StoreOptions) -> Result<Store, Store
         backend: super::Backend::Postgres,
         writer: pool.clone(),
         reader: pool,
+        wal: None,
         observe_hook: None,
     })
 }

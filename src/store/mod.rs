@@ -18,11 +18,12 @@ mod reads;
 mod retention;
 mod tail;
 mod tx;
+mod wal_sync;
 mod writes;
 
 pub use alerts::StoredAlert;
 pub use audit_query::{AuditFilter, AuditRecord};
-pub use batch::MAX_BATCH;
+pub use batch::{CommittedBatch, MAX_BATCH};
 pub use chain::{Breach, PruneReport, VerifyReport};
 pub use connect::{Backend, StoreOptions};
 pub use error::StoreError;
@@ -49,6 +50,8 @@ pub struct Store {
     /// one connection instead of letting connections queue on the file lock.
     writer: AnyPool,
     reader: AnyPool,
+    /// SQLite only: syncs group commits' WAL frames after their commit (see `wal_sync`).
+    wal: Option<Arc<wal_sync::WalSync>>,
     observe_hook: Option<ObserveHook>,
 }
 
@@ -64,6 +67,16 @@ impl Store {
         self
     }
 
+    /// Installs a hook that runs before each sync of SQLite's WAL by group commit, with the
+    /// commits it will cover already visible to readers. For tests; production code never
+    /// sets one. No effect on PostgreSQL.
+    pub fn with_sync_hook(mut self, hook: ObserveHook) -> Self {
+        self.wal = self
+            .wal
+            .map(|wal| Arc::new(wal_sync::WalSync::new_hooked(wal.database(), hook)));
+        self
+    }
+
     /// How many connections may write at once.
     pub fn writer_connections(&self) -> u32 {
         self.writer.options().get_max_connections()
@@ -73,6 +86,16 @@ impl Store {
     pub async fn ping(&self) -> Result<(), StoreError> {
         sqlx::query("SELECT 1").execute(&self.reader).await?;
         Ok(())
+    }
+
+    /// Waits until everything a read may have seen is on disk: reads answer only with what an
+    /// acknowledged write would survive. Immediate on PostgreSQL, whose commits are durable
+    /// before they are visible.
+    pub async fn settle(&self) -> Result<(), StoreError> {
+        match &self.wal {
+            Some(wal) => wal.settle().await,
+            None => Ok(()),
+        }
     }
 
     /// Waits for connections to finish and closes them (SQLite then checkpoints its WAL).

@@ -1,7 +1,7 @@
 //! Group commit: many writes decided in order in one transaction must mean exactly what the same
 //! writes mean one at a time, and batches must form by themselves under load.
 
-use crate::helpers::{Backend, Rng, TestDb};
+use crate::helpers::{Backend, Rng, TestApp, TestDb};
 use crate::test_db;
 use fencewatch::domain::{Decision, FencingToken, IdempotencyKey, Outcome, ResourceKey, Revision};
 use fencewatch::service::{FenceService, Limits};
@@ -269,4 +269,54 @@ async fn concurrent_writes_share_a_transaction_and_each_gets_its_own_answer(
         }
     }
     assert!(store.verify_audit().await.unwrap().breaches.is_empty());
+}
+
+/// On SQLite a batch commits without waiting for its WAL to reach the disk, and that sync runs
+/// beside the next batch. Nothing may be answered before it ends: not the write, and not a read
+/// that can already see the committed value.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_answers_a_write_and_reads_of_it_only_once_its_wal_is_synced() {
+    let db = test_db!(Backend::Sqlite);
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let syncs_reached = Arc::new(AtomicU32::new(0));
+    let hook: ObserveHook = Arc::new({
+        let (gate, syncs_reached) = (gate.clone(), syncs_reached.clone());
+        move || {
+            let (gate, syncs_reached) = (gate.clone(), syncs_reached.clone());
+            Box::pin(async move {
+                syncs_reached.fetch_add(1, Ordering::SeqCst);
+                let _ = gate.acquire().await.map(|permit| permit.forget());
+            })
+        }
+    });
+    let store = db.store().await.with_sync_hook(hook);
+    let app = TestApp::spawn_store(store, Limits::default(), Default::default(), None).await;
+
+    let write = tokio::spawn(app.put("synced/1").token(3).body("committed").send());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while syncs_reached.load(Ordering::SeqCst) == 0 {
+        assert!(tokio::time::Instant::now() < deadline, "no sync began");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let read = tokio::spawn({
+        let (http, url) = (
+            app.http.clone(),
+            format!("{}/v1/resources/synced/1", app.base),
+        );
+        async move { http.get(url).send().await.unwrap().text().await.unwrap() }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !write.is_finished(),
+        "the write was answered before its sync"
+    );
+    assert!(
+        !read.is_finished(),
+        "a read showed the write before its sync"
+    );
+
+    gate.add_permits(1_000);
+    let written = write.await.unwrap();
+    assert_eq!(written.status, 201, "{:?}", written.body);
+    assert_eq!(read.await.unwrap(), "committed");
 }

@@ -214,7 +214,16 @@ impl TestApp {
         live: LiveConfig,
         keys: Option<Arc<ApiKeys>>,
     ) -> TestApp {
-        let store = db.store().await;
+        Self::spawn_store(db.store().await, limits, live, keys).await
+    }
+
+    /// The router over a store prepared by the test (with hooks, say).
+    pub async fn spawn_store(
+        store: Store,
+        limits: Limits,
+        live: LiveConfig,
+        keys: Option<Arc<ApiKeys>>,
+    ) -> TestApp {
         let state = AppState::start(FenceService::new(store.clone(), limits), live, keys)
             .await
             .expect("start the live side");

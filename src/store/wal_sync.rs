@@ -1,0 +1,251 @@
+//! Durability of SQLite group commits, taken off the writer's path.
+//!
+//! With `synchronous = FULL` a commit returns only after its WAL frames are fsynced, and the
+//! one writer connection sits idle for the whole fsync. A group-commit batch instead commits
+//! with `synchronous = NORMAL` (frames written to the OS, not yet synced) and this module syncs
+//! the WAL file afterwards, from another thread, while the writer decides and commits the next
+//! batch. Writers are answered only once a sync that began after their commit has finished, so
+//! an acknowledged write is exactly as durable as under FULL; a sync covers every commit before
+//! it, so concurrent batches share it.
+//!
+//! Readers could see a commit before it is synced. Anything the daemon shows from its reader
+//! connections therefore waits first for every commit that had begun (`settle`): nothing shown
+//! can vanish in a power loss that an acknowledged write survives.
+//!
+//! A failed sync is final: the kernel may have dropped the pages it could not write, so a later
+//! sync that succeeds proves nothing. From then on every write and read is refused as
+//! unavailable until the daemon restarts and reads back what is really on disk (as PostgreSQL
+//! does after a failed fsync).
+
+use super::{ObserveHook, StoreError};
+use std::fs::File;
+use std::io;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use tokio::sync::{watch, Mutex};
+
+pub(crate) struct WalSync {
+    database: String,
+    wal: PathBuf,
+    /// Commits that have begun: their frames may be visible to readers already.
+    begun: AtomicU64,
+    /// Commits whose COMMIT has returned: their frames are written, so a sync covers them.
+    committed: watch::Sender<u64>,
+    /// Commits whose frames a finished sync covered.
+    durable: AtomicU64,
+    /// Held by whichever task is syncing; the others wait for it and usually find their commit
+    /// covered.
+    syncing: Mutex<()>,
+    failure: OnceLock<String>,
+    /// Tests pause here, before a sync.
+    hook: Option<ObserveHook>,
+}
+
+impl WalSync {
+    /// For the database file at `database`; its WAL is the file beside it.
+    pub(crate) fn new(database: &str) -> Self {
+        Self {
+            database: database.to_owned(),
+            wal: PathBuf::from(format!("{database}-wal")),
+            begun: AtomicU64::new(0),
+            committed: watch::Sender::new(0),
+            durable: AtomicU64::new(0),
+            syncing: Mutex::new(()),
+            failure: OnceLock::new(),
+            hook: None,
+        }
+    }
+
+    pub(crate) fn new_hooked(database: &str, hook: ObserveHook) -> Self {
+        Self {
+            hook: Some(hook),
+            ..Self::new(database)
+        }
+    }
+
+    pub(crate) fn database(&self) -> &str {
+        &self.database
+    }
+
+    /// Marks the start of a COMMIT; the ticket ends it when dropped, whether the commit
+    /// succeeded or not.
+    pub(crate) fn begin_commit(self: &Arc<Self>) -> Result<CommitTicket, StoreError> {
+        self.refuse_if_failed()?;
+        let seq = self.begun.fetch_add(1, Ordering::SeqCst) + 1;
+        Ok(CommitTicket {
+            sync: self.clone(),
+            seq,
+        })
+    }
+
+    /// Returns once the commit `seq` is on disk.
+    pub(crate) async fn wait_durable(&self, seq: u64) -> Result<(), StoreError> {
+        // The sender lives in `self`, so the channel cannot close while we wait.
+        let _ = self
+            .committed
+            .subscribe()
+            .wait_for(|committed| *committed >= seq)
+            .await;
+        loop {
+            if self.durable.load(Ordering::SeqCst) >= seq {
+                return Ok(());
+            }
+            let _leader = self.syncing.lock().await;
+            self.refuse_if_failed()?;
+            if self.durable.load(Ordering::SeqCst) >= seq {
+                return Ok(());
+            }
+            // Everything committed before the sync starts is covered by it.
+            let target = *self.committed.borrow();
+            if let Some(hook) = &self.hook {
+                hook().await;
+            }
+            let wal = self.wal.clone();
+            let synced = tokio::task::spawn_blocking(move || sync(&wal))
+                .await
+                .unwrap_or_else(|panic| Err(io::Error::other(panic.to_string())));
+            match synced {
+                Ok(()) => {
+                    self.durable.fetch_max(target, Ordering::SeqCst);
+                }
+                Err(error) => {
+                    let message = format!(
+                        "syncing {} failed ({error}); writes and reads are refused until the \
+                         daemon restarts",
+                        self.wal.display()
+                    );
+                    tracing::error!("{message}");
+                    let _ = self.failure.set(message);
+                    return self.refuse_if_failed();
+                }
+            }
+        }
+    }
+
+    /// Waits until every commit a read may have seen so far is on disk.
+    pub(crate) async fn settle(&self) -> Result<(), StoreError> {
+        self.refuse_if_failed()?;
+        let seen = self.begun.load(Ordering::SeqCst);
+        self.wait_durable(seen).await
+    }
+
+    fn refuse_if_failed(&self) -> Result<(), StoreError> {
+        match self.failure.get() {
+            Some(message) => Err(StoreError::Unavailable(sqlx::Error::Io(io::Error::other(
+                message.clone(),
+            )))),
+            None => Ok(()),
+        }
+    }
+}
+
+/// fdatasync of the WAL, through a descriptor of our own: a sync is of the file, whichever
+/// descriptor asks. No WAL means the last connection checkpointed it into the synced database
+/// file and removed it, so there is nothing left to sync.
+fn sync(wal: &std::path::Path) -> io::Result<()> {
+    match File::open(wal) {
+        Ok(file) => file.sync_data(),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(error) => Err(error),
+    }
+}
+
+/// One commit in flight; dropping it records that its COMMIT has returned.
+pub(crate) struct CommitTicket {
+    sync: Arc<WalSync>,
+    seq: u64,
+}
+
+impl CommitTicket {
+    /// What to wait on for this commit to be durable.
+    pub(crate) fn durability(&self) -> Durability {
+        Durability {
+            sync: self.sync.clone(),
+            seq: self.seq,
+        }
+    }
+}
+
+impl Drop for CommitTicket {
+    fn drop(&mut self) {
+        let seq = self.seq;
+        self.sync
+            .committed
+            .send_modify(|committed| *committed = (*committed).max(seq));
+    }
+}
+
+/// A committed batch's claim on a future sync.
+pub(crate) struct Durability {
+    sync: Arc<WalSync>,
+    seq: u64,
+}
+
+impl Durability {
+    pub(crate) async fn wait(self) -> Result<(), StoreError> {
+        self.sync.wait_durable(self.seq).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_commit_is_durable_after_a_sync_that_began_after_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let database = dir.path().join("x.db");
+        std::fs::write(dir.path().join("x.db-wal"), b"frames").expect("wal");
+        let sync = Arc::new(WalSync::new(&database.to_string_lossy()));
+        let first = sync.begin_commit().expect("begin");
+        let second = sync.begin_commit().expect("begin");
+        let (first_durable, second_durable) = (first.durability(), second.durability());
+        drop(first);
+        first_durable.wait().await.expect("first synced");
+        assert_eq!(sync.durable.load(Ordering::SeqCst), 1);
+        // The second commit had begun but not returned: a reader waits for it.
+        let settled = tokio::spawn({
+            let sync = sync.clone();
+            async move { sync.settle().await }
+        });
+        tokio::task::yield_now().await;
+        assert!(!settled.is_finished());
+        drop(second);
+        settled.await.expect("join").expect("settled");
+        second_durable.wait().await.expect("second synced");
+        assert_eq!(sync.durable.load(Ordering::SeqCst), 2);
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_failed_sync_refuses_everything_after_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let database = dir.path().join("x.db");
+        // A WAL path that cannot be opened for any reason but absence: a symlink loop.
+        let wal = dir.path().join("x.db-wal");
+        std::os::unix::fs::symlink(&wal, &wal).expect("symlink");
+        let sync = Arc::new(WalSync::new(&database.to_string_lossy()));
+        let ticket = sync.begin_commit().expect("begin");
+        let durability = ticket.durability();
+        drop(ticket);
+        let error = durability.wait().await.expect_err("the sync failed");
+        assert!(matches!(error, StoreError::Unavailable(_)), "{error}");
+        assert!(error.to_string().contains("until the daemon restarts"));
+        assert!(
+            sync.begin_commit().is_err(),
+            "no commit after a failed sync"
+        );
+        assert!(sync.settle().await.is_err(), "no read after a failed sync");
+    }
+
+    #[tokio::test]
+    async fn a_missing_wal_was_checkpointed_and_needs_no_sync() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let sync = Arc::new(WalSync::new(&dir.path().join("gone.db").to_string_lossy()));
+        let ticket = sync.begin_commit().expect("begin");
+        let durability = ticket.durability();
+        drop(ticket);
+        durability.wait().await.expect("nothing to sync");
+    }
+}
