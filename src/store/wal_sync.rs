@@ -81,6 +81,9 @@ impl WalSync {
 
     /// Returns once the commit `seq` is on disk.
     pub(crate) async fn wait_durable(&self, seq: u64) -> Result<(), StoreError> {
+        if self.durable.load(Ordering::SeqCst) >= seq {
+            return Ok(());
+        }
         // The sender lives in `self`, so the channel cannot close while we wait.
         let _ = self
             .committed
