@@ -17,17 +17,18 @@ pub enum StoreError {
 
 impl StoreError {
     /// The same failure, for another of the writers of a batch it failed (a `sqlx::Error`
-    /// cannot be cloned, so the copy keeps its class and message).
+    /// cannot be cloned, so the copy keeps its class and message; `InvalidArgument` is the one
+    /// variant that displays its message and nothing else).
     pub fn for_each_writer(&self) -> StoreError {
         match self {
             StoreError::Unavailable(error) => {
-                StoreError::Unavailable(sqlx::Error::Protocol(error.to_string()))
+                StoreError::Unavailable(sqlx::Error::InvalidArgument(error.to_string()))
             }
             StoreError::Contention { attempts } => StoreError::Contention {
                 attempts: *attempts,
             },
             StoreError::Internal(error) => {
-                StoreError::Internal(sqlx::Error::Protocol(error.to_string()))
+                StoreError::Internal(sqlx::Error::InvalidArgument(error.to_string()))
             }
             StoreError::Open(message) => StoreError::Open(message.clone()),
         }
@@ -102,4 +103,19 @@ pub(crate) fn corrupt(message: String) -> StoreError {
 pub(crate) fn time_from_us(us: i64) -> Result<chrono::DateTime<chrono::Utc>, StoreError> {
     chrono::DateTime::from_timestamp_micros(us)
         .ok_or_else(|| corrupt(format!("time {us} is out of range")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_copy_for_another_writer_reads_as_the_original() {
+        let original = StoreError::Unavailable(sqlx::Error::PoolTimedOut);
+        let copy = original.for_each_writer();
+        assert!(matches!(copy, StoreError::Unavailable(_)));
+        assert_eq!(copy.to_string(), original.to_string());
+        let original = StoreError::Internal(sqlx::Error::RowNotFound);
+        assert_eq!(original.for_each_writer().to_string(), original.to_string());
+    }
 }
