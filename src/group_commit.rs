@@ -4,9 +4,9 @@
 //!
 //! Batches form by themselves: a worker takes whatever has queued while the previous commit was
 //! in flight, so a lone writer goes straight through (a batch of one, no waiting) and a crowd
-//! shares one fsync. On SQLite the fsync itself is off the worker's path: a batch's writers
-//! wait for it in a task of their own while the worker commits the next batch. SQLite has one writer, so it gets one worker; PostgreSQL gets several, so a
-//! batch can form while others commit.
+//! shares one fsync. SQLite has one writer, so it gets one worker; PostgreSQL gets several, so a
+//! batch can form while others commit. On SQLite the fsync itself is off the worker's path: a
+//! batch's writers wait for it in a task of their own while the worker commits the next batch.
 
 use crate::store::{
     Backend, CommittedBatch, FencedWrite, LeasePolicy, Store, StoreError, WriteResult, MAX_BATCH,
