@@ -101,7 +101,9 @@ async fn step(
         }
         let rows = store.audit_after(*cursor, None, PAGE).await?;
         // Nothing is published before it is on disk.
-        store.settle().await?;
+        if !rows.is_empty() {
+            store.settle().await?;
+        }
         let full_page = rows.len() == PAGE as usize;
         for row in rows {
             let missing = *cursor + 1;

@@ -71,9 +71,7 @@ impl Store {
     /// commits it will cover already visible to readers. For tests; production code never
     /// sets one. No effect on PostgreSQL.
     pub fn with_sync_hook(mut self, hook: ObserveHook) -> Self {
-        self.wal = self
-            .wal
-            .map(|wal| Arc::new(wal_sync::WalSync::new_hooked(wal.database(), hook)));
+        self.wal = self.wal.map(|wal| Arc::new(wal.hooked(hook)));
         self
     }
 

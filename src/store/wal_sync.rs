@@ -26,7 +26,6 @@ use std::sync::{Arc, OnceLock};
 use tokio::sync::{watch, Mutex};
 
 pub(crate) struct WalSync {
-    database: String,
     wal: PathBuf,
     /// Commits that have begun: their frames may be visible to readers already.
     begun: AtomicU64,
@@ -45,9 +44,20 @@ pub(crate) struct WalSync {
 impl WalSync {
     /// For the database file at `database`; its WAL is the file beside it.
     pub(crate) fn new(database: &str) -> Self {
+        Self::new_for_wal(PathBuf::from(format!("{database}-wal")))
+    }
+
+    /// A fresh one for the same WAL, pausing at `hook` before each sync.
+    pub(crate) fn hooked(&self, hook: ObserveHook) -> Self {
         Self {
-            database: database.to_owned(),
-            wal: PathBuf::from(format!("{database}-wal")),
+            hook: Some(hook),
+            ..Self::new_for_wal(self.wal.clone())
+        }
+    }
+
+    fn new_for_wal(wal: PathBuf) -> Self {
+        Self {
+            wal,
             begun: AtomicU64::new(0),
             committed: watch::Sender::new(0),
             durable: AtomicU64::new(0),
@@ -55,17 +65,6 @@ impl WalSync {
             failure: OnceLock::new(),
             hook: None,
         }
-    }
-
-    pub(crate) fn new_hooked(database: &str, hook: ObserveHook) -> Self {
-        Self {
-            hook: Some(hook),
-            ..Self::new(database)
-        }
-    }
-
-    pub(crate) fn database(&self) -> &str {
-        &self.database
     }
 
     /// Marks the start of a COMMIT; the ticket ends it when dropped, whether the commit
