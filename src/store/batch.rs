@@ -15,9 +15,9 @@
 //! whose read snapshot went stale cannot write at all (`SQLITE_BUSY_SNAPSHOT`) and runs again.
 
 use super::batch_rows::Plan;
-use super::connect::SQLITE_UNSYNCED_BEGIN;
+use super::batch_sqlite::{Closing, Opening};
 use super::leases::{lease_record, LEASE_COLUMNS};
-use super::tx::{begin_audited, clock_us, retrying};
+use super::tx::{begin_audited, clock_us_on, retrying};
 use super::wal_sync::{CommitTicket, Durability, WalSync};
 use super::writes::{audit_entry, FencedWrite, LeasePolicy, WriteResult};
 use super::{batch_postgres, batch_sqlite, Backend, Store, StoreError};
@@ -27,7 +27,7 @@ use crate::domain::{
     ResourceState, Revision, WriteIntent,
 };
 use chrono::{DateTime, Utc};
-use sqlx::{Any, Row, Transaction};
+use sqlx::{AnyConnection, Executor, Row};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -99,6 +99,27 @@ impl Store {
         observations: &AtomicU32,
         unsynced: Option<&Arc<WalSync>>,
     ) -> Result<(Vec<WriteResult>, Option<Durability>), StoreError> {
+        match self.backend {
+            Backend::Sqlite => {
+                observations.fetch_add(1, Ordering::Relaxed);
+                self.try_apply_sqlite(writes, policy, unsynced).await
+            }
+            Backend::Postgres => Ok((
+                self.try_apply_postgres(writes, policy, observations)
+                    .await?,
+                None,
+            )),
+        }
+    }
+
+    /// PostgreSQL: a resource found changed when the batch locks it means a concurrent batch
+    /// committed after the observation; the batch is rolled back and decided again.
+    async fn try_apply_postgres(
+        &self,
+        writes: &[FencedWrite],
+        policy: LeasePolicy,
+        observations: &AtomicU32,
+    ) -> Result<Vec<WriteResult>, StoreError> {
         let mut runs = 0;
         'run: loop {
             runs += 1;
@@ -106,24 +127,75 @@ impl Store {
             if runs > MAX_OBSERVATIONS {
                 return Err(StoreError::Contention { attempts: seen });
             }
-            let mut tx = match unsynced {
-                Some(_) => self.writer.begin_with(SQLITE_UNSYNCED_BEGIN).await?,
-                None => begin_audited(&self.writer, self.backend).await?,
-            };
+            let mut tx = begin_audited(&self.writer, self.backend).await?;
             let mut results = Vec::with_capacity(writes.len());
             for segment in segments(writes) {
-                match self.apply_segment(&mut tx, segment, policy).await? {
-                    Some(mut applied) => results.append(&mut applied),
+                let applied = self
+                    .apply_segment(&mut tx, segment, policy, Opening::Within, Closing::Within)
+                    .await?;
+                match applied {
+                    Some((mut applied, _)) => results.append(&mut applied),
                     None => {
                         tx.rollback().await?;
                         continue 'run;
                     }
                 }
             }
-            let ticket = unsynced.map(|wal| wal.begin_commit()).transpose()?;
             tx.commit().await?;
-            return Ok((results, ticket.as_ref().map(CommitTicket::durability)));
+            return Ok(results);
         }
+    }
+
+    /// SQLite: the batch's first observation begins the transaction and its last application
+    /// commits it (`batch_sqlite`), so the writer connection makes two round trips per batch. A
+    /// stale snapshot cannot write (`SQLITE_BUSY_SNAPSHOT`): the error ends this run, and
+    /// `retrying` runs the batch again.
+    async fn try_apply_sqlite(
+        &self,
+        writes: &[FencedWrite],
+        policy: LeasePolicy,
+        unsynced: Option<&Arc<WalSync>>,
+    ) -> Result<(Vec<WriteResult>, Option<Durability>), StoreError> {
+        let segments = segments(writes);
+        let Some(last) = segments.len().checked_sub(1) else {
+            return Ok((Vec::new(), None));
+        };
+        let mut conn = self.writer.acquire().await?;
+        let mut results = Vec::with_capacity(writes.len());
+        let mut ticket = None;
+        for (index, segment) in segments.into_iter().enumerate() {
+            let opening = match index {
+                0 => Opening::Begin {
+                    unsynced: unsynced.is_some(),
+                },
+                _ => Opening::Within,
+            };
+            let closing = match index == last {
+                true => Closing::Commit { unsynced },
+                false => Closing::Within,
+            };
+            let applied = self
+                .apply_segment(&mut conn, segment, policy, opening, closing)
+                .await;
+            match applied {
+                Ok(Some((mut applied, committed))) => {
+                    results.append(&mut applied);
+                    ticket = committed;
+                }
+                Ok(None) => {
+                    roll_back(&mut conn).await;
+                    return Err(internal("a SQLite batch found a resource changed"));
+                }
+                Err(error) => {
+                    roll_back(&mut conn).await;
+                    return Err(error);
+                }
+            }
+        }
+        // Committed and back to FULL by the last statement: no check needed on release.
+        self.writer_clean.store(true, Ordering::SeqCst);
+        drop(conn);
+        Ok((results, ticket.as_ref().map(CommitTicket::durability)))
     }
 
     /// Decides and applies writes of which no two share an operation (resource and
@@ -131,20 +203,22 @@ impl Store {
     /// `None` when a concurrent commit changed a resource after it was observed.
     async fn apply_segment(
         &self,
-        tx: &mut Transaction<'_, Any>,
+        conn: &mut AnyConnection,
         writes: &[FencedWrite],
         policy: LeasePolicy,
-    ) -> Result<Option<Vec<WriteResult>>, StoreError> {
+        opening: Opening,
+        closing: Closing<'_>,
+    ) -> Result<Option<(Vec<WriteResult>, Option<CommitTicket>)>, StoreError> {
         let keys: BTreeSet<&str> = writes.iter().map(|w| w.key.as_str()).collect();
         let Observed {
             resources: observed,
             operations,
             audit,
         } = match self.backend {
-            Backend::Postgres => batch_postgres::observe(tx, &keys, writes).await?,
-            Backend::Sqlite => batch_sqlite::observe(tx, &keys, writes).await?,
+            Backend::Postgres => batch_postgres::observe(conn, &keys, writes).await?,
+            Backend::Sqlite => batch_sqlite::observe(conn, opening, &keys, writes).await?,
         };
-        let leases = observe_leases(tx, self.backend, writes).await?;
+        let leases = observe_leases(conn, self.backend, writes).await?;
 
         let mut working: HashMap<&str, Working> = keys
             .iter()
@@ -232,29 +306,36 @@ impl Store {
             entries: &entries,
             sightings: &sightings,
         };
-        let applied = match audit {
-            Some(audit) => batch_sqlite::apply(tx, audit, &plan).await?,
-            None => batch_postgres::apply(tx, &keys, &plan).await?,
+        let (ids, ticket) = match audit {
+            Some(audit) => batch_sqlite::apply(conn, audit, &plan, closing).await?,
+            None => match batch_postgres::apply(conn, &keys, &plan).await? {
+                Some(ids) => (ids, None),
+                None => return Ok(None),
+            },
         };
-        let Some(ids) = applied else {
-            return Ok(None);
-        };
-        Ok(Some(
-            decisions
-                .into_iter()
-                .zip(entries)
-                .zip(ids)
-                .map(|((decision, mut entry), id)| {
-                    entry.id = id;
-                    WriteResult {
-                        decision,
-                        entry,
-                        observations: 0,
-                        batch_size: 0,
-                    }
-                })
-                .collect(),
-        ))
+        let results = decisions
+            .into_iter()
+            .zip(entries)
+            .zip(ids)
+            .map(|((decision, mut entry), id)| {
+                entry.id = id;
+                WriteResult {
+                    decision,
+                    entry,
+                    observations: 0,
+                    batch_size: 0,
+                }
+            })
+            .collect();
+        Ok(Some((results, ticket)))
+    }
+}
+
+/// Ends a SQLite batch that failed with its transaction perhaps still open. Best effort: should
+/// this fail too, the writer's check on release closes the connection.
+async fn roll_back(conn: &mut AnyConnection) {
+    if let Err(error) = conn.execute("ROLLBACK").await {
+        tracing::debug!(%error, "rolling back a failed batch");
     }
 }
 
@@ -373,7 +454,7 @@ struct ObservedLeases {
 }
 
 async fn observe_leases(
-    tx: &mut Transaction<'_, Any>,
+    conn: &mut AnyConnection,
     backend: Backend,
     writes: &[FencedWrite],
 ) -> Result<ObservedLeases, StoreError> {
@@ -400,13 +481,13 @@ async fn observe_leases(
     for name in names {
         query = query.bind(name);
     }
-    let rows = query.fetch_all(&mut **tx).await?;
+    let rows = query.fetch_all(&mut *conn).await?;
     let mut records = HashMap::with_capacity(rows.len());
     for row in &rows {
         let record = lease_record(row)?;
         records.insert(record.name.as_str().to_owned(), record);
     }
-    let now_us = clock_us(tx, backend).await?;
+    let now_us = clock_us_on(conn, backend).await?;
     Ok(ObservedLeases { records, now_us })
 }
 
@@ -511,12 +592,12 @@ fn sighting(
 /// their ids. The chain heads are locked (in resource order) until the transaction ends, so
 /// concurrent appends to one resource take turns and a chain never forks.
 pub(super) async fn append_audit(
-    tx: &mut Transaction<'_, Any>,
+    conn: &mut AnyConnection,
     backend: Backend,
     resources: &BTreeSet<&str>,
     entries: &[AuditEntry],
 ) -> Result<Vec<i64>, StoreError> {
-    let mut heads = chain_heads(tx, backend, resources).await?;
+    let mut heads = chain_heads(conn, backend, resources).await?;
     let links = link(&mut heads, entries)?;
 
     let rows: Vec<(&AuditEntry, &Link)> = entries.iter().zip(&links).collect();
@@ -558,7 +639,7 @@ pub(super) async fn append_audit(
                 .bind(prev_hash.as_str())
                 .bind(hash.as_str());
         }
-        for row in query.fetch_all(&mut **tx).await? {
+        for row in query.fetch_all(&mut *conn).await? {
             ids.insert(
                 (row.try_get("resource")?, row.try_get("seq")?),
                 row.try_get("id")?,
@@ -590,7 +671,7 @@ pub(super) async fn append_audit(
         for (resource, (seq, hash)) in chunk {
             query = query.bind(resource.as_str()).bind(*seq).bind(hash.as_str());
         }
-        query.execute(&mut **tx).await?;
+        query.execute(&mut *conn).await?;
     }
     Ok(ids)
 }
@@ -635,7 +716,7 @@ pub(super) fn link(
 /// SQLite's transaction already holds the only write lock, so it only reads them (an upsert
 /// would rewrite each head's index entry for nothing).
 async fn chain_heads(
-    tx: &mut Transaction<'_, Any>,
+    conn: &mut AnyConnection,
     backend: Backend,
     resources: &BTreeSet<&str>,
 ) -> Result<HashMap<String, (i64, String)>, StoreError> {
@@ -654,7 +735,7 @@ async fn chain_heads(
                 for resource in chunk {
                     query = query.bind(*resource).bind(0_i64).bind(chain::GENESIS);
                 }
-                for row in query.fetch_all(&mut **tx).await? {
+                for row in query.fetch_all(&mut *conn).await? {
                     heads.insert(
                         row.try_get("resource")?,
                         (row.try_get("seq")?, row.try_get("hash")?),
@@ -672,7 +753,7 @@ async fn chain_heads(
             for key in keys {
                 query = query.bind(key);
             }
-            for row in query.fetch_all(&mut **tx).await? {
+            for row in query.fetch_all(&mut *conn).await? {
                 heads.insert(
                     row.try_get("resource")?,
                     (row.try_get("seq")?, row.try_get("hash")?),

@@ -20,18 +20,18 @@ use super::{Backend, StoreError};
 use crate::domain::{AuditEntry, Decision, RecordedOperation, Revision};
 use sqlx::any::AnyArguments;
 use sqlx::query::Query;
-use sqlx::{Any, Row, Transaction};
+use sqlx::{Any, AnyConnection, Row};
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
 
 pub(super) async fn observe(
-    tx: &mut Transaction<'_, Any>,
+    conn: &mut AnyConnection,
     keys: &BTreeSet<&str>,
     writes: &[FencedWrite],
 ) -> Result<Observed, StoreError> {
     Ok(Observed {
-        resources: observe_resources(tx, keys).await?,
-        operations: observe_operations(tx, writes).await?,
+        resources: observe_resources(conn, keys).await?,
+        operations: observe_operations(conn, writes).await?,
         audit: None,
     })
 }
@@ -39,29 +39,26 @@ pub(super) async fn observe(
 /// Locks and checks what the batch observed, then applies it, returning the audit ids in order;
 /// `None` when a resource was no longer as observed.
 pub(super) async fn apply(
-    tx: &mut Transaction<'_, Any>,
+    conn: &mut AnyConnection,
     keys: &BTreeSet<&str>,
     plan: &Plan<'_>,
 ) -> Result<Option<Vec<i64>>, StoreError> {
-    if !still_as_observed(tx, plan.changes).await? || !apply_changes(tx, plan.changes).await? {
+    if !still_as_observed(conn, plan.changes).await? || !apply_changes(conn, plan.changes).await? {
         return Ok(None);
     }
-    let ids = append_audit(tx, Backend::Postgres, keys, plan.entries).await?;
+    let ids = append_audit(conn, Backend::Postgres, keys, plan.entries).await?;
     record_operations(
-        tx,
+        conn,
         &accepted_operations(plan.writes, plan.decisions, plan.entries, &ids),
     )
     .await?;
-    record_sightings(tx, plan).await?;
+    record_sightings(conn, plan).await?;
     Ok(Some(ids))
 }
 
 /// Opens each overlap the batch's stale writes show, or adds them to the open one: one row per
 /// overlap, merged as if recorded in turn (a statement may not upsert one row twice).
-async fn record_sightings(
-    tx: &mut Transaction<'_, Any>,
-    plan: &Plan<'_>,
-) -> Result<(), StoreError> {
+async fn record_sightings(conn: &mut AnyConnection, plan: &Plan<'_>) -> Result<(), StoreError> {
     if plan.sightings.is_empty() {
         return Ok(());
     }
@@ -76,13 +73,13 @@ async fn record_sightings(
         join_open_overlap!()
     ))
     .bind(to_json(&merged)?)
-    .execute(&mut **tx)
+    .execute(&mut *conn)
     .await?;
     Ok(())
 }
 
 async fn observe_resources(
-    tx: &mut Transaction<'_, Any>,
+    conn: &mut AnyConnection,
     keys: &BTreeSet<&str>,
 ) -> Result<HashMap<String, ObservedResource>, StoreError> {
     let keys = padded(keys.iter().copied().collect());
@@ -94,7 +91,7 @@ async fn observe_resources(
     for key in keys {
         query = query.bind(key);
     }
-    let rows = query.fetch_all(&mut **tx).await?;
+    let rows = query.fetch_all(&mut *conn).await?;
     rows.iter()
         .map(|row| {
             let resource = ObservedResource::decode(
@@ -109,7 +106,7 @@ async fn observe_resources(
 
 /// The recorded operations the batch's idempotency keys name, by (resource, key).
 async fn observe_operations(
-    tx: &mut Transaction<'_, Any>,
+    conn: &mut AnyConnection,
     writes: &[FencedWrite],
 ) -> Result<HashMap<(String, String), RecordedOperation>, StoreError> {
     let named: Vec<(&str, &str)> = writes.iter().filter_map(FencedWrite::operation).collect();
@@ -136,7 +133,7 @@ async fn observe_operations(
     for (resource, key) in &named {
         query = query.bind(*resource).bind(*key);
     }
-    let rows = query.fetch_all(&mut **tx).await?;
+    let rows = query.fetch_all(&mut *conn).await?;
     rows.iter()
         .map(|row| {
             let recorded = recorded_operation(
@@ -158,7 +155,7 @@ async fn observe_operations(
 /// PostgreSQL: locks the rows the batch will change, in key order, and answers whether they are
 /// still as observed (rows observed missing must still be missing).
 async fn still_as_observed(
-    tx: &mut Transaction<'_, Any>,
+    conn: &mut AnyConnection,
     changes: &[Change<'_>],
 ) -> Result<bool, StoreError> {
     if changes.is_empty() {
@@ -173,7 +170,7 @@ async fn still_as_observed(
     for key in keys {
         query = query.bind(key);
     }
-    let rows = query.fetch_all(&mut **tx).await?;
+    let rows = query.fetch_all(&mut *conn).await?;
     let mut committed: HashMap<String, i64> = HashMap::with_capacity(rows.len());
     for row in &rows {
         committed.insert(row.try_get("key")?, row.try_get("revision")?);
@@ -187,7 +184,7 @@ async fn still_as_observed(
 /// the observed revision for existing rows, an insert for new ones. Answers whether every row
 /// was as observed.
 async fn apply_changes(
-    tx: &mut Transaction<'_, Any>,
+    conn: &mut AnyConnection,
     changes: &[Change<'_>],
 ) -> Result<bool, StoreError> {
     let (updates, inserts): (Vec<&Change<'_>>, Vec<&Change<'_>>) =
@@ -210,7 +207,7 @@ async fn apply_changes(
                 let observed = change.observed.map(|s| s.revision.get()).unwrap_or(0);
                 query = bind_state(query, change).bind(observed);
             }
-            let done = query.execute(&mut **tx).await?;
+            let done = query.execute(&mut *conn).await?;
             if done.rows_affected() != chunk.len() as u64 {
                 return Ok(false);
             }
@@ -227,7 +224,7 @@ async fn apply_changes(
             for change in chunk {
                 query = bind_state(query, change);
             }
-            let done = query.execute(&mut **tx).await?;
+            let done = query.execute(&mut *conn).await?;
             if done.rows_affected() != chunk.len() as u64 {
                 return Ok(false);
             }
@@ -286,7 +283,7 @@ fn accepted_operations<'a>(
 
 /// PostgreSQL: records the result of every accepted write that carries an idempotency key.
 async fn record_operations(
-    tx: &mut Transaction<'_, Any>,
+    conn: &mut AnyConnection,
     accepted: &[AcceptedOperation<'_>],
 ) -> Result<(), StoreError> {
     for chunk in power_of_two_chunks(accepted) {
@@ -309,7 +306,7 @@ async fn record_operations(
                 .bind(operation.audit_id)
                 .bind(operation.at_us);
         }
-        query.execute(&mut **tx).await?;
+        query.execute(&mut *conn).await?;
     }
     Ok(())
 }

@@ -7,25 +7,55 @@
 //! JSON arrays, and all writes are one multi-statement execution whose summed row count is
 //! checked. The texts never change, so they stay prepared.
 //!
+//! The transaction is managed in the same statements, not in round trips of its own: the
+//! batch's first observation begins it (`Opening::Begin`) and its last application checks the
+//! row count and commits (`Closing::Commit`). A batch is then two round trips, not five. A
+//! failure anywhere leaves the transaction open; the caller rolls it back.
+//!
 //! The audit ids are assigned here, after the largest ever issued: the connection is the only
 //! writer, and should another process commit after this transaction's read, SQLite refuses the
 //! write (`SQLITE_BUSY_SNAPSHOT`) and the batch runs again.
 
 use super::batch::{link, recorded_operation, ChainHeads, Observed, ObservedResource};
 use super::batch_rows::{encode, from_json, join_open_overlap, to_json, Plan};
+use super::wal_sync::{CommitTicket, WalSync};
 use super::writes::FencedWrite;
 use super::StoreError;
 use crate::domain::chain;
-use sqlx::{Any, Row, Transaction};
+use sqlx::{AnyConnection, Row};
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 /// Where the batch's audit rows go: after the largest id ever issued, onto these chain heads.
 pub(super) struct AuditPosition {
     pub last_id: i64,
     pub heads: ChainHeads,
+    /// The connection's count of changed rows when the batch looked, for the check before the
+    /// commit.
+    pub changes_before: i64,
 }
 
-const OBSERVE: &str = "SELECT \
+/// How a segment's observation starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Opening {
+    /// It begins the transaction: with its commit synced by `wal_sync` afterwards (group
+    /// commit), or synced by the commit itself.
+    Begin { unsynced: bool },
+    /// Inside the transaction an earlier segment began.
+    Within,
+}
+
+/// How a segment's application ends.
+pub(super) enum Closing<'a> {
+    /// It commits the transaction; its WAL frames are synced by `unsynced` if given.
+    Commit { unsynced: Option<&'a Arc<WalSync>> },
+    /// A later segment follows in the same transaction.
+    Within,
+}
+
+macro_rules! observation {
+    () => {
+        "SELECT \
      (SELECT json_group_array(json_array(key, highest_token, revision, highest_owner)) \
         FROM resources WHERE key IN (SELECT value FROM json_each($1))) AS resources, \
      (SELECT json_group_array(json_array(resource, seq, hash)) \
@@ -36,19 +66,41 @@ const OBSERVE: &str = "SELECT \
           ON o.resource = named.value ->> 0 AND o.idempotency_key = named.value ->> 1) \
         AS operations, \
      max(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'audit'), 0), \
-         COALESCE((SELECT max(id) FROM audit), 0)) AS last_audit_id";
+         COALESCE((SELECT max(id) FROM audit), 0)) AS last_audit_id, \
+     total_changes() AS changes_before"
+    };
+}
+
+const OBSERVE: &str = observation!();
+/// The level cannot change inside a transaction, hence before the BEGIN; the commit restores
+/// FULL (see `apply`). Deferred, not IMMEDIATE: another process's commit after the observation
+/// makes the first write fail with `SQLITE_BUSY_SNAPSHOT`, and the batch runs again on fresh
+/// state.
+const BEGIN_UNSYNCED_AND_OBSERVE: &str =
+    concat!("PRAGMA synchronous = NORMAL; BEGIN; ", observation!());
+const BEGIN_AND_OBSERVE: &str = concat!("BEGIN; ", observation!());
 
 pub(super) async fn observe(
-    tx: &mut Transaction<'_, Any>,
+    conn: &mut AnyConnection,
+    opening: Opening,
     keys: &BTreeSet<&str>,
     writes: &[FencedWrite],
 ) -> Result<Observed, StoreError> {
     let named: Vec<(&str, &str)> = writes.iter().filter_map(FencedWrite::operation).collect();
-    let row = sqlx::query(OBSERVE)
+    let sql = match opening {
+        Opening::Begin { unsynced: true } => BEGIN_UNSYNCED_AND_OBSERVE,
+        Opening::Begin { unsynced: false } => BEGIN_AND_OBSERVE,
+        Opening::Within => OBSERVE,
+    };
+    // All rows, not `fetch_one`: that stops at the end of the first statement, here the BEGIN.
+    let rows = sqlx::query(sql)
         .bind(to_json(&keys)?)
         .bind(to_json(&named)?)
-        .fetch_one(&mut **tx)
+        .fetch_all(&mut *conn)
         .await?;
+    let row = rows
+        .first()
+        .ok_or_else(|| super::batch::internal("the observation returned no row"))?;
 
     let resources: Vec<(String, i64, i64, Option<String>)> =
         from_json(&row.try_get::<String, _>("resources")?)?;
@@ -96,15 +148,20 @@ pub(super) async fn observe(
         audit: Some(AuditPosition {
             last_id: row.try_get("last_audit_id")?,
             heads,
+            changes_before: row.try_get("changes_before")?,
         }),
     })
 }
 
-/// One execution, six statements. Each row of an update or insert counts one change, and an
+/// Six statements, then the check. Each row of an update or insert counts one change, and an
 /// upsert's row counts one whether it inserts or updates, so the sum tells whether every
-/// resource was still as observed (the compare-and-set on its revision held).
-const APPLY: &str = concat!(
-    "\
+/// resource was still as observed (the compare-and-set on its revision held). The check is a
+/// statement, so that a commit in the same execution never follows a failed one: a row whose
+/// CHECK constraint fails unless the changes since the observation ($8) are the planned ($7).
+macro_rules! application {
+    () => {
+        concat!(
+            "\
     UPDATE resources SET highest_token = v.value ->> 1, revision = v.value ->> 2, \
         value = unhex(v.value ->> 3), content_type = v.value ->> 4, \
         updated_at_us = v.value ->> 5, highest_owner = v.value ->> 6 \
@@ -136,16 +193,46 @@ const APPLY: &str = concat!(
       SELECT v.value ->> 0, v.value ->> 1, v.value ->> 2, v.value ->> 3, v.value ->> 4, \
         v.value ->> 5, v.value ->> 6, v.value ->> 7, 'open', v.value ->> 6 \
         FROM json_each($6) AS v WHERE true ",
-    join_open_overlap!()
-);
+            join_open_overlap!(),
+            "; ",
+            batch_check!("$7", "$8")
+        )
+    };
+}
 
-/// Applies a decided batch after the rows it observed, returning the audit ids in order; `None`
-/// when a resource was no longer as observed.
+/// Fails, stopping the execution it is part of, unless the connection changed `planned` rows
+/// since it had changed `before`.
+macro_rules! batch_check {
+    ($planned:literal, $before:literal) => {
+        concat!(
+            "INSERT OR REPLACE INTO temp.batch_check (id, unapplied) VALUES (1, ",
+            $planned,
+            " - (total_changes() - ",
+            $before,
+            "))"
+        )
+    };
+}
+
+const APPLY: &str = application!();
+/// FULL again once committed: every other transaction of the writer syncs its own commit.
+const APPLY_AND_COMMIT: &str = concat!(application!(), "; COMMIT; PRAGMA synchronous = FULL");
+
+/// The table the check writes to, one per writer connection, in memory.
+pub(super) const CREATE_BATCH_CHECK: &str = "PRAGMA temp_store = MEMORY; \
+     CREATE TEMP TABLE IF NOT EXISTS batch_check ( \
+         id INTEGER PRIMARY KEY, \
+         unapplied INTEGER NOT NULL CHECK (unapplied = 0));";
+
+/// Applies a decided batch after the rows it observed, returning the audit ids in order, and
+/// with `Closing::Commit` commits it. A resource no longer as observed fails the check: a bug,
+/// since a stale snapshot cannot write at all.
 pub(super) async fn apply(
-    tx: &mut Transaction<'_, Any>,
+    conn: &mut AnyConnection,
     mut audit: AuditPosition,
     plan: &Plan<'_>,
-) -> Result<Option<Vec<i64>>, StoreError> {
+    closing: Closing<'_>,
+) -> Result<(Vec<i64>, Option<CommitTicket>), StoreError> {
     let links = link(&mut audit.heads, plan.entries)?;
     let ids: Vec<i64> = (audit.last_id + 1..).take(plan.entries.len()).collect();
     let rows = encode(plan, &links, &ids, &audit.heads)?;
@@ -155,14 +242,99 @@ pub(super) async fn apply(
         + rows.head_count
         + rows.operation_count
         + rows.sighting_count;
-    let done = sqlx::query(APPLY)
+    let (sql, ticket) = match closing {
+        Closing::Commit { unsynced } => (
+            APPLY_AND_COMMIT,
+            unsynced.map(|wal| wal.begin_commit()).transpose()?,
+        ),
+        Closing::Within => (APPLY, None),
+    };
+    sqlx::query(sql)
         .bind(rows.updates)
         .bind(rows.inserts)
         .bind(rows.audit)
         .bind(rows.heads)
         .bind(rows.operations)
         .bind(rows.sightings)
-        .execute(&mut **tx)
-        .await?;
-    Ok((done.rows_affected() == expected as u64).then_some(ids))
+        .bind(expected as i64)
+        .bind(audit.changes_before)
+        .execute(&mut *conn)
+        .await
+        .map_err(unapplied)?;
+    Ok((ids, ticket))
+}
+
+/// The check's failure, named.
+fn unapplied(error: sqlx::Error) -> StoreError {
+    match &error {
+        sqlx::Error::Database(database) if database.message().contains("unapplied") => {
+            super::batch::internal(
+                "a batch changed other rows than it planned: a resource was no longer as observed",
+            )
+        }
+        _ => error.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Store, StoreOptions};
+    use sqlx::Executor;
+
+    const CHECKED_COMMIT: &str = concat!(
+        "BEGIN; INSERT INTO audit_chains (resource, seq, hash) VALUES ('r', 1, 'h'); ",
+        batch_check!("$1", "$2"),
+        "; COMMIT"
+    );
+
+    async fn chain_rows(conn: &mut AnyConnection) -> i64 {
+        sqlx::query_scalar("SELECT count(*) FROM audit_chains")
+            .fetch_one(&mut *conn)
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_failed_check_stops_the_commit_after_it() {
+        let folder = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", folder.path().join("db").display());
+        let store = Store::open(&url, &StoreOptions::default()).await.unwrap();
+        let mut conn = store.writer.acquire().await.unwrap();
+        let before: i64 = sqlx::query_scalar("SELECT total_changes()")
+            .fetch_one(&mut *conn)
+            .await
+            .unwrap();
+
+        // Two rows planned, one changed: the check fails and the COMMIT never runs.
+        let error = sqlx::query(CHECKED_COMMIT)
+            .bind(2_i64)
+            .bind(before)
+            .execute(&mut *conn)
+            .await
+            .map_err(unapplied)
+            .unwrap_err();
+        assert!(
+            error.to_string().contains("other rows than it planned"),
+            "{error}"
+        );
+        // Still inside the transaction: the ROLLBACK has one to end.
+        conn.execute("ROLLBACK").await.unwrap();
+        assert_eq!(chain_rows(&mut conn).await, 0);
+
+        let before: i64 = sqlx::query_scalar("SELECT total_changes()")
+            .fetch_one(&mut *conn)
+            .await
+            .unwrap();
+        sqlx::query(CHECKED_COMMIT)
+            .bind(1_i64)
+            .bind(before)
+            .execute(&mut *conn)
+            .await
+            .unwrap();
+        assert_eq!(chain_rows(&mut conn).await, 1);
+        conn.execute("ROLLBACK")
+            .await
+            .expect_err("committed: no transaction is left to roll back");
+    }
 }

@@ -1,7 +1,9 @@
+use super::batch_sqlite::CREATE_BATCH_CHECK;
 use super::wal_sync::WalSync;
 use super::{Store, StoreError};
 use sqlx::any::{install_default_drivers, AnyPoolOptions};
 use sqlx::{AnyPool, Connection, Executor};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -44,10 +46,6 @@ impl Default for StoreOptions {
 /// about a third more writes per second with the larger one).
 const SQLITE_WRITER_PRAGMAS: &str = "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; \
      PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA cache_size = -32768;";
-/// How a group-commit batch begins: its commit writes the WAL frames without syncing them, and
-/// `wal_sync` syncs them afterwards, off the writer (the level cannot change inside a
-/// transaction, hence before the BEGIN).
-pub(super) const SQLITE_UNSYNCED_BEGIN: &str = "PRAGMA synchronous = NORMAL; BEGIN";
 /// Run whenever the writer goes back to the pool: every other transaction commits with FULL.
 const SQLITE_WRITER_RELEASE: &str = "PRAGMA synchronous = FULL; BEGIN; ROLLBACK";
 const SQLITE_READER_PRAGMAS: &str = "PRAGMA busy_timeout = 5000;";
@@ -89,6 +87,8 @@ async fn open_sqlite(path_and_query: &str, options: &StoreOptions) -> Result<Sto
         ));
     }
     let extra = query.map(|q| format!("&{q}")).unwrap_or_default();
+    let writer_clean = Arc::new(AtomicBool::new(false));
+    let released_clean = writer_clean.clone();
     let writer = AnyPoolOptions::new()
         .max_connections(1)
         .acquire_timeout(options.acquire_timeout)
@@ -98,10 +98,14 @@ async fn open_sqlite(path_and_query: &str, options: &StoreOptions) -> Result<Sto
         .after_connect(|conn, _| {
             Box::pin(async move {
                 conn.execute(SQLITE_WRITER_PRAGMAS).await?;
+                conn.execute(CREATE_BATCH_CHECK).await?;
                 Ok(())
             })
         })
-        .after_release(|conn, _| Box::pin(async move { Ok(outside_transaction(conn).await) }))
+        .after_release(move |conn, _| {
+            let known_clean = released_clean.swap(false, Ordering::SeqCst);
+            Box::pin(async move { Ok(known_clean || outside_transaction(conn).await) })
+        })
         .connect(&format!("sqlite://{path}?mode=rwc{extra}"))
         .await
         .map_err(|e| StoreError::Open(format!("cannot open SQLite file {path:?}: {e}")))?;
@@ -123,6 +127,7 @@ async fn open_sqlite(path_and_query: &str, options: &StoreOptions) -> Result<Sto
         writer,
         reader,
         wal: Some(Arc::new(WalSync::new(path))),
+        writer_clean,
         observe_hook: None,
     })
 }
@@ -162,6 +167,7 @@ async fn open_postgres(url: &str, options: &StoreOptions) -> Result<Store, Store
         writer: pool.clone(),
         reader: pool,
         wal: None,
+        writer_clean: Arc::new(AtomicBool::new(false)),
         observe_hook: None,
     })
 }

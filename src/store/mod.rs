@@ -52,6 +52,9 @@ pub struct Store {
     reader: AnyPool,
     /// SQLite only: syncs group commits' WAL frames after their commit (see `wal_sync`).
     wal: Option<Arc<wal_sync::WalSync>>,
+    /// SQLite only: set by a batch that left the writer committed and back to FULL, so that its
+    /// release skips the check (a round trip to the connection's thread on every batch).
+    writer_clean: Arc<std::sync::atomic::AtomicBool>,
     observe_hook: Option<ObserveHook>,
 }
 

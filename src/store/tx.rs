@@ -2,7 +2,7 @@
 
 use super::error::is_retryable;
 use super::{Backend, StoreError};
-use sqlx::{Any, Transaction};
+use sqlx::{Any, AnyConnection, Transaction};
 use std::future::Future;
 use std::time::Duration;
 
@@ -60,10 +60,18 @@ pub(crate) async fn clock_us(
     tx: &mut Transaction<'_, Any>,
     backend: Backend,
 ) -> Result<i64, sqlx::Error> {
+    clock_us_on(tx, backend).await
+}
+
+/// As `clock_us`, on a connection inside a transaction of its own making.
+pub(crate) async fn clock_us_on(
+    conn: &mut AnyConnection,
+    backend: Backend,
+) -> Result<i64, sqlx::Error> {
     match backend {
         Backend::Postgres => {
             sqlx::query_scalar("SELECT (EXTRACT(EPOCH FROM clock_timestamp()) * 1000000)::BIGINT")
-                .fetch_one(&mut **tx)
+                .fetch_one(conn)
                 .await
         }
         Backend::Sqlite => Ok(chrono::Utc::now().timestamp_micros()),
