@@ -113,6 +113,9 @@ async fn open_sqlite(path_and_query: &str, options: &StoreOptions) -> Result<Sto
     let reader = AnyPoolOptions::new()
         .max_connections(SQLITE_READERS)
         .acquire_timeout(options.acquire_timeout)
+        // A connection to a local file does not go stale like a socket; a ping before every
+        // read would be one more round trip to its thread on every read.
+        .test_before_acquire(false)
         .after_connect(|conn, _| {
             Box::pin(async move {
                 conn.execute(SQLITE_READER_PRAGMAS).await?;
