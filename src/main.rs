@@ -3,11 +3,6 @@ use fencewatch::cli::{Cli, Command};
 use std::process::ExitCode;
 use tracing_subscriber::EnvFilter;
 
-/// glibc's allocator spent about a sixth of the HTTP workers' time under write load
-/// (consolidating and unlinking free chunks, contended between threads); see the README.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // Logs go to stderr: stdout's first line belongs to the `listening on` announcement. A
