@@ -218,9 +218,9 @@ const APPLY: &str = application!();
 /// FULL again once committed: every other transaction of the writer syncs its own commit.
 const APPLY_AND_COMMIT: &str = concat!(application!(), "; COMMIT; PRAGMA synchronous = FULL");
 
-/// The table the check writes to, one per writer connection, in memory.
-pub(super) const CREATE_BATCH_CHECK: &str = "PRAGMA temp_store = MEMORY; \
-     CREATE TEMP TABLE IF NOT EXISTS batch_check ( \
+/// The table the check writes to, one per writer connection. A temporary table stays in
+/// SQLite's memory (with its journal) until it outgrows the cache, which one row never does.
+pub(super) const CREATE_BATCH_CHECK: &str = "CREATE TEMP TABLE IF NOT EXISTS batch_check ( \
          id INTEGER PRIMARY KEY, \
          unapplied INTEGER NOT NULL CHECK (unapplied = 0));";
 

@@ -92,8 +92,8 @@ async fn open_sqlite(path_and_query: &str, options: &StoreOptions) -> Result<Sto
     let writer = AnyPoolOptions::new()
         .max_connections(1)
         .acquire_timeout(options.acquire_timeout)
-        // The release check below already proves the connection alive; a ping on every acquire
-        // would add a round trip to its thread to every batch.
+        // The last batch's own statements or the release check below already proved the
+        // connection alive; a ping on every acquire would add a round trip to every batch.
         .test_before_acquire(false)
         .after_connect(|conn, _| {
             Box::pin(async move {
