@@ -874,6 +874,53 @@ mod tests {
         store.close().await;
     }
 
+    #[tokio::test]
+    async fn a_failed_sqlite_batch_commits_nothing_and_leaves_the_writer_usable() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("x.db").display());
+        let store = Store::open(&url, &Default::default()).await.unwrap();
+        sqlx::query(
+            "CREATE TRIGGER poison BEFORE INSERT ON audit WHEN NEW.resource = 'poison' \
+             BEGIN SELECT RAISE(ABORT, 'poisoned write'); END",
+        )
+        .execute(&store.writer)
+        .await
+        .unwrap();
+        // Two segments (the repeated operation starts the second); the second one's statement
+        // fails after the first one's changes were made in the same transaction.
+        let batch = [
+            write("a", Some("op-1")),
+            write("a", Some("op-1")),
+            write("poison", None),
+        ];
+        assert_eq!(segments(&batch).len(), 2);
+        let error = store
+            .apply_batch_committed(&batch, Default::default())
+            .await
+            .err()
+            .expect("the poisoned batch fails");
+        assert!(error.to_string().contains("poisoned write"), "{error}");
+        let a = ResourceKey::parse("a").unwrap();
+        assert!(
+            store.read_value(&a).await.unwrap().is_none(),
+            "the first segment was rolled back with the rest"
+        );
+
+        // The writer is outside any transaction and syncs its commits again.
+        let results = store
+            .apply_batch(&[write("a", Some("op-1"))], Default::default())
+            .await
+            .unwrap();
+        assert!(matches!(results[0].decision, Decision::Accept { .. }));
+        assert!(store.read_value(&a).await.unwrap().is_some());
+        let level: i64 = sqlx::query_scalar("PRAGMA synchronous")
+            .fetch_one(&store.writer)
+            .await
+            .unwrap();
+        assert_eq!(level, 2, "FULL");
+        store.close().await;
+    }
+
     #[test]
     fn a_repeated_operation_starts_a_new_segment() {
         let writes = [
