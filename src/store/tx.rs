@@ -45,13 +45,12 @@ pub(crate) async fn begin_audited<'a>(
     pool: &'a sqlx::AnyPool,
     backend: Backend,
 ) -> Result<Transaction<'a, Any>, sqlx::Error> {
-    let mut tx = pool.begin().await?;
-    if backend == Backend::Postgres {
-        sqlx::query("SELECT pg_current_xact_id()::text")
-            .execute(&mut *tx)
-            .await?;
+    match backend {
+        // One round trip for both: the BEGIN is sent as a simple query, which may hold several
+        // statements.
+        Backend::Postgres => pool.begin_with("BEGIN; SELECT pg_current_xact_id()").await,
+        Backend::Sqlite => pool.begin().await,
     }
-    Ok(tx)
 }
 
 /// The authority's clock in microseconds since the epoch: the database's on PostgreSQL, so that
