@@ -51,7 +51,7 @@ impl GroupCommit {
             }
         }
         for _ in 0..workers {
-            tokio::spawn(work(store.clone(), policy, jobs.clone()));
+            tokio::spawn(work(store.clone(), policy, jobs.clone(), Thread::Shared));
         }
         Self { queue }
     }
@@ -73,21 +73,28 @@ impl GroupCommit {
 /// SQLite's one worker runs on a thread of its own: each statement is a hand-off to the
 /// connection's thread and back, and on the shared runtime every hand-back queued behind HTTP
 /// tasks (measured: about a tenth more grouped writes per second on a thread of its own).
-fn spawn_dedicated(
-    store: Store,
-    policy: LeasePolicy,
-    jobs: Arc<Mutex<mpsc::Receiver<Job>>>,
-) -> std::io::Result<()> {
+fn spawn_dedicated(store: Store, policy: LeasePolicy, jobs: Jobs) -> std::io::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     std::thread::Builder::new()
         .name("group-commit".into())
-        .spawn(move || runtime.block_on(work(store, policy, jobs)))?;
+        .spawn(move || runtime.block_on(work(store, policy, jobs, Thread::OwnThread)))?;
     Ok(())
 }
 
-async fn work(store: Store, policy: LeasePolicy, jobs: Arc<Mutex<mpsc::Receiver<Job>>>) {
+/// Where a worker runs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Thread {
+    /// A thread of its own, which may block when it has nothing else to do.
+    OwnThread,
+    /// The shared runtime, which must never block.
+    Shared,
+}
+
+type Jobs = Arc<Mutex<mpsc::Receiver<Job>>>;
+
+async fn work(store: Store, policy: LeasePolicy, jobs: Jobs, thread: Thread) {
     loop {
         let mut batch = Vec::with_capacity(MAX_BATCH);
         // One worker at a time takes what has queued; the others are committing meanwhile.
@@ -97,20 +104,34 @@ async fn work(store: Store, policy: LeasePolicy, jobs: Arc<Mutex<mpsc::Receiver<
         }
         // Its own task, so that a panic fails this batch's writers and not the worker.
         let store = store.clone();
-        if let Err(error) = tokio::spawn(commit(store, policy, batch)).await {
+        let own_queue = (thread == Thread::OwnThread).then(|| jobs.clone());
+        if let Err(error) = tokio::spawn(commit(store, policy, batch, own_queue)).await {
             tracing::error!(%error, "a write batch failed without an answer");
         }
     }
 }
 
 /// Applies a batch and hands its answers to a task of their own that waits for the batch to be
-/// durable, so the worker takes the next batch while this one is synced.
-async fn commit(store: Store, policy: LeasePolicy, batch: Vec<Job>) {
+/// durable, so the worker takes the next batch while this one is synced. A worker on a thread
+/// of its own (`own_queue`) with no write waiting syncs in place instead: blocking its thread
+/// costs nobody anything then, and it saves handing the fsync to another thread and back.
+async fn commit(store: Store, policy: LeasePolicy, batch: Vec<Job>, own_queue: Option<Jobs>) {
     let (writes, replies): (Vec<FencedWrite>, Vec<_>) =
         batch.into_iter().map(|job| (job.write, job.reply)).unzip();
     match store.apply_batch_committed(&writes, policy).await {
         Ok(committed) => {
-            tokio::spawn(answer_when_durable(committed, replies));
+            let nothing_waiting = own_queue
+                .as_ref()
+                .is_some_and(|jobs| jobs.try_lock().is_ok_and(|jobs| jobs.is_empty()));
+            if nothing_waiting {
+                answer_when_durable(committed, replies, Syncer::ThisThread).await;
+            } else {
+                tokio::spawn(answer_when_durable(
+                    committed,
+                    replies,
+                    Syncer::BlockingThread,
+                ));
+            }
         }
         // Something in the batch broke a statement: isolate it by applying each write alone,
         // in order, so one bad write cannot fail its neighbours.
@@ -130,8 +151,18 @@ async fn commit(store: Store, policy: LeasePolicy, batch: Vec<Job>) {
 
 type Reply = oneshot::Sender<Result<WriteResult, StoreError>>;
 
-async fn answer_when_durable(committed: CommittedBatch, replies: Vec<Reply>) {
-    match committed.durable().await {
+/// Who syncs a batch that waits for its fsync.
+enum Syncer {
+    BlockingThread,
+    ThisThread,
+}
+
+async fn answer_when_durable(committed: CommittedBatch, replies: Vec<Reply>, syncer: Syncer) {
+    let durable = match syncer {
+        Syncer::BlockingThread => committed.durable().await,
+        Syncer::ThisThread => committed.durable_on_this_thread().await,
+    };
+    match durable {
         Ok(results) => {
             for (reply, result) in replies.into_iter().zip(results) {
                 // A writer that went away still had its write committed; nobody to tell.

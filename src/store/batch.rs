@@ -353,6 +353,15 @@ impl CommittedBatch {
         }
         Ok(self.results)
     }
+
+    /// As `durable`, with any fsync it leads run on the calling thread, which blocks: for a
+    /// thread of its own with nothing else to do (group commit's, when no write is waiting).
+    pub async fn durable_on_this_thread(self) -> Result<Vec<WriteResult>, StoreError> {
+        if let Some(durability) = self.durability {
+            durability.wait_on_this_thread().await?;
+        }
+        Ok(self.results)
+    }
 }
 
 /// Splits a batch where an operation repeats, so a repeat is decided on the recorded result of

@@ -80,6 +80,10 @@ impl WalSync {
 
     /// Returns once the commit `seq` is on disk.
     pub(crate) async fn wait_durable(&self, seq: u64) -> Result<(), StoreError> {
+        self.wait_durable_on(seq, Syncer::BlockingThread).await
+    }
+
+    async fn wait_durable_on(&self, seq: u64, syncer: Syncer) -> Result<(), StoreError> {
         if self.durable.load(Ordering::SeqCst) >= seq {
             return Ok(());
         }
@@ -103,10 +107,15 @@ impl WalSync {
             if let Some(hook) = &self.hook {
                 hook().await;
             }
-            let wal = self.wal.clone();
-            let synced = tokio::task::spawn_blocking(move || sync(&wal))
-                .await
-                .unwrap_or_else(|panic| Err(io::Error::other(panic.to_string())));
+            let synced = match syncer {
+                Syncer::BlockingThread => {
+                    let wal = self.wal.clone();
+                    tokio::task::spawn_blocking(move || sync(&wal))
+                        .await
+                        .unwrap_or_else(|panic| Err(io::Error::other(panic.to_string())))
+                }
+                Syncer::ThisThread => sync(&self.wal),
+            };
             match synced {
                 Ok(()) => {
                     self.durable.fetch_max(target, Ordering::SeqCst);
@@ -140,6 +149,16 @@ impl WalSync {
             None => Ok(()),
         }
     }
+}
+
+/// Who runs the fsync.
+#[derive(Clone, Copy)]
+enum Syncer {
+    /// One of the runtime's blocking threads, so that the caller's thread goes on meanwhile.
+    BlockingThread,
+    /// The caller's thread, which blocks for the fsync: for a caller with nothing else to do,
+    /// it saves handing the fsync to another thread and the answer back (two wake-ups).
+    ThisThread,
 }
 
 /// fdatasync of the WAL, through a descriptor of our own: a sync is of the file, whichever
@@ -188,14 +207,34 @@ impl Durability {
     pub(crate) async fn wait(self) -> Result<(), StoreError> {
         self.sync.wait_durable(self.seq).await
     }
+
+    /// As `wait`, but a sync it leads runs on this thread, blocking it: only for a thread of
+    /// its own that has nothing else to do meanwhile.
+    pub(crate) async fn wait_on_this_thread(self) -> Result<(), StoreError> {
+        self.sync
+            .wait_durable_on(self.seq, Syncer::ThisThread)
+            .await
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rstest::rstest;
 
+    /// Both ways of syncing must keep the same promises.
+    async fn wait(durability: Durability, syncer: Syncer) -> Result<(), StoreError> {
+        durability
+            .sync
+            .wait_durable_on(durability.seq, syncer)
+            .await
+    }
+
+    #[rstest]
+    #[case::on_a_blocking_thread(Syncer::BlockingThread)]
+    #[case::on_this_thread(Syncer::ThisThread)]
     #[tokio::test]
-    async fn a_commit_is_durable_after_a_sync_that_began_after_it() {
+    async fn a_commit_is_durable_after_a_sync_that_began_after_it(#[case] syncer: Syncer) {
         let dir = tempfile::tempdir().expect("tempdir");
         let database = dir.path().join("x.db");
         std::fs::write(dir.path().join("x.db-wal"), b"frames").expect("wal");
@@ -204,7 +243,7 @@ mod tests {
         let second = sync.begin_commit().expect("begin");
         let (first_durable, second_durable) = (first.durability(), second.durability());
         drop(first);
-        first_durable.wait().await.expect("first synced");
+        wait(first_durable, syncer).await.expect("first synced");
         assert_eq!(sync.durable.load(Ordering::SeqCst), 1);
         // The second commit had begun but not returned: a reader waits for it.
         let settled = tokio::spawn({
@@ -215,13 +254,16 @@ mod tests {
         assert!(!settled.is_finished());
         drop(second);
         settled.await.expect("join").expect("settled");
-        second_durable.wait().await.expect("second synced");
+        wait(second_durable, syncer).await.expect("second synced");
         assert_eq!(sync.durable.load(Ordering::SeqCst), 2);
     }
 
     #[cfg(unix)]
+    #[rstest]
+    #[case::on_a_blocking_thread(Syncer::BlockingThread)]
+    #[case::on_this_thread(Syncer::ThisThread)]
     #[tokio::test]
-    async fn a_failed_sync_refuses_everything_after_it() {
+    async fn a_failed_sync_refuses_everything_after_it(#[case] syncer: Syncer) {
         let dir = tempfile::tempdir().expect("tempdir");
         let database = dir.path().join("x.db");
         // A WAL path that cannot be opened for any reason but absence: a symlink loop.
@@ -231,7 +273,7 @@ mod tests {
         let ticket = sync.begin_commit().expect("begin");
         let durability = ticket.durability();
         drop(ticket);
-        let error = durability.wait().await.expect_err("the sync failed");
+        let error = wait(durability, syncer).await.expect_err("the sync failed");
         assert!(matches!(error, StoreError::Unavailable(_)), "{error}");
         assert!(error.to_string().contains("until the daemon restarts"));
         assert!(
