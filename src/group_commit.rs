@@ -113,16 +113,20 @@ async fn work(store: Store, policy: LeasePolicy, jobs: Jobs, thread: Thread) {
 
 /// Applies a batch and hands its answers to a task of their own that waits for the batch to be
 /// durable, so the worker takes the next batch while this one is synced. A worker on a thread
-/// of its own (`own_queue`) with no write waiting syncs in place instead: blocking its thread
-/// costs nobody anything then, and it saves handing the fsync to another thread and back.
+/// of its own (`own_queue`) with nothing else waiting (a lone writer) syncs in place instead:
+/// blocking its thread costs nobody anything then, and it saves handing the fsync to another
+/// thread and back.
 async fn commit(store: Store, policy: LeasePolicy, batch: Vec<Job>, own_queue: Option<Jobs>) {
     let (writes, replies): (Vec<FencedWrite>, Vec<_>) =
         batch.into_iter().map(|job| (job.write, job.reply)).unzip();
     match store.apply_batch_committed(&writes, policy).await {
         Ok(committed) => {
-            let nothing_waiting = own_queue
-                .as_ref()
-                .is_some_and(|jobs| jobs.try_lock().is_ok_and(|jobs| jobs.is_empty()));
+            // Nothing waiting: no write queued, and no earlier batch whose writers, once
+            // answered, would send more while this thread is blocked.
+            let nothing_waiting = committed.alone_in_waiting()
+                && own_queue
+                    .as_ref()
+                    .is_some_and(|jobs| jobs.try_lock().is_ok_and(|jobs| jobs.is_empty()));
             if nothing_waiting {
                 answer_when_durable(committed, replies, Syncer::ThisThread).await;
             } else {

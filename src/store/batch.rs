@@ -354,6 +354,13 @@ impl CommittedBatch {
         Ok(self.results)
     }
 
+    /// Whether this batch is the only one waiting for a sync (always, where none is needed).
+    pub fn alone_in_waiting(&self) -> bool {
+        self.durability
+            .as_ref()
+            .is_none_or(Durability::earlier_commits_durable)
+    }
+
     /// As `durable`, with any fsync it leads run on the calling thread, which blocks: for a
     /// thread of its own with nothing else to do (group commit's, when no write is waiting).
     pub async fn durable_on_this_thread(self) -> Result<Vec<WriteResult>, StoreError> {

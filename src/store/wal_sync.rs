@@ -208,6 +208,11 @@ impl Durability {
         self.sync.wait_durable(self.seq).await
     }
 
+    /// Whether every commit before this one is on disk: then nobody else waits for a sync.
+    pub(crate) fn earlier_commits_durable(&self) -> bool {
+        self.sync.durable.load(Ordering::SeqCst) + 1 >= self.seq
+    }
+
     /// As `wait`, but a sync it leads runs on this thread, blocking it: only for a thread of
     /// its own that has nothing else to do meanwhile.
     pub(crate) async fn wait_on_this_thread(self) -> Result<(), StoreError> {
