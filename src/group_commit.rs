@@ -8,9 +8,7 @@
 //! batch can form while others commit. On SQLite the fsync itself is off the worker's path: a
 //! batch's writers wait for it in a task of their own while the worker commits the next batch.
 
-use crate::store::{
-    Backend, CommittedBatch, FencedWrite, LeasePolicy, Store, StoreError, WriteResult, MAX_BATCH,
-};
+use crate::store::{Backend, FencedWrite, LeasePolicy, Store, StoreError, WriteResult, MAX_BATCH};
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot, Mutex};
 
@@ -128,13 +126,9 @@ async fn commit(store: Store, policy: LeasePolicy, batch: Vec<Job>, own_queue: O
                     .as_ref()
                     .is_some_and(|jobs| jobs.try_lock().is_ok_and(|jobs| jobs.is_empty()));
             if nothing_waiting {
-                answer_when_durable(committed, replies, Syncer::ThisThread).await;
+                answer(committed.durable_on_this_thread().await, replies);
             } else {
-                tokio::spawn(answer_when_durable(
-                    committed,
-                    replies,
-                    Syncer::BlockingThread,
-                ));
+                tokio::spawn(async move { answer(committed.durable().await, replies) });
             }
         }
         // Something in the batch broke a statement: isolate it by applying each write alone,
@@ -155,17 +149,8 @@ async fn commit(store: Store, policy: LeasePolicy, batch: Vec<Job>, own_queue: O
 
 type Reply = oneshot::Sender<Result<WriteResult, StoreError>>;
 
-/// Who syncs a batch that waits for its fsync.
-enum Syncer {
-    BlockingThread,
-    ThisThread,
-}
-
-async fn answer_when_durable(committed: CommittedBatch, replies: Vec<Reply>, syncer: Syncer) {
-    let durable = match syncer {
-        Syncer::BlockingThread => committed.durable().await,
-        Syncer::ThisThread => committed.durable_on_this_thread().await,
-    };
+/// Answers a batch's writers once it is durable, or with the failure that left it unknown.
+fn answer(durable: Result<Vec<WriteResult>, StoreError>, replies: Vec<Reply>) {
     match durable {
         Ok(results) => {
             for (reply, result) in replies.into_iter().zip(results) {
