@@ -17,7 +17,7 @@
 use super::batch_rows::Plan;
 use super::batch_sqlite::{Closing, Opening};
 use super::leases::{lease_record, LEASE_COLUMNS};
-use super::tx::{begin_audited, clock_us_on, retrying};
+use super::tx::{begin_audited, clock_us, retrying};
 use super::wal_sync::{CommitTicket, Durability, WalSync};
 use super::writes::{audit_entry, FencedWrite, LeasePolicy, WriteResult};
 use super::{batch_postgres, batch_sqlite, Backend, Store, StoreError};
@@ -503,7 +503,7 @@ async fn observe_leases(
         let record = lease_record(row)?;
         records.insert(record.name.as_str().to_owned(), record);
     }
-    let now_us = clock_us_on(conn, backend).await?;
+    let now_us = clock_us(conn, backend).await?;
     Ok(ObservedLeases { records, now_us })
 }
 

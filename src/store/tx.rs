@@ -56,14 +56,6 @@ pub(crate) async fn begin_audited<'a>(
 /// The authority's clock in microseconds since the epoch: the database's on PostgreSQL, so that
 /// daemons sharing it agree on expiry; this process's on SQLite, which has one daemon.
 pub(crate) async fn clock_us(
-    tx: &mut Transaction<'_, Any>,
-    backend: Backend,
-) -> Result<i64, sqlx::Error> {
-    clock_us_on(tx, backend).await
-}
-
-/// As `clock_us`, on a connection inside a transaction of its own making.
-pub(crate) async fn clock_us_on(
     conn: &mut AnyConnection,
     backend: Backend,
 ) -> Result<i64, sqlx::Error> {
