@@ -2,8 +2,8 @@
 //! together in one transaction with one durable commit.
 //!
 //! Statements are about the whole batch, not each write: on SQLite one observes it and one
-//! applies it (`batch_sqlite`); on PostgreSQL each step is one statement per power-of-two chunk
-//! of rows (`batch_postgres`). So a batch costs about as much as a single write did, and the
+//! applies it (`batch_sqlite`); on PostgreSQL one observes it, two lock what it will change and
+//! one applies it (`batch_postgres`). So a batch costs about as much as a single write did, and the
 //! commit's fsync is shared by all of it.
 //!
 //! Decisions are exactly those of one-at-a-time: each write is decided on the state its
@@ -17,7 +17,7 @@
 use super::batch_rows::Plan;
 use super::batch_sqlite::{Closing, Opening};
 use super::leases::{lease_record, LEASE_COLUMNS};
-use super::tx::{begin_audited, clock_us, retrying};
+use super::tx::{begin_batch, clock_us, retrying};
 use super::wal_sync::{CommitTicket, Durability, WalSync};
 use super::writes::{audit_entry, FencedWrite, LeasePolicy, WriteResult};
 use super::{batch_postgres, batch_sqlite, Backend, Store, StoreError};
@@ -127,7 +127,7 @@ impl Store {
             if runs > MAX_OBSERVATIONS {
                 return Err(StoreError::Contention { attempts: seen });
             }
-            let mut tx = begin_audited(&self.writer, self.backend).await?;
+            let mut tx = begin_batch(&self.writer).await?;
             let mut results = Vec::with_capacity(writes.len());
             for segment in segments(writes) {
                 let applied = self

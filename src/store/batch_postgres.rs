@@ -1,37 +1,159 @@
-//! Group commit's PostgreSQL statements.
+//! Group commit's PostgreSQL statements: four round trips per batch whatever its size (observe,
+//! lock and check, lock the chain heads, apply), besides the transaction's BEGIN and COMMIT.
 //!
 //! Observation takes no locks, so a batch that loses a race finds out before changing anything:
 //! the rows it will change are then locked in key order (so concurrent batches cannot deadlock
 //! on them) and compared with what it observed, and only then written, the update a
 //! compare-and-set on the observed revision as well.
 //!
-//! Unlike SQLite's, these statements carry rows as typed parameters, not JSON: measured
-//! alternately in one session at 32 clients, one statement per step with JSON parameters
-//! (`json_array_elements`) did 2,230-2,861 grouped writes/s where these did 3,030-3,905, the
-//! round trips it saves being cheap on a local socket and PostgreSQL's JSON work not.
+//! Rows travel as `jsonb` arrays, like SQLite's (`batch_rows`): one statement text per step, so
+//! it stays prepared, and one statement per step, where a parameter per value took one statement
+//! per power-of-two chunk of rows (about twice the round trips and the executor start-ups, which
+//! with PostgreSQL's backends busy on this machine's two cores were most of a batch's cost).
+//! `jsonb`, not `json`: `->>` on `json` parses the text again for every field.
 
-use super::batch::{
-    append_audit, padded, placeholder_rows, placeholders, power_of_two_chunks, recorded_operation,
-    Change, Observed, ObservedResource,
+use super::batch::{link, padded, placeholders, ChainHeads, Change, Observed};
+use super::batch_rows::{
+    decode_operations, decode_resources, encode, from_json, join_open_overlap, to_json, Plan, Rows,
 };
-use super::batch_rows::{join_open_overlap, to_json, Plan};
-use super::writes::{created_or_updated, FencedWrite};
-use super::{Backend, StoreError};
-use crate::domain::{AuditEntry, Decision, RecordedOperation, Revision};
-use sqlx::any::AnyArguments;
-use sqlx::query::Query;
-use sqlx::{Any, AnyConnection, Row};
+use super::writes::FencedWrite;
+use super::StoreError;
+use crate::domain::chain;
+use sqlx::{AnyConnection, Row};
 use std::collections::{BTreeSet, HashMap};
-use std::fmt::Write as _;
+
+/// The batch's resources and the operations its idempotency keys name, as JSON arrays (decoded
+/// as SQLite's observation is).
+const OBSERVE: &str = "\
+    SELECT \
+     (SELECT COALESCE(json_agg(json_build_array(key, highest_token, revision, highest_owner)), \
+             '[]')::text \
+        FROM resources WHERE key IN (SELECT jsonb_array_elements_text($1::jsonb))) AS resources, \
+     (SELECT COALESCE(json_agg(json_build_array(o.resource, o.idempotency_key, o.token, \
+             o.body_sha256, o.status, o.revision, o.highest_token, o.audit_id)), '[]')::text \
+        FROM jsonb_array_elements($2::jsonb) AS named JOIN operations AS o \
+          ON o.resource = named ->> 0 AND o.idempotency_key = named ->> 1) AS operations";
+
+/// Creates the chain heads that are missing and locks all of them, in the order given (key
+/// order, the same in every batch), until the transaction ends: concurrent appends to one
+/// resource take turns and a chain never forks. Also draws the batch's audit ids, after the
+/// transaction id was taken (see `tx::begin_audited`) and in ascending order.
+const LOCK_HEADS_AND_DRAW_IDS: &str = "\
+    WITH heads AS ( \
+      INSERT INTO audit_chains AS c (resource, seq, hash) \
+        SELECT k.resource, 0, $2 \
+          FROM jsonb_array_elements_text($1::jsonb) WITH ORDINALITY AS k(resource, ord) \
+          ORDER BY k.ord \
+      ON CONFLICT (resource) DO UPDATE SET resource = excluded.resource \
+      RETURNING c.resource, c.seq, c.hash) \
+    SELECT \
+     (SELECT COALESCE(json_agg(json_build_array(resource, seq, hash)), '[]')::text FROM heads) \
+        AS heads, \
+     (SELECT COALESCE(json_agg(id ORDER BY id), '[]')::text \
+        FROM (SELECT nextval(pg_get_serial_sequence('audit', 'id')) AS id \
+                FROM generate_series(1, $3::bigint)) AS drawn) AS ids";
+
+/// The parts of the statement that applies a batch, each run once and to completion, `{}` its
+/// parameter. A part with no rows is left out: even empty, it would open and lock its table and
+/// every index of it, and with dozens of backends those locks overflow each one's fast path into
+/// the shared lock table (measured: one write per transaction ran 30 % slower with all parts).
+const UPDATE_RESOURCES: &str = "\
+    updated AS ( \
+      UPDATE resources AS r SET highest_token = (v ->> 1)::bigint, \
+          revision = (v ->> 2)::bigint, value = decode(v ->> 3, 'hex'), \
+          content_type = v ->> 4, updated_at_us = (v ->> 5)::bigint, highest_owner = v ->> 6 \
+        FROM jsonb_array_elements({}::jsonb) AS v \
+        WHERE r.key = v ->> 0 AND r.revision = (v ->> 7)::bigint \
+          AND r.highest_token <= (v ->> 1)::bigint \
+        RETURNING 1)";
+const INSERT_RESOURCES: &str = "\
+    inserted AS ( \
+      INSERT INTO resources (key, highest_token, revision, value, content_type, updated_at_us, \
+          highest_owner) \
+        SELECT v ->> 0, (v ->> 1)::bigint, (v ->> 2)::bigint, decode(v ->> 3, 'hex'), v ->> 4, \
+          (v ->> 5)::bigint, v ->> 6 FROM jsonb_array_elements({}::jsonb) AS v \
+        ON CONFLICT (key) DO NOTHING \
+        RETURNING 1)";
+const INSERT_AUDIT: &str = "\
+    audited AS ( \
+      INSERT INTO audit (at_us, resource, outcome, token, highest_token, revision, \
+          idempotency_key, expected_revision, owner, lease, body_sha256, body_len, detail, \
+          caller, seq, prev_hash, hash, id) OVERRIDING SYSTEM VALUE \
+        SELECT (v ->> 0)::bigint, v ->> 1, v ->> 2, (v ->> 3)::bigint, (v ->> 4)::bigint, \
+          (v ->> 5)::bigint, v ->> 6, (v ->> 7)::bigint, v ->> 8, v ->> 9, v ->> 10, \
+          (v ->> 11)::bigint, v ->> 12, v ->> 13, (v ->> 14)::bigint, v ->> 15, v ->> 16, \
+          (v ->> 17)::bigint \
+        FROM jsonb_array_elements({}::jsonb) AS v)";
+const ADVANCE_CHAINS: &str = "\
+    chained AS ( \
+      UPDATE audit_chains AS c SET seq = (v ->> 1)::bigint, hash = v ->> 2 \
+        FROM jsonb_array_elements({}::jsonb) AS v WHERE c.resource = v ->> 0)";
+const RECORD_OPERATIONS: &str = "\
+    recorded AS ( \
+      INSERT INTO operations (resource, idempotency_key, token, body_sha256, status, revision, \
+          highest_token, audit_id, recorded_at_us) \
+        SELECT v ->> 0, v ->> 1, (v ->> 2)::bigint, v ->> 3, (v ->> 4)::bigint, \
+          (v ->> 5)::bigint, (v ->> 6)::bigint, (v ->> 7)::bigint, (v ->> 8)::bigint \
+        FROM jsonb_array_elements({}::jsonb) AS v)";
+const RECORD_SIGHTINGS: &str = concat!(
+    "\
+    sighted AS ( \
+      INSERT INTO ownership_overlaps AS o (resource, stale_token, superseding_token, \
+          stale_owner, superseding_owner, first_seen_us, last_seen_us, rejected_writes, state, \
+          updated_at_us) \
+        SELECT v ->> 0, (v ->> 1)::bigint, (v ->> 2)::bigint, v ->> 3, v ->> 4, \
+          (v ->> 5)::bigint, (v ->> 6)::bigint, (v ->> 7)::bigint, 'open', (v ->> 6)::bigint \
+        FROM jsonb_array_elements({}::jsonb) AS v ",
+    join_open_overlap!(),
+    ")"
+);
+
+/// The statement applying `rows`, and its parameters in order: the parts with rows, then a
+/// count of the resources updated and inserted (zero for a part left out).
+fn application(rows: Rows) -> (String, Vec<String>) {
+    let parts = [
+        (UPDATE_RESOURCES, rows.update_count, rows.updates),
+        (INSERT_RESOURCES, rows.insert_count, rows.inserts),
+        (INSERT_AUDIT, rows.audit_count, rows.audit),
+        (ADVANCE_CHAINS, rows.head_count, rows.heads),
+        (RECORD_OPERATIONS, rows.operation_count, rows.operations),
+        (RECORD_SIGHTINGS, rows.sighting_count, rows.sightings),
+    ];
+    let count_of = |name: &str, present: bool| match present {
+        true => format!("(SELECT count(*) FROM {name})"),
+        false => "0".to_owned(),
+    };
+    let mut ctes = Vec::with_capacity(parts.len());
+    let mut parameters = Vec::with_capacity(parts.len());
+    for (part, count, json) in parts {
+        if count > 0 {
+            parameters.push(json);
+            ctes.push(part.replacen("{}", &format!("${}", parameters.len()), 1));
+        }
+    }
+    let sql = format!(
+        "WITH {} SELECT {} AS updated, {} AS inserted",
+        ctes.join(", "),
+        count_of("updated", rows.update_count > 0),
+        count_of("inserted", rows.insert_count > 0),
+    );
+    (sql, parameters)
+}
 
 pub(super) async fn observe(
     conn: &mut AnyConnection,
     keys: &BTreeSet<&str>,
     writes: &[FencedWrite],
 ) -> Result<Observed, StoreError> {
+    let named: Vec<(&str, &str)> = writes.iter().filter_map(FencedWrite::operation).collect();
+    let row = sqlx::query(OBSERVE)
+        .bind(to_json(keys)?)
+        .bind(to_json(&named)?)
+        .fetch_one(&mut *conn)
+        .await?;
     Ok(Observed {
-        resources: observe_resources(conn, keys).await?,
-        operations: observe_operations(conn, writes).await?,
+        resources: decode_resources(&row.try_get::<String, _>("resources")?)?,
+        operations: decode_operations(&row.try_get::<String, _>("operations")?)?,
         audit: None,
     })
 }
@@ -43,113 +165,48 @@ pub(super) async fn apply(
     keys: &BTreeSet<&str>,
     plan: &Plan<'_>,
 ) -> Result<Option<Vec<i64>>, StoreError> {
-    if !still_as_observed(conn, plan.changes).await? || !apply_changes(conn, plan.changes).await? {
+    if !still_as_observed(conn, plan.changes).await? {
         return Ok(None);
     }
-    let ids = append_audit(conn, Backend::Postgres, keys, plan.entries).await?;
-    record_operations(
-        conn,
-        &accepted_operations(plan.writes, plan.decisions, plan.entries, &ids),
-    )
-    .await?;
-    record_sightings(conn, plan).await?;
+    let (mut heads, ids) = lock_heads_and_draw_ids(conn, keys, plan.entries.len()).await?;
+    let links = link(&mut heads, plan.entries)?;
+    let rows = encode(plan, &links, &ids, &heads)?;
+    let planned = (count(rows.update_count), count(rows.insert_count));
+    let (sql, parameters) = application(rows);
+    let mut query = sqlx::query(&sql);
+    for json in parameters {
+        query = query.bind(json);
+    }
+    let applied = query.fetch_one(&mut *conn).await?;
+    let done: (i64, i64) = (applied.try_get("updated")?, applied.try_get("inserted")?);
+    if done != planned {
+        return Ok(None);
+    }
     Ok(Some(ids))
 }
 
-/// Opens each overlap the batch's stale writes show, or adds them to the open one: one row per
-/// overlap, merged as if recorded in turn (a statement may not upsert one row twice).
-async fn record_sightings(conn: &mut AnyConnection, plan: &Plan<'_>) -> Result<(), StoreError> {
-    if plan.sightings.is_empty() {
-        return Ok(());
-    }
-    let merged = super::batch_rows::merge_sightings(plan.sightings);
-    sqlx::query(concat!(
-        "INSERT INTO ownership_overlaps AS o (resource, stale_token, superseding_token, \
-           stale_owner, superseding_owner, first_seen_us, last_seen_us, rejected_writes, state, \
-           updated_at_us) \
-         SELECT v ->> 0, (v ->> 1)::bigint, (v ->> 2)::bigint, v ->> 3, v ->> 4, \
-           (v ->> 5)::bigint, (v ->> 6)::bigint, (v ->> 7)::bigint, 'open', (v ->> 6)::bigint \
-         FROM json_array_elements($1::json) AS v ",
-        join_open_overlap!()
-    ))
-    .bind(to_json(&merged)?)
-    .execute(&mut *conn)
-    .await?;
-    Ok(())
+fn count(rows: usize) -> i64 {
+    i64::try_from(rows).unwrap_or(i64::MAX)
 }
 
-async fn observe_resources(
+async fn lock_heads_and_draw_ids(
     conn: &mut AnyConnection,
     keys: &BTreeSet<&str>,
-) -> Result<HashMap<String, ObservedResource>, StoreError> {
-    let keys = padded(keys.iter().copied().collect());
-    let sql = format!(
-        "SELECT key, highest_token, revision, highest_owner FROM resources WHERE key IN ({})",
-        placeholders(1, keys.len())
-    );
-    let mut query = sqlx::query(&sql);
-    for key in keys {
-        query = query.bind(key);
-    }
-    let rows = query.fetch_all(&mut *conn).await?;
-    rows.iter()
-        .map(|row| {
-            let resource = ObservedResource::decode(
-                row.try_get("highest_token")?,
-                row.try_get("revision")?,
-                row.try_get("highest_owner")?,
-            )?;
-            Ok((row.try_get::<String, _>("key")?, resource))
-        })
-        .collect()
-}
-
-/// The recorded operations the batch's idempotency keys name, by (resource, key).
-async fn observe_operations(
-    conn: &mut AnyConnection,
-    writes: &[FencedWrite],
-) -> Result<HashMap<(String, String), RecordedOperation>, StoreError> {
-    let named: Vec<(&str, &str)> = writes.iter().filter_map(FencedWrite::operation).collect();
-    if named.is_empty() {
-        return Ok(HashMap::new());
-    }
-    let named = padded(named);
-    let mut sql = String::from(
-        "SELECT resource, idempotency_key, token, body_sha256, status, revision, highest_token, \
-         audit_id FROM operations WHERE ",
-    );
-    for index in 0..named.len() {
-        if index > 0 {
-            sql.push_str(" OR ");
-        }
-        let _ = write!(
-            sql,
-            "(resource = ${} AND idempotency_key = ${})",
-            2 * index + 1,
-            2 * index + 2
-        );
-    }
-    let mut query = sqlx::query(&sql);
-    for (resource, key) in &named {
-        query = query.bind(*resource).bind(*key);
-    }
-    let rows = query.fetch_all(&mut *conn).await?;
-    rows.iter()
-        .map(|row| {
-            let recorded = recorded_operation(
-                row.try_get("token")?,
-                row.try_get("body_sha256")?,
-                row.try_get("status")?,
-                row.try_get("revision")?,
-                row.try_get("highest_token")?,
-                row.try_get("audit_id")?,
-            )?;
-            Ok((
-                (row.try_get("resource")?, row.try_get("idempotency_key")?),
-                recorded,
-            ))
-        })
-        .collect()
+    entries: usize,
+) -> Result<(ChainHeads, Vec<i64>), StoreError> {
+    let row = sqlx::query(LOCK_HEADS_AND_DRAW_IDS)
+        .bind(to_json(keys)?)
+        .bind(chain::GENESIS)
+        .bind(count(entries))
+        .fetch_one(&mut *conn)
+        .await?;
+    let found: Vec<(String, i64, String)> = from_json(&row.try_get::<String, _>("heads")?)?;
+    let heads: ChainHeads = found
+        .into_iter()
+        .map(|(resource, seq, hash)| (resource, (seq, hash)))
+        .collect();
+    let ids: Vec<i64> = from_json(&row.try_get::<String, _>("ids")?)?;
+    Ok((heads, ids))
 }
 
 /// PostgreSQL: locks the rows the batch will change, in key order, and answers whether they are
@@ -180,167 +237,57 @@ async fn still_as_observed(
     }))
 }
 
-/// PostgreSQL: applies the batch's final state of each changed resource: a compare-and-set on
-/// the observed revision for existing rows, an insert for new ones. Answers whether every row
-/// was as observed.
-async fn apply_changes(
-    conn: &mut AnyConnection,
-    changes: &[Change<'_>],
-) -> Result<bool, StoreError> {
-    let (updates, inserts): (Vec<&Change<'_>>, Vec<&Change<'_>>) =
-        changes.iter().partition(|change| change.observed.is_some());
-    if !updates.is_empty() {
-        let types = [
-            "TEXT", "BIGINT", "BIGINT", "BYTEA", "TEXT", "BIGINT", "TEXT", "BIGINT",
-        ];
-        for chunk in power_of_two_chunks(&updates) {
-            let sql = format!(
-                "UPDATE resources SET highest_token = v.column2, revision = v.column3, \
-                 value = v.column4, content_type = v.column5, updated_at_us = v.column6, \
-                 highest_owner = v.column7 FROM (VALUES {}) AS v \
-                 WHERE resources.key = v.column1 AND resources.revision = v.column8 \
-                 AND resources.highest_token <= v.column2",
-                typed_rows(&types, chunk.len())
-            );
-            let mut query = sqlx::query(&sql);
-            for change in chunk {
-                let observed = change.observed.map(|s| s.revision.get()).unwrap_or(0);
-                query = bind_state(query, change).bind(observed);
-            }
-            let done = query.execute(&mut *conn).await?;
-            if done.rows_affected() != chunk.len() as u64 {
-                return Ok(false);
-            }
-        }
-    }
-    if !inserts.is_empty() {
-        for chunk in power_of_two_chunks(&inserts) {
-            let sql = format!(
-                "INSERT INTO resources (key, highest_token, revision, value, content_type, \
-                 updated_at_us, highest_owner) VALUES {} ON CONFLICT (key) DO NOTHING",
-                placeholder_rows(7, chunk.len())
-            );
-            let mut query = sqlx::query(&sql);
-            for change in chunk {
-                query = bind_state(query, change);
-            }
-            let done = query.execute(&mut *conn).await?;
-            if done.rows_affected() != chunk.len() as u64 {
-                return Ok(false);
-            }
-        }
-    }
-    Ok(true)
-}
-
-fn bind_state<'q>(
-    query: Query<'q, Any, AnyArguments<'q>>,
-    change: &Change<'q>,
-) -> Query<'q, Any, AnyArguments<'q>> {
-    query
-        .bind(change.key)
-        .bind(change.state.highest_token)
-        .bind(change.state.revision.get())
-        .bind(&change.write.body[..])
-        .bind(change.write.content_type.as_deref())
-        .bind(change.at.timestamp_micros())
-        .bind(change.owner)
-}
-
-/// An accepted write that carries an idempotency key: its result, recorded for replay.
-struct AcceptedOperation<'a> {
-    pub write: &'a FencedWrite,
-    pub key: &'a str,
-    pub revision: Revision,
-    pub audit_id: i64,
-    pub at_us: i64,
-}
-
-fn accepted_operations<'a>(
-    writes: &'a [FencedWrite],
-    decisions: &[Decision],
-    entries: &[AuditEntry],
-    ids: &[i64],
-) -> Vec<AcceptedOperation<'a>> {
-    writes
-        .iter()
-        .zip(decisions.iter().zip(entries))
-        .zip(ids)
-        .filter_map(|((write, (decision, entry)), id)| match decision {
-            Decision::Accept { revision, .. } => {
-                write.idempotency_key.as_ref().map(|key| AcceptedOperation {
-                    write,
-                    key: key.as_str(),
-                    revision: *revision,
-                    audit_id: *id,
-                    at_us: entry.at.timestamp_micros(),
-                })
-            }
-            _ => None,
-        })
-        .collect()
-}
-
-/// PostgreSQL: records the result of every accepted write that carries an idempotency key.
-async fn record_operations(
-    conn: &mut AnyConnection,
-    accepted: &[AcceptedOperation<'_>],
-) -> Result<(), StoreError> {
-    for chunk in power_of_two_chunks(accepted) {
-        let sql = format!(
-            "INSERT INTO operations (resource, idempotency_key, token, body_sha256, status, \
-             revision, highest_token, audit_id, recorded_at_us) VALUES {}",
-            placeholder_rows(9, chunk.len())
-        );
-        let mut query = sqlx::query(&sql);
-        for operation in chunk {
-            let write = operation.write;
-            query = query
-                .bind(write.key.as_str())
-                .bind(operation.key)
-                .bind(write.token.get())
-                .bind(write.body_sha256.as_str())
-                .bind(i64::from(created_or_updated(operation.revision)))
-                .bind(operation.revision.get())
-                .bind(write.token.get())
-                .bind(operation.audit_id)
-                .bind(operation.at_us);
-        }
-        query.execute(&mut *conn).await?;
-    }
-    Ok(())
-}
-
-/// Like `placeholder_rows`, each parameter cast to its column's type: in a `VALUES` list
-/// PostgreSQL cannot infer parameter types from the columns they are compared with.
-fn typed_rows(types: &[&str], rows: usize) -> String {
-    let width = types.len();
-    let mut sql = String::with_capacity(rows * width * 24);
-    for row in 0..rows {
-        if row > 0 {
-            sql.push_str(", ");
-        }
-        sql.push('(');
-        for (column, ty) in types.iter().enumerate() {
-            if column > 0 {
-                sql.push_str(", ");
-            }
-            let _ = write!(sql, "CAST(${} AS {ty})", row * width + column + 1);
-        }
-        sql.push(')');
-    }
-    sql
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn rows(update_count: usize, sighting_count: usize) -> Rows {
+        let json = |name: &str, count: usize| (format!("[\"{name}\"]"), count);
+        let (updates, update_count) = json("updates", update_count);
+        let (inserts, insert_count) = json("inserts", 0);
+        let (audit, audit_count) = json("audit", 2);
+        let (heads, head_count) = json("heads", 1);
+        let (operations, operation_count) = json("operations", 0);
+        let (sightings, sighting_count) = json("sightings", sighting_count);
+        Rows {
+            updates,
+            update_count,
+            inserts,
+            insert_count,
+            audit,
+            audit_count,
+            heads,
+            head_count,
+            operations,
+            operation_count,
+            sightings,
+            sighting_count,
+        }
+    }
+
     #[test]
-    fn values_are_cast_to_their_columns_types() {
+    fn parts_without_rows_are_left_out_and_the_parameters_follow_in_order() {
+        let (sql, parameters) = application(rows(0, 1));
         assert_eq!(
-            typed_rows(&["TEXT", "BIGINT"], 2),
-            "(CAST($1 AS TEXT), CAST($2 AS BIGINT)), (CAST($3 AS TEXT), CAST($4 AS BIGINT))"
+            parameters,
+            ["[\"audit\"]", "[\"heads\"]", "[\"sightings\"]"]
         );
+        for absent in [
+            "updated AS",
+            "inserted AS",
+            "recorded AS",
+            "UPDATE resources",
+        ] {
+            assert!(!sql.contains(absent), "{absent} in {sql}");
+        }
+        assert!(sql.contains("jsonb_array_elements($1::jsonb)"));
+        assert!(sql.contains("jsonb_array_elements($3::jsonb) AS v ON CONFLICT"));
+        assert!(!sql.contains("$4"));
+        assert!(sql.ends_with("SELECT 0 AS updated, 0 AS inserted"), "{sql}");
+
+        let (sql, parameters) = application(rows(3, 0));
+        assert_eq!(parameters[0], "[\"updates\"]");
+        assert!(sql.starts_with("WITH updated AS"));
+        assert!(sql.ends_with("SELECT (SELECT count(*) FROM updated) AS updated, 0 AS inserted"));
     }
 }

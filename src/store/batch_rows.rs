@@ -1,13 +1,15 @@
-//! A decided batch, and the JSON parameters SQLite's batch statements take.
+//! A decided batch, and the JSON parameters the batch statements take.
 //!
-//! On SQLite a batch travels as a few JSON arrays read with `json_each`, instead of a parameter
+//! A batch travels as a few JSON arrays read with `json_each`, instead of a parameter
 //! per value: one statement text whatever the batch's size, so it stays prepared, and one
 //! statement per step, so one round trip to the connection's thread.
 
-use super::batch::{internal, ChainHeads, Change, Link, Sighting};
+use super::batch::{
+    internal, recorded_operation, ChainHeads, Change, Link, ObservedResource, Sighting,
+};
 use super::writes::{created_or_updated, FencedWrite};
 use super::StoreError;
-use crate::domain::{AuditEntry, Decision};
+use crate::domain::{AuditEntry, Decision, RecordedOperation};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 
@@ -225,6 +227,45 @@ pub(super) fn merge_sightings(sightings: &[Sighting]) -> Vec<Value> {
                 overlap.count,
             ])
         })
+        .collect()
+}
+
+/// An observation's resources: `[[key, highest_token, revision, highest_owner], …]`.
+pub(super) fn decode_resources(
+    text: &str,
+) -> Result<HashMap<String, ObservedResource>, StoreError> {
+    let rows: Vec<(String, i64, i64, Option<String>)> = from_json(text)?;
+    rows.into_iter()
+        .map(|(key, highest_token, revision, owner)| {
+            Ok((
+                key,
+                ObservedResource::decode(highest_token, revision, owner)?,
+            ))
+        })
+        .collect()
+}
+
+/// An observation's recorded operations: `[[resource, idempotency_key, token, body_sha256,
+/// status, revision, highest_token, audit_id], …]`.
+pub(super) fn decode_operations(
+    text: &str,
+) -> Result<HashMap<(String, String), RecordedOperation>, StoreError> {
+    type OperationRow = (String, String, i64, String, i64, i64, i64, i64);
+    let rows: Vec<OperationRow> = from_json(text)?;
+    rows.into_iter()
+        .map(
+            |(resource, key, token, body_sha256, status, revision, highest_token, audit_id)| {
+                let recorded = recorded_operation(
+                    token,
+                    body_sha256,
+                    status,
+                    revision,
+                    highest_token,
+                    audit_id,
+                )?;
+                Ok(((resource, key), recorded))
+            },
+        )
         .collect()
 }
 

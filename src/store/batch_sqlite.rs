@@ -16,8 +16,10 @@
 //! writer, and should another process commit after this transaction's read, SQLite refuses the
 //! write (`SQLITE_BUSY_SNAPSHOT`) and the batch runs again.
 
-use super::batch::{link, recorded_operation, ChainHeads, Observed, ObservedResource};
-use super::batch_rows::{encode, from_json, join_open_overlap, to_json, Plan};
+use super::batch::{link, ChainHeads, Observed};
+use super::batch_rows::{
+    decode_operations, decode_resources, encode, from_json, join_open_overlap, to_json, Plan,
+};
 use super::wal_sync::{CommitTicket, WalSync};
 use super::writes::FencedWrite;
 use super::StoreError;
@@ -102,17 +104,7 @@ pub(super) async fn observe(
         .first()
         .ok_or_else(|| super::batch::internal("the observation returned no row"))?;
 
-    let resources: Vec<(String, i64, i64, Option<String>)> =
-        from_json(&row.try_get::<String, _>("resources")?)?;
-    let resources = resources
-        .into_iter()
-        .map(|(key, highest_token, revision, owner)| {
-            Ok((
-                key,
-                ObservedResource::decode(highest_token, revision, owner)?,
-            ))
-        })
-        .collect::<Result<_, StoreError>>()?;
+    let resources = decode_resources(&row.try_get::<String, _>("resources")?)?;
 
     let mut heads: ChainHeads = keys
         .iter()
@@ -123,24 +115,7 @@ pub(super) async fn observe(
         heads.insert(resource, (seq, hash));
     }
 
-    type OperationRow = (String, String, i64, String, i64, i64, i64, i64);
-    let found: Vec<OperationRow> = from_json(&row.try_get::<String, _>("operations")?)?;
-    let operations = found
-        .into_iter()
-        .map(
-            |(resource, key, token, body_sha256, status, revision, highest_token, audit_id)| {
-                let recorded = recorded_operation(
-                    token,
-                    body_sha256,
-                    status,
-                    revision,
-                    highest_token,
-                    audit_id,
-                )?;
-                Ok(((resource, key), recorded))
-            },
-        )
-        .collect::<Result<_, StoreError>>()?;
+    let operations = decode_operations(&row.try_get::<String, _>("operations")?)?;
 
     Ok(Observed {
         resources,
