@@ -1,5 +1,5 @@
-//! Group commit's PostgreSQL statements: four round trips per batch whatever its size (observe,
-//! lock and check, lock the chain heads, apply), besides the transaction's BEGIN and COMMIT.
+//! Group commit's PostgreSQL statements: three round trips per batch whatever its size (observe,
+//! lock, apply), besides the transaction's BEGIN and COMMIT.
 //!
 //! Observation takes no locks, so a batch that loses a race finds out before changing anything:
 //! the rows it will change are then locked in key order (so concurrent batches cannot deadlock
@@ -12,7 +12,7 @@
 //! with PostgreSQL's backends busy on this machine's two cores were most of a batch's cost).
 //! `jsonb`, not `json`: `->>` on `json` parses the text again for every field.
 
-use super::batch::{link, padded, placeholders, ChainHeads, Change, Observed};
+use super::batch::{link, ChainHeads, Observed};
 use super::batch_rows::{
     decode_operations, decode_resources, encode, from_json, join_open_overlap, to_json, Plan, Rows,
 };
@@ -34,24 +34,34 @@ const OBSERVE: &str = "\
         FROM jsonb_array_elements($2::jsonb) AS named JOIN operations AS o \
           ON o.resource = named ->> 0 AND o.idempotency_key = named ->> 1) AS operations";
 
-/// Creates the chain heads that are missing and locks all of them, in the order given (key
-/// order, the same in every batch), until the transaction ends: concurrent appends to one
-/// resource take turns and a chain never forks. Also draws the batch's audit ids, after the
-/// transaction id was taken (see `tx::begin_audited`) and in ascending order.
-const LOCK_HEADS_AND_DRAW_IDS: &str = "\
-    WITH heads AS ( \
+/// Locks what the batch will write, in an order every batch follows, so that concurrent batches
+/// cannot deadlock: first the resources it changes, in key order (returned, to be compared with
+/// what it observed: rows observed missing must still be missing), then its chain heads,
+/// created where missing, in key order: concurrent appends to one resource take turns and a
+/// chain never forks. The heads' insert reads `seen`, which takes every resource lock before
+/// it yields, so no head is locked before the resources. Also draws the batch's audit ids, in
+/// ascending order, after the transaction id was taken (see `tx::begin_audited`).
+const LOCK_AND_DRAW_IDS: &str = "\
+    WITH locked AS ( \
+      SELECT key, revision FROM resources \
+        WHERE key IN (SELECT jsonb_array_elements_text($1::jsonb)) ORDER BY key FOR UPDATE), \
+    seen AS MATERIALIZED ( \
+      SELECT COALESCE(json_agg(json_build_array(key, revision)), '[]')::text AS rows \
+        FROM locked), \
+    heads AS ( \
       INSERT INTO audit_chains AS c (resource, seq, hash) \
-        SELECT k.resource, 0, $2 \
-          FROM jsonb_array_elements_text($1::jsonb) WITH ORDINALITY AS k(resource, ord) \
+        SELECT k.resource, 0, $3 \
+          FROM seen, jsonb_array_elements_text($2::jsonb) WITH ORDINALITY AS k(resource, ord) \
           ORDER BY k.ord \
       ON CONFLICT (resource) DO UPDATE SET resource = excluded.resource \
       RETURNING c.resource, c.seq, c.hash) \
     SELECT \
+     (SELECT rows FROM seen) AS locked, \
      (SELECT COALESCE(json_agg(json_build_array(resource, seq, hash)), '[]')::text FROM heads) \
         AS heads, \
      (SELECT COALESCE(json_agg(id ORDER BY id), '[]')::text \
-        FROM (SELECT nextval(pg_get_serial_sequence('audit', 'id')) AS id \
-                FROM generate_series(1, $3::bigint)) AS drawn) AS ids";
+        FROM (SELECT nextval('audit_id_seq') AS id FROM generate_series(1, $4::bigint)) AS drawn) \
+        AS ids";
 
 /// The parts of the statement that applies a batch, each run once and to completion, `{}` its
 /// parameter. A part with no rows is left out: even empty, it would open and lock its table and
@@ -165,10 +175,17 @@ pub(super) async fn apply(
     keys: &BTreeSet<&str>,
     plan: &Plan<'_>,
 ) -> Result<Option<Vec<i64>>, StoreError> {
-    if !still_as_observed(conn, plan.changes).await? {
+    let Locked {
+        revisions,
+        mut heads,
+        ids,
+    } = lock_and_draw_ids(conn, keys, plan).await?;
+    let still_as_observed = plan.changes.iter().all(|change| {
+        revisions.get(change.key).copied() == change.observed.map(|s| s.revision.get())
+    });
+    if !still_as_observed {
         return Ok(None);
     }
-    let (mut heads, ids) = lock_heads_and_draw_ids(conn, keys, plan.entries.len()).await?;
     let links = link(&mut heads, plan.entries)?;
     let rows = encode(plan, &links, &ids, &heads)?;
     let planned = (count(rows.update_count), count(rows.insert_count));
@@ -189,52 +206,36 @@ fn count(rows: usize) -> i64 {
     i64::try_from(rows).unwrap_or(i64::MAX)
 }
 
-async fn lock_heads_and_draw_ids(
-    conn: &mut AnyConnection,
-    keys: &BTreeSet<&str>,
-    entries: usize,
-) -> Result<(ChainHeads, Vec<i64>), StoreError> {
-    let row = sqlx::query(LOCK_HEADS_AND_DRAW_IDS)
-        .bind(to_json(keys)?)
-        .bind(chain::GENESIS)
-        .bind(count(entries))
-        .fetch_one(&mut *conn)
-        .await?;
-    let found: Vec<(String, i64, String)> = from_json(&row.try_get::<String, _>("heads")?)?;
-    let heads: ChainHeads = found
-        .into_iter()
-        .map(|(resource, seq, hash)| (resource, (seq, hash)))
-        .collect();
-    let ids: Vec<i64> = from_json(&row.try_get::<String, _>("ids")?)?;
-    Ok((heads, ids))
+struct Locked {
+    /// The committed revision of each resource the batch changes that exists.
+    revisions: HashMap<String, i64>,
+    heads: ChainHeads,
+    ids: Vec<i64>,
 }
 
-/// PostgreSQL: locks the rows the batch will change, in key order, and answers whether they are
-/// still as observed (rows observed missing must still be missing).
-async fn still_as_observed(
+async fn lock_and_draw_ids(
     conn: &mut AnyConnection,
-    changes: &[Change<'_>],
-) -> Result<bool, StoreError> {
-    if changes.is_empty() {
-        return Ok(true);
-    }
-    let keys = padded(changes.iter().map(|change| change.key).collect());
-    let sql = format!(
-        "SELECT key, revision FROM resources WHERE key IN ({}) ORDER BY key FOR UPDATE",
-        placeholders(1, keys.len())
-    );
-    let mut query = sqlx::query(&sql);
-    for key in keys {
-        query = query.bind(key);
-    }
-    let rows = query.fetch_all(&mut *conn).await?;
-    let mut committed: HashMap<String, i64> = HashMap::with_capacity(rows.len());
-    for row in &rows {
-        committed.insert(row.try_get("key")?, row.try_get("revision")?);
-    }
-    Ok(changes.iter().all(|change| {
-        committed.get(change.key).copied() == change.observed.map(|s| s.revision.get())
-    }))
+    keys: &BTreeSet<&str>,
+    plan: &Plan<'_>,
+) -> Result<Locked, StoreError> {
+    let changed: Vec<&str> = plan.changes.iter().map(|change| change.key).collect();
+    let row = sqlx::query(LOCK_AND_DRAW_IDS)
+        .bind(to_json(&changed)?)
+        .bind(to_json(keys)?)
+        .bind(chain::GENESIS)
+        .bind(count(plan.entries.len()))
+        .fetch_one(&mut *conn)
+        .await?;
+    let locked: Vec<(String, i64)> = from_json(&row.try_get::<String, _>("locked")?)?;
+    let found: Vec<(String, i64, String)> = from_json(&row.try_get::<String, _>("heads")?)?;
+    Ok(Locked {
+        revisions: locked.into_iter().collect(),
+        heads: found
+            .into_iter()
+            .map(|(resource, seq, hash)| (resource, (seq, hash)))
+            .collect(),
+        ids: from_json(&row.try_get::<String, _>("ids")?)?,
+    })
 }
 
 #[cfg(test)]
