@@ -4,8 +4,9 @@
 //!
 //! Batches form by themselves: a worker takes whatever has queued while the previous commit was
 //! in flight, so a lone writer goes straight through (a batch of one, no waiting) and a crowd
-//! shares one fsync. SQLite has one writer, so it gets one worker; PostgreSQL gets several, so a
-//! batch can form while others commit. On SQLite the fsync itself is off the worker's path: a
+//! shares one fsync. SQLite has one writer, so it gets one worker; PostgreSQL gets one per two
+//! cores (`postgres_workers`), so that where there are cores for it a batch can form while
+//! others commit. On SQLite the fsync itself is off the worker's path: a
 //! batch's writers wait for it in a task of their own while the worker commits the next batch.
 
 use crate::store::{Backend, FencedWrite, LeasePolicy, Store, StoreError, WriteResult, MAX_BATCH};
@@ -18,6 +19,18 @@ const QUEUE_DEPTH: usize = 4 * MAX_BATCH;
 /// Concurrent batches on PostgreSQL: enough to keep a batch forming while others commit, few
 /// enough to leave connections for reads and the lease authority.
 const MAX_POSTGRES_WORKERS: u32 = 4;
+
+/// PostgreSQL workers for this machine: one per two cores. Batches in flight at once compete
+/// for the same CPUs as the backends running them, and each splits the queue into smaller
+/// batches, so more statements per write. On two cores, PostgreSQL beside the daemon, one
+/// worker did 14-17 % more writes over HTTP than four at 8 and at 32 clients (two alternations
+/// each), and eight did 17 % fewer.
+fn postgres_workers(cores: usize, writer_connections: u32) -> u32 {
+    let by_cores = u32::try_from(cores / 2).unwrap_or(u32::MAX);
+    by_cores
+        .min(writer_connections / 2)
+        .clamp(1, MAX_POSTGRES_WORKERS)
+}
 
 struct Job {
     write: FencedWrite,
@@ -36,7 +49,10 @@ impl GroupCommit {
     pub fn start(store: Store, policy: LeasePolicy) -> Self {
         let workers = match store.backend() {
             Backend::Sqlite => 1,
-            Backend::Postgres => (store.writer_connections() / 2).clamp(1, MAX_POSTGRES_WORKERS),
+            Backend::Postgres => postgres_workers(
+                std::thread::available_parallelism().map_or(1, |n| n.get()),
+                store.writer_connections(),
+            ),
         };
         let (queue, jobs) = mpsc::channel(QUEUE_DEPTH);
         let jobs = Arc::new(Mutex::new(jobs));
@@ -165,5 +181,20 @@ fn answer(durable: Result<Vec<WriteResult>, StoreError>, replies: Vec<Reply>) {
                 let _ = reply.send(Err(error.for_each_writer()));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::postgres_workers;
+
+    #[test]
+    fn postgres_gets_a_worker_per_two_cores_within_its_connections() {
+        assert_eq!(postgres_workers(1, 16), 1);
+        assert_eq!(postgres_workers(2, 16), 1);
+        assert_eq!(postgres_workers(4, 16), 2);
+        assert_eq!(postgres_workers(64, 16), 4);
+        assert_eq!(postgres_workers(64, 4), 2);
+        assert_eq!(postgres_workers(8, 1), 1);
     }
 }
