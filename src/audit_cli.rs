@@ -250,8 +250,13 @@ pub async fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
             } else {
                 writeln!(
                     out,
-                    "pruned {} rows of {} resources, each behind a checkpoint",
-                    report.rows, report.resources
+                    "pruned {} rows of {} resources, each behind a checkpoint; {} lease events, \
+                     {} closed overlaps and {} alert transitions",
+                    report.rows,
+                    report.resources,
+                    report.lease_events,
+                    report.closed_overlaps,
+                    report.alert_transitions
                 )?;
             }
             ExitCode::SUCCESS

@@ -5,8 +5,8 @@ use crate::domain::{AuditEntry, FencingToken, Holder, LeaseName, LeaseRecord, Re
 use crate::group_commit::GroupCommit;
 use crate::metrics::Metrics;
 use crate::store::{
-    AcquireResult, AuditQuery, FencedWrite, LeasePolicy, LeaseState, RefusedAttempt, Store,
-    StoreError, StoredValue, WriteResult,
+    AcquireResult, AuditQuery, FencedWrite, LeasePolicy, LeaseState, PruneReport, RefusedAttempt,
+    Store, StoreError, StoredValue, WriteResult,
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -166,11 +166,14 @@ impl FenceService {
                 let cutoff = chrono::Utc::now().timestamp_micros()
                     - i64::try_from(retention.as_micros()).unwrap_or(i64::MAX);
                 match store.prune_audit(cutoff).await {
-                    Ok(report) if report.rows > 0 => {
+                    Ok(report) if report != PruneReport::default() => {
                         tracing::info!(
                             rows = report.rows,
                             resources = report.resources,
-                            "pruned audit rows"
+                            lease_events = report.lease_events,
+                            closed_overlaps = report.closed_overlaps,
+                            alert_transitions = report.alert_transitions,
+                            "pruned audit rows and the history beside them"
                         )
                     }
                     Ok(_) => {}

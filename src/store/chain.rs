@@ -32,6 +32,10 @@ pub struct VerifyReport {
 pub struct PruneReport {
     pub resources: u64,
     pub rows: u64,
+    /// The history kept beside the audit, pruned with it (see `prune_history`).
+    pub lease_events: u64,
+    pub closed_overlaps: u64,
+    pub alert_transitions: u64,
 }
 
 struct Walk {
@@ -203,7 +207,31 @@ impl Store {
             report.resources += 1;
             report.rows += deleted.rows_affected();
         }
+        self.prune_history(before_us, &mut report).await?;
         Ok(report)
+    }
+
+    /// Deletes the history that explains the audit and is worth no more than it: lease events,
+    /// closed overlaps (open ones stay, however old: they are still going on) and alert
+    /// transitions, older than `before_us`. Without it, a worker renewing its lease adds a row
+    /// every few seconds for ever.
+    async fn prune_history(
+        &self,
+        before_us: i64,
+        report: &mut PruneReport,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.writer.begin().await?;
+        let mut delete = async |sql: &str| -> Result<u64, StoreError> {
+            let done = sqlx::query(sql).bind(before_us).execute(&mut *tx).await?;
+            Ok(done.rows_affected())
+        };
+        report.lease_events = delete("DELETE FROM lease_events WHERE at_us < $1").await?;
+        report.closed_overlaps =
+            delete("DELETE FROM ownership_overlaps WHERE state = 'closed' AND updated_at_us < $1")
+                .await?;
+        report.alert_transitions = delete("DELETE FROM alert_transitions WHERE at_us < $1").await?;
+        tx.commit().await?;
+        Ok(())
     }
 }
 

@@ -466,6 +466,102 @@ async fn pruning_keeps_the_rest_verifiable(#[case] backend: Backend) {
 #[case::sqlite(Backend::Sqlite)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pruning_also_forgets_old_lease_events_closed_overlaps_and_alert_transitions(
+    #[case] backend: Backend,
+) {
+    let db = test_db!(backend);
+    let app = TestApp::spawn(&db).await;
+    acquire(&app, "w1", 60_000).await;
+    let pool = raw_pool(&db).await;
+    // An old history beside the one the daemon just wrote: a day ago is `old`.
+    let old = chrono::Utc::now().timestamp_micros() - 86_400_000_000;
+    sqlx::query(
+        "INSERT INTO lease_events (at_us, lease, event, holder, token, expires_at_us) \
+         VALUES ($1, 'job', 'acquired', 'w0', 1, $1)",
+    )
+    .bind(old)
+    .execute(&pool)
+    .await
+    .unwrap();
+    for (stale, state, at) in [(1, "closed", old), (2, "open", old), (3, "closed", old + 1)] {
+        sqlx::query(
+            "INSERT INTO ownership_overlaps (resource, stale_token, superseding_token, \
+             first_seen_us, last_seen_us, rejected_writes, state, closed_at_us, updated_at_us) \
+             VALUES ('r', $1, 9, $2, $2, 1, $3, $2, $2)",
+        )
+        .bind(stale)
+        .bind(at)
+        .bind(state)
+        .execute(&pool)
+        .await
+        .unwrap();
+    }
+    for at in [old, chrono::Utc::now().timestamp_micros()] {
+        sqlx::query(
+            "INSERT INTO alert_transitions (at_us, rule, instance, from_state, to_state, value, \
+             fence_token) VALUES ($1, 'rule', '', 'ok', 'firing', 1, 1)",
+        )
+        .bind(at)
+        .execute(&pool)
+        .await
+        .unwrap();
+    }
+    // The daemon's own alert evaluator holds a lease too, so other events may come meanwhile.
+    let count = |sql: &'static str| {
+        let pool = pool.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>(sql)
+                .bind(old)
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+        }
+    };
+
+    // The cutoff is an hour ago: everything the daemon wrote stays.
+    let cutoff = fencewatch::domain::audit::format_rfc3339_micros(
+        &(chrono::Utc::now() - chrono::Duration::hours(1)),
+    );
+    let pruned = audit_json(&db, &["prune", "--before", &cutoff, "--json"]).await;
+    assert_eq!(
+        (
+            pruned["lease_events"].as_i64(),
+            pruned["closed_overlaps"].as_i64(),
+            pruned["alert_transitions"].as_i64(),
+        ),
+        (Some(1), Some(2), Some(1)),
+        "{pruned}"
+    );
+    let old_events = "SELECT COUNT(*) FROM lease_events WHERE at_us <= $1";
+    assert_eq!(count(old_events).await, 0);
+    let ours = "SELECT COUNT(*) FROM lease_events WHERE lease = 'jobs' AND at_us > $1";
+    assert_eq!(count(ours).await, 1, "the acquire just made stays");
+    let overlaps: Vec<(i64, String)> =
+        sqlx::query_as("SELECT stale_token, state FROM ownership_overlaps")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    assert_eq!(overlaps, [(2, "open".to_owned())], "an open overlap stays");
+    let transitions = "SELECT COUNT(*) FROM alert_transitions WHERE at_us <= $1";
+    assert_eq!(count(transitions).await, 0);
+    let recent = "SELECT COUNT(*) FROM alert_transitions WHERE rule = 'rule' AND at_us > $1";
+    assert_eq!(count(recent).await, 1);
+    // The daemon's own lease is untouched.
+    assert_eq!(
+        app.http
+            .get(format!("{}/v1/leases/jobs", app.base))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+}
+
+#[rstest::rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn export_round_trips_every_row_and_field(#[case] backend: Backend) {
     let db = test_db!(backend);
     let app = TestApp::spawn(&db).await;
