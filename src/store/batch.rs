@@ -2,7 +2,7 @@
 //! together in one transaction with one durable commit.
 //!
 //! Statements are about the whole batch, not each write: on SQLite one observes it and one
-//! applies it (`batch_sqlite`); on PostgreSQL one observes it, two lock what it will change and
+//! applies it (`batch_sqlite`); on PostgreSQL one observes it, one locks what it will change and
 //! one applies it (`batch_postgres`). So a batch costs about as much as a single write did, and the
 //! commit's fsync is shared by all of it.
 //!

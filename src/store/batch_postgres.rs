@@ -118,8 +118,8 @@ const RECORD_SIGHTINGS: &str = concat!(
     ")"
 );
 
-/// The statement applying `rows`, and its parameters in order: the parts with rows, then a
-/// count of the resources updated and inserted (zero for a part left out).
+/// The statement applying `rows`, with its parameters: one per part that has rows, numbered
+/// in turn. It answers how many resources it updated and inserted (zero for a part left out).
 fn application(rows: Rows) -> (String, Vec<String>) {
     let parts = [
         (UPDATE_RESOURCES, rows.update_count, rows.updates),
