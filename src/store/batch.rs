@@ -307,11 +307,15 @@ impl Store {
             sightings: &sightings,
         };
         let (ids, ticket) = match audit {
-            Some(audit) => batch_sqlite::apply(conn, audit, &plan, closing).await?,
-            None => match batch_postgres::apply(conn, &keys, &plan).await? {
-                Some(ids) => (ids, None),
-                None => return Ok(None),
-            },
+            AuditPosition::Sqlite(audit) => {
+                batch_sqlite::apply(conn, audit, &plan, closing).await?
+            }
+            AuditPosition::Postgres(audit) => {
+                match batch_postgres::apply(conn, audit, &plan).await? {
+                    Some(ids) => (ids, None),
+                    None => return Ok(None),
+                }
+            }
         };
         let results = decisions
             .into_iter()
@@ -416,8 +420,13 @@ pub(super) struct Change<'a> {
 pub(super) struct Observed {
     pub resources: HashMap<String, ObservedResource>,
     pub operations: HashMap<(String, String), RecordedOperation>,
-    /// SQLite: where the batch's audit rows go, read with the rest.
-    pub audit: Option<batch_sqlite::AuditPosition>,
+    /// Where the batch's audit rows go, read with the rest.
+    pub audit: AuditPosition,
+}
+
+pub(super) enum AuditPosition {
+    Sqlite(batch_sqlite::AuditPosition),
+    Postgres(batch_postgres::AuditPosition),
 }
 
 pub(super) struct ObservedResource {

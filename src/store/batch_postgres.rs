@@ -1,16 +1,20 @@
-//! Group commit's PostgreSQL statements: three round trips per batch whatever its size (observe,
-//! lock, apply), besides the transaction's BEGIN and COMMIT.
+//! Group commit's PostgreSQL statements: two round trips per batch whatever its size (observe,
+//! apply), besides the transaction's BEGIN and COMMIT.
 //!
-//! Observation takes no locks, so a batch that loses a race finds out before changing anything:
-//! the rows it will change are then locked in key order (so concurrent batches cannot deadlock
-//! on them) and compared with what it observed, and only then written, the update a
-//! compare-and-set on the observed revision as well.
+//! Observation takes no locks: a batch decides on what it read, and its application is a
+//! compare-and-set on everything it read that it changes. A resource is updated only at the
+//! revision observed, a chain head advanced only from the position observed, and a resource or
+//! chain observed missing is inserted only if still missing. The statement counts what it
+//! changed; any shortfall means a concurrent commit came between, and the batch is rolled back
+//! and decided again. The updates lock rows as they go, resources first and then chain heads,
+//! each in key order (see `application`), so concurrent batches wait for each other instead of
+//! deadlocking.
 //!
 //! Rows travel as `jsonb` arrays, like SQLite's (`batch_rows`): one statement text per step, so
-//! it stays prepared, and one statement per step, where a parameter per value took one statement
-//! per power-of-two chunk of rows (about twice the round trips and the executor start-ups, which
-//! with PostgreSQL's backends busy on this machine's two cores were most of a batch's cost).
-//! `jsonb`, not `json`: `->>` on `json` parses the text again for every field.
+//! it stays prepared, where a parameter per value took one statement per power-of-two chunk of
+//! rows (about twice the round trips and the executor start-ups, which with PostgreSQL's
+//! backends busy on this machine's two cores were most of a batch's cost). `jsonb`, not `json`:
+//! `->>` on `json` parses the text again for every field.
 
 use super::batch::{link, ChainHeads, Observed};
 use super::batch_rows::{
@@ -20,10 +24,11 @@ use super::writes::FencedWrite;
 use super::StoreError;
 use crate::domain::chain;
 use sqlx::{AnyConnection, Row};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
-/// The batch's resources and the operations its idempotency keys name, as JSON arrays (decoded
-/// as SQLite's observation is).
+/// The batch's resources, the operations its idempotency keys name and its chain heads, as JSON
+/// arrays (the first two decoded as SQLite's observation is), and its audit ids, drawn in
+/// ascending order after the transaction id was taken (see `tx::begin_audited`).
 const OBSERVE: &str = "\
     SELECT \
      (SELECT COALESCE(json_agg(json_build_array(key, highest_token, revision, highest_owner)), \
@@ -32,36 +37,20 @@ const OBSERVE: &str = "\
      (SELECT COALESCE(json_agg(json_build_array(o.resource, o.idempotency_key, o.token, \
              o.body_sha256, o.status, o.revision, o.highest_token, o.audit_id)), '[]')::text \
         FROM jsonb_array_elements($2::jsonb) AS named JOIN operations AS o \
-          ON o.resource = named ->> 0 AND o.idempotency_key = named ->> 1) AS operations";
-
-/// Locks what the batch will write, in an order every batch follows, so that concurrent batches
-/// cannot deadlock: first the resources it changes, in key order (returned, to be compared with
-/// what it observed: rows observed missing must still be missing), then its chain heads,
-/// created where missing, in key order: concurrent appends to one resource take turns and a
-/// chain never forks. The heads' insert reads `seen`, which takes every resource lock before
-/// it yields, so no head is locked before the resources. Also draws the batch's audit ids, in
-/// ascending order, after the transaction id was taken (see `tx::begin_audited`).
-const LOCK_AND_DRAW_IDS: &str = "\
-    WITH locked AS ( \
-      SELECT key, revision FROM resources \
-        WHERE key IN (SELECT jsonb_array_elements_text($1::jsonb)) ORDER BY key FOR UPDATE), \
-    seen AS MATERIALIZED ( \
-      SELECT COALESCE(json_agg(json_build_array(key, revision)), '[]')::text AS rows \
-        FROM locked), \
-    heads AS ( \
-      INSERT INTO audit_chains AS c (resource, seq, hash) \
-        SELECT k.resource, 0, $3 \
-          FROM seen, jsonb_array_elements_text($2::jsonb) WITH ORDINALITY AS k(resource, ord) \
-          ORDER BY k.ord \
-      ON CONFLICT (resource) DO UPDATE SET resource = excluded.resource \
-      RETURNING c.resource, c.seq, c.hash) \
-    SELECT \
-     (SELECT rows FROM seen) AS locked, \
-     (SELECT COALESCE(json_agg(json_build_array(resource, seq, hash)), '[]')::text FROM heads) \
+          ON o.resource = named ->> 0 AND o.idempotency_key = named ->> 1) AS operations, \
+     (SELECT COALESCE(json_agg(json_build_array(resource, seq, hash)), '[]')::text \
+        FROM audit_chains WHERE resource IN (SELECT jsonb_array_elements_text($1::jsonb))) \
         AS heads, \
      (SELECT COALESCE(json_agg(id ORDER BY id), '[]')::text \
-        FROM (SELECT nextval('audit_id_seq') AS id FROM generate_series(1, $4::bigint)) AS drawn) \
+        FROM (SELECT nextval('audit_id_seq') AS id FROM generate_series(1, $3::bigint)) AS drawn) \
         AS ids";
+
+/// Where a batch's audit rows go: its chains' heads as observed, and the ids drawn for it.
+pub(super) struct AuditPosition {
+    /// The heads that exist, by resource: position and hash.
+    existing: ChainHeads,
+    ids: Vec<i64>,
+}
 
 /// The parts of the statement that applies a batch, each run once and to completion, `{}` its
 /// parameter. A part with no rows is left out: even empty, it would open and lock its table and
@@ -95,9 +84,17 @@ const INSERT_AUDIT: &str = "\
           (v ->> 17)::bigint \
         FROM jsonb_array_elements({}::jsonb) AS v)";
 const ADVANCE_CHAINS: &str = "\
-    chained AS ( \
+    advanced AS ( \
       UPDATE audit_chains AS c SET seq = (v ->> 1)::bigint, hash = v ->> 2 \
-        FROM jsonb_array_elements({}::jsonb) AS v WHERE c.resource = v ->> 0)";
+        FROM jsonb_array_elements({}::jsonb) AS v \
+        WHERE c.resource = v ->> 0 AND c.seq = (v ->> 3)::bigint \
+        RETURNING 1)";
+const START_CHAINS: &str = "\
+    started AS ( \
+      INSERT INTO audit_chains (resource, seq, hash) \
+        SELECT v ->> 0, (v ->> 1)::bigint, v ->> 2 FROM jsonb_array_elements({}::jsonb) AS v \
+        ON CONFLICT (resource) DO NOTHING \
+        RETURNING 1)";
 const RECORD_OPERATIONS: &str = "\
     recorded AS ( \
       INSERT INTO operations (resource, idempotency_key, token, body_sha256, status, revision, \
@@ -118,36 +115,85 @@ const RECORD_SIGHTINGS: &str = concat!(
     ")"
 );
 
-/// The statement applying `rows`, with its parameters: one per part that has rows, numbered
-/// in turn. It answers how many resources it updated and inserted (zero for a part left out).
-fn application(rows: Rows) -> (String, Vec<String>) {
+/// A batch's chain heads after it: `advances` moves existing heads on from where they were
+/// observed (`[resource, seq, hash, observed seq]`), `starts` creates the missing ones
+/// (`[resource, seq, hash]`), both in key order.
+struct ChainMoves {
+    advances: Vec<(String, i64, String, i64)>,
+    starts: Vec<(String, i64, String)>,
+}
+
+impl ChainMoves {
+    fn new(after: &ChainHeads, existing: &ChainHeads) -> Self {
+        let mut moves = ChainMoves {
+            advances: Vec::new(),
+            starts: Vec::new(),
+        };
+        let mut after: Vec<_> = after.iter().collect();
+        after.sort_unstable();
+        for (resource, (seq, hash)) in after {
+            match existing.get(resource) {
+                Some((observed, _)) => {
+                    moves
+                        .advances
+                        .push((resource.clone(), *seq, hash.clone(), *observed));
+                }
+                None => moves.starts.push((resource.clone(), *seq, hash.clone())),
+            }
+        }
+        moves
+    }
+}
+
+/// What the application changed, to compare with what it planned.
+#[derive(Debug, PartialEq, Eq)]
+struct Changed {
+    updated: i64,
+    inserted: i64,
+    advanced: i64,
+    started: i64,
+}
+
+/// The counted parts, in the order the statement reads them.
+const COUNTED: [&str; 4] = ["updated", "inserted", "advanced", "started"];
+
+/// The statement applying `rows` and `chains`, with its parameters: one per part that has rows,
+/// numbered in turn. It answers how many resources it updated and inserted and how many chains
+/// it advanced and started (zero for a part left out). Those counts are read in that order, and
+/// reading a part runs it: so a batch locks its resources before its chain heads, and each part
+/// takes its rows in key order, as every batch does.
+fn application(rows: Rows, chains: &ChainMoves) -> Result<(String, Vec<String>), StoreError> {
     let parts = [
         (UPDATE_RESOURCES, rows.update_count, rows.updates),
         (INSERT_RESOURCES, rows.insert_count, rows.inserts),
+        (
+            ADVANCE_CHAINS,
+            chains.advances.len(),
+            to_json(&chains.advances)?,
+        ),
+        (START_CHAINS, chains.starts.len(), to_json(&chains.starts)?),
         (INSERT_AUDIT, rows.audit_count, rows.audit),
-        (ADVANCE_CHAINS, rows.head_count, rows.heads),
         (RECORD_OPERATIONS, rows.operation_count, rows.operations),
         (RECORD_SIGHTINGS, rows.sighting_count, rows.sightings),
     ];
-    let count_of = |name: &str, present: bool| match present {
-        true => format!("(SELECT count(*) FROM {name})"),
-        false => "0".to_owned(),
-    };
     let mut ctes = Vec::with_capacity(parts.len());
     let mut parameters = Vec::with_capacity(parts.len());
+    let mut counts = Vec::with_capacity(COUNTED.len());
     for (part, count, json) in parts {
+        let name = part.split_whitespace().next().unwrap_or_default();
         if count > 0 {
             parameters.push(json);
             ctes.push(part.replacen("{}", &format!("${}", parameters.len()), 1));
         }
+        if COUNTED.contains(&name) {
+            counts.push(match count > 0 {
+                true => format!("(SELECT count(*) FROM {name}) AS {name}"),
+                false => format!("0::bigint AS {name}"),
+            });
+        }
     }
-    let sql = format!(
-        "WITH {} SELECT {} AS updated, {} AS inserted",
-        ctes.join(", "),
-        count_of("updated", rows.update_count > 0),
-        count_of("inserted", rows.insert_count > 0),
-    );
-    (sql, parameters)
+    let sql = format!("WITH {} SELECT {}", ctes.join(", "), counts.join(", "));
+    Ok((sql, parameters))
 }
 
 pub(super) async fn observe(
@@ -159,83 +205,68 @@ pub(super) async fn observe(
     let row = sqlx::query(OBSERVE)
         .bind(to_json(keys)?)
         .bind(to_json(&named)?)
+        .bind(count(writes.len()))
         .fetch_one(&mut *conn)
         .await?;
+    let found: Vec<(String, i64, String)> = from_json(&row.try_get::<String, _>("heads")?)?;
     Ok(Observed {
         resources: decode_resources(&row.try_get::<String, _>("resources")?)?,
         operations: decode_operations(&row.try_get::<String, _>("operations")?)?,
-        audit: None,
+        audit: super::batch::AuditPosition::Postgres(AuditPosition {
+            existing: found
+                .into_iter()
+                .map(|(resource, seq, hash)| (resource, (seq, hash)))
+                .collect(),
+            ids: from_json(&row.try_get::<String, _>("ids")?)?,
+        }),
     })
 }
 
-/// Locks and checks what the batch observed, then applies it, returning the audit ids in order;
-/// `None` when a resource was no longer as observed.
+/// Applies the batch as a compare-and-set on what it observed, returning the audit ids in
+/// order; `None` when something was no longer as observed.
 pub(super) async fn apply(
     conn: &mut AnyConnection,
-    keys: &BTreeSet<&str>,
+    position: AuditPosition,
     plan: &Plan<'_>,
 ) -> Result<Option<Vec<i64>>, StoreError> {
-    let Locked {
-        revisions,
-        mut heads,
-        ids,
-    } = lock_and_draw_ids(conn, keys, plan).await?;
-    let still_as_observed = plan.changes.iter().all(|change| {
-        revisions.get(change.key).copied() == change.observed.map(|s| s.revision.get())
-    });
-    if !still_as_observed {
-        return Ok(None);
-    }
+    let AuditPosition { existing, ids } = position;
+    let mut heads: ChainHeads = plan
+        .entries
+        .iter()
+        .map(|entry| {
+            let head = existing
+                .get(&entry.resource)
+                .cloned()
+                .unwrap_or_else(|| (0, chain::GENESIS.to_owned()));
+            (entry.resource.clone(), head)
+        })
+        .collect();
     let links = link(&mut heads, plan.entries)?;
+    let chains = ChainMoves::new(&heads, &existing);
     let rows = encode(plan, &links, &ids, &heads)?;
-    let planned = (count(rows.update_count), count(rows.insert_count));
-    let (sql, parameters) = application(rows);
+    let planned = Changed {
+        updated: count(rows.update_count),
+        inserted: count(rows.insert_count),
+        advanced: count(chains.advances.len()),
+        started: count(chains.starts.len()),
+    };
+    let (sql, parameters) = application(rows, &chains)?;
     let mut query = sqlx::query(&sql);
     for json in parameters {
         query = query.bind(json);
     }
-    let applied = query.fetch_one(&mut *conn).await?;
-    let done: (i64, i64) = (applied.try_get("updated")?, applied.try_get("inserted")?);
-    if done != planned {
-        return Ok(None);
-    }
-    Ok(Some(ids))
+    let row = query.fetch_one(&mut *conn).await?;
+    let done = Changed {
+        updated: row.try_get("updated")?,
+        inserted: row.try_get("inserted")?,
+        advanced: row.try_get("advanced")?,
+        started: row.try_get("started")?,
+    };
+    Ok((done == planned).then_some(ids))
 }
 
 fn count(rows: usize) -> i64 {
     i64::try_from(rows).unwrap_or(i64::MAX)
-}
-
-struct Locked {
-    /// The committed revision of each resource the batch changes that exists.
-    revisions: HashMap<String, i64>,
-    heads: ChainHeads,
-    ids: Vec<i64>,
-}
-
-async fn lock_and_draw_ids(
-    conn: &mut AnyConnection,
-    keys: &BTreeSet<&str>,
-    plan: &Plan<'_>,
-) -> Result<Locked, StoreError> {
-    let changed: Vec<&str> = plan.changes.iter().map(|change| change.key).collect();
-    let row = sqlx::query(LOCK_AND_DRAW_IDS)
-        .bind(to_json(&changed)?)
-        .bind(to_json(keys)?)
-        .bind(chain::GENESIS)
-        .bind(count(plan.entries.len()))
-        .fetch_one(&mut *conn)
-        .await?;
-    let locked: Vec<(String, i64)> = from_json(&row.try_get::<String, _>("locked")?)?;
-    let found: Vec<(String, i64, String)> = from_json(&row.try_get::<String, _>("heads")?)?;
-    Ok(Locked {
-        revisions: locked.into_iter().collect(),
-        heads: found
-            .into_iter()
-            .map(|(resource, seq, hash)| (resource, (seq, hash)))
-            .collect(),
-        ids: from_json(&row.try_get::<String, _>("ids")?)?,
-    })
 }
 
 #[cfg(test)]
@@ -266,29 +297,72 @@ mod tests {
         }
     }
 
+    fn moves(advances: usize, starts: usize) -> ChainMoves {
+        ChainMoves {
+            advances: (0..advances)
+                .map(|n| (format!("a{n}"), 2, "h".to_owned(), 1))
+                .collect(),
+            starts: (0..starts)
+                .map(|n| (format!("s{n}"), 1, "h".to_owned()))
+                .collect(),
+        }
+    }
+
     #[test]
     fn parts_without_rows_are_left_out_and_the_parameters_follow_in_order() {
-        let (sql, parameters) = application(rows(0, 1));
+        let (sql, parameters) = application(rows(0, 1), &moves(1, 0)).unwrap();
         assert_eq!(
             parameters,
-            ["[\"audit\"]", "[\"heads\"]", "[\"sightings\"]"]
+            [r#"[["a0",2,"h",1]]"#, "[\"audit\"]", "[\"sightings\"]"]
         );
         for absent in [
-            "updated AS",
-            "inserted AS",
-            "recorded AS",
-            "UPDATE resources",
+            "updated AS (",
+            "inserted AS (",
+            "started AS (",
+            "recorded AS (",
         ] {
             assert!(!sql.contains(absent), "{absent} in {sql}");
         }
-        assert!(sql.contains("jsonb_array_elements($1::jsonb)"));
+        assert!(sql.starts_with("WITH advanced AS ("), "{sql}");
         assert!(sql.contains("jsonb_array_elements($3::jsonb) AS v ON CONFLICT"));
         assert!(!sql.contains("$4"));
-        assert!(sql.ends_with("SELECT 0 AS updated, 0 AS inserted"), "{sql}");
+        assert!(
+            sql.ends_with(
+                "SELECT 0::bigint AS updated, 0::bigint AS inserted, \
+                 (SELECT count(*) FROM advanced) AS advanced, 0::bigint AS started"
+            ),
+            "{sql}"
+        );
 
-        let (sql, parameters) = application(rows(3, 0));
+        let (sql, parameters) = application(rows(3, 0), &moves(0, 2)).unwrap();
         assert_eq!(parameters[0], "[\"updates\"]");
         assert!(sql.starts_with("WITH updated AS"));
-        assert!(sql.ends_with("SELECT (SELECT count(*) FROM updated) AS updated, 0 AS inserted"));
+        assert!(
+            sql.ends_with(
+                "SELECT (SELECT count(*) FROM updated) AS updated, 0::bigint AS inserted, \
+                 0::bigint AS advanced, (SELECT count(*) FROM started) AS started"
+            ),
+            "{sql}"
+        );
+    }
+
+    #[test]
+    fn chains_seen_advance_from_where_they_were_and_the_others_start() {
+        let existing: ChainHeads = [("b".to_owned(), (4, "h4".to_owned()))].into();
+        let after: ChainHeads = [
+            ("c".to_owned(), (1, "c1".to_owned())),
+            ("b".to_owned(), (6, "h6".to_owned())),
+            ("a".to_owned(), (2, "a2".to_owned())),
+        ]
+        .into();
+        let moves = ChainMoves::new(&after, &existing);
+        assert_eq!(moves.advances, [("b".to_owned(), 6, "h6".to_owned(), 4)]);
+        assert_eq!(
+            moves.starts,
+            [
+                ("a".to_owned(), 2, "a2".to_owned()),
+                ("c".to_owned(), 1, "c1".to_owned())
+            ]
+        );
     }
 }

@@ -120,7 +120,7 @@ pub(super) async fn observe(
     Ok(Observed {
         resources,
         operations,
-        audit: Some(AuditPosition {
+        audit: super::batch::AuditPosition::Sqlite(AuditPosition {
             last_id: row.try_get("last_audit_id")?,
             heads,
             changes_before: row.try_get("changes_before")?,
