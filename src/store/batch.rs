@@ -1,17 +1,16 @@
 //! Group commit's store half: fenced writes decided one after another, in order, and applied
 //! together in one transaction with one durable commit.
 //!
-//! Statements are about the whole batch, not each write: on SQLite one observes it and one
-//! applies it (`batch_sqlite`); on PostgreSQL one observes it, one locks what it will change and
-//! one applies it (`batch_postgres`). So a batch costs about as much as a single write did, and the
-//! commit's fsync is shared by all of it.
+//! Statements are about the whole batch, not each write: on either backend one observes it and
+//! one applies it (`batch_sqlite`, `batch_postgres`). So a batch costs about as much as a single
+//! write did, and the commit's fsync is shared by all of it.
 //!
 //! Decisions are exactly those of one-at-a-time: each write is decided on the state its
-//! predecessors in the batch left, kept in memory per resource. Before anything changes, the
-//! rows that will change are checked against what was observed: on PostgreSQL they are locked
-//! (in key order, so concurrent batches cannot deadlock on them) and compared; the update is a
-//! compare-and-set on the observed revision as well. Any difference means a concurrent commit
-//! came between, and the whole batch is rolled back and decided again. On SQLite a transaction
+//! predecessors in the batch left, kept in memory per resource. On PostgreSQL the application
+//! is a compare-and-set on what was observed (each resource's revision, each chain head's
+//! position, rows observed missing still missing), its rows locked in key order as it goes so
+//! that concurrent batches wait for each other rather than deadlock. Any difference means a
+//! concurrent commit came between, and the whole batch is rolled back and decided again. On SQLite a transaction
 //! whose read snapshot went stale cannot write at all (`SQLITE_BUSY_SNAPSHOT`) and runs again.
 
 use super::batch_rows::Plan;
