@@ -53,28 +53,26 @@ pub(super) struct AuditPosition {
 }
 
 /// The parts of the statement that applies a batch, each run once and to completion, `{}` its
-/// parameter. A part with no rows is left out: even empty, it would open and lock its table and
-/// every index of it, and with dozens of backends those locks overflow each one's fast path into
-/// the shared lock table (measured: one write per transaction ran 30 % slower with all parts).
+/// parameter; `application` names them. A part with no rows is left out: even empty, it would
+/// open and lock its table and every index of it, and with dozens of backends those locks
+/// overflow each one's fast path into the shared lock table (measured: one write per
+/// transaction ran 30 % slower with all parts).
 const UPDATE_RESOURCES: &str = "\
-    updated AS ( \
       UPDATE resources AS r SET highest_token = (v ->> 1)::bigint, \
           revision = (v ->> 2)::bigint, value = decode(v ->> 3, 'hex'), \
           content_type = v ->> 4, updated_at_us = (v ->> 5)::bigint, highest_owner = v ->> 6 \
         FROM jsonb_array_elements({}::jsonb) AS v \
         WHERE r.key = v ->> 0 AND r.revision = (v ->> 7)::bigint \
           AND r.highest_token <= (v ->> 1)::bigint \
-        RETURNING 1)";
+        RETURNING 1";
 const INSERT_RESOURCES: &str = "\
-    inserted AS ( \
       INSERT INTO resources (key, highest_token, revision, value, content_type, updated_at_us, \
           highest_owner) \
         SELECT v ->> 0, (v ->> 1)::bigint, (v ->> 2)::bigint, decode(v ->> 3, 'hex'), v ->> 4, \
           (v ->> 5)::bigint, v ->> 6 FROM jsonb_array_elements({}::jsonb) AS v \
         ON CONFLICT (key) DO NOTHING \
-        RETURNING 1)";
+        RETURNING 1";
 const INSERT_AUDIT: &str = "\
-    audited AS ( \
       INSERT INTO audit (at_us, resource, outcome, token, highest_token, revision, \
           idempotency_key, expected_revision, owner, lease, body_sha256, body_len, detail, \
           caller, seq, prev_hash, hash, id) OVERRIDING SYSTEM VALUE \
@@ -82,37 +80,32 @@ const INSERT_AUDIT: &str = "\
           (v ->> 5)::bigint, v ->> 6, (v ->> 7)::bigint, v ->> 8, v ->> 9, v ->> 10, \
           (v ->> 11)::bigint, v ->> 12, v ->> 13, (v ->> 14)::bigint, v ->> 15, v ->> 16, \
           (v ->> 17)::bigint \
-        FROM jsonb_array_elements({}::jsonb) AS v)";
+        FROM jsonb_array_elements({}::jsonb) AS v";
 const ADVANCE_CHAINS: &str = "\
-    advanced AS ( \
       UPDATE audit_chains AS c SET seq = (v ->> 1)::bigint, hash = v ->> 2 \
         FROM jsonb_array_elements({}::jsonb) AS v \
         WHERE c.resource = v ->> 0 AND c.seq = (v ->> 3)::bigint \
-        RETURNING 1)";
+        RETURNING 1";
 const START_CHAINS: &str = "\
-    started AS ( \
       INSERT INTO audit_chains (resource, seq, hash) \
         SELECT v ->> 0, (v ->> 1)::bigint, v ->> 2 FROM jsonb_array_elements({}::jsonb) AS v \
         ON CONFLICT (resource) DO NOTHING \
-        RETURNING 1)";
+        RETURNING 1";
 const RECORD_OPERATIONS: &str = "\
-    recorded AS ( \
       INSERT INTO operations (resource, idempotency_key, token, body_sha256, status, revision, \
           highest_token, audit_id, recorded_at_us) \
         SELECT v ->> 0, v ->> 1, (v ->> 2)::bigint, v ->> 3, (v ->> 4)::bigint, \
           (v ->> 5)::bigint, (v ->> 6)::bigint, (v ->> 7)::bigint, (v ->> 8)::bigint \
-        FROM jsonb_array_elements({}::jsonb) AS v)";
+        FROM jsonb_array_elements({}::jsonb) AS v";
 const RECORD_SIGHTINGS: &str = concat!(
     "\
-    sighted AS ( \
       INSERT INTO ownership_overlaps AS o (resource, stale_token, superseding_token, \
           stale_owner, superseding_owner, first_seen_us, last_seen_us, rejected_writes, state, \
           updated_at_us) \
         SELECT v ->> 0, (v ->> 1)::bigint, (v ->> 2)::bigint, v ->> 3, v ->> 4, \
           (v ->> 5)::bigint, (v ->> 6)::bigint, (v ->> 7)::bigint, 'open', (v ->> 6)::bigint \
         FROM jsonb_array_elements({}::jsonb) AS v ",
-    join_open_overlap!(),
-    ")"
+    join_open_overlap!()
 );
 
 /// A batch's chain heads after it: `advances` moves existing heads on from where they were
@@ -154,38 +147,68 @@ struct Changed {
     started: i64,
 }
 
-/// The counted parts, in the order the statement reads them.
-const COUNTED: [&str; 4] = ["updated", "inserted", "advanced", "started"];
-
 /// The statement applying `rows` and `chains`, with its parameters: one per part that has rows,
 /// numbered in turn. It answers how many resources it updated and inserted and how many chains
 /// it advanced and started (zero for a part left out). Those counts are read in that order, and
 /// reading a part runs it: so a batch locks its resources before its chain heads, and each part
 /// takes its rows in key order, as every batch does.
 fn application(rows: Rows, chains: &ChainMoves) -> Result<(String, Vec<String>), StoreError> {
+    // (name, whether its count is answered, statement, rows, parameter)
     let parts = [
-        (UPDATE_RESOURCES, rows.update_count, rows.updates),
-        (INSERT_RESOURCES, rows.insert_count, rows.inserts),
         (
+            "updated",
+            true,
+            UPDATE_RESOURCES,
+            rows.update_count,
+            rows.updates,
+        ),
+        (
+            "inserted",
+            true,
+            INSERT_RESOURCES,
+            rows.insert_count,
+            rows.inserts,
+        ),
+        (
+            "advanced",
+            true,
             ADVANCE_CHAINS,
             chains.advances.len(),
             to_json(&chains.advances)?,
         ),
-        (START_CHAINS, chains.starts.len(), to_json(&chains.starts)?),
-        (INSERT_AUDIT, rows.audit_count, rows.audit),
-        (RECORD_OPERATIONS, rows.operation_count, rows.operations),
-        (RECORD_SIGHTINGS, rows.sighting_count, rows.sightings),
+        (
+            "started",
+            true,
+            START_CHAINS,
+            chains.starts.len(),
+            to_json(&chains.starts)?,
+        ),
+        ("audited", false, INSERT_AUDIT, rows.audit_count, rows.audit),
+        (
+            "recorded",
+            false,
+            RECORD_OPERATIONS,
+            rows.operation_count,
+            rows.operations,
+        ),
+        (
+            "sighted",
+            false,
+            RECORD_SIGHTINGS,
+            rows.sighting_count,
+            rows.sightings,
+        ),
     ];
     let mut ctes = Vec::with_capacity(parts.len());
     let mut parameters = Vec::with_capacity(parts.len());
-    let mut counts = Vec::with_capacity(COUNTED.len());
-    for (part, count, json) in parts {
-        let name = part.split_whitespace().next().unwrap_or_default();
+    let mut counts = Vec::new();
+    for (name, counted, statement, count, json) in parts {
         if count > 0 {
             parameters.push(json);
-            ctes.push(part.replacen("{}", &format!("${}", parameters.len()), 1));
+            let statement = statement.replacen("{}", &format!("${}", parameters.len()), 1);
+            ctes.push(format!("{name} AS ( {statement})"));
         }
-        if COUNTED.contains(&name) {
+        if counted {
             counts.push(match count > 0 {
                 true => format!("(SELECT count(*) FROM {name}) AS {name}"),
                 false => format!("0::bigint AS {name}"),
@@ -243,7 +266,7 @@ pub(super) async fn apply(
         .collect();
     let links = link(&mut heads, plan.entries)?;
     let chains = ChainMoves::new(&heads, &existing);
-    let rows = encode(plan, &links, &ids, &heads)?;
+    let rows = encode(plan, &links, &ids)?;
     let planned = Changed {
         updated: count(rows.update_count),
         inserted: count(rows.insert_count),
@@ -278,7 +301,6 @@ mod tests {
         let (updates, update_count) = json("updates", update_count);
         let (inserts, insert_count) = json("inserts", 0);
         let (audit, audit_count) = json("audit", 2);
-        let (heads, head_count) = json("heads", 1);
         let (operations, operation_count) = json("operations", 0);
         let (sightings, sighting_count) = json("sightings", sighting_count);
         Rows {
@@ -288,8 +310,6 @@ mod tests {
             insert_count,
             audit,
             audit_count,
-            heads,
-            head_count,
             operations,
             operation_count,
             sightings,

@@ -4,9 +4,7 @@
 //! per value: one statement text whatever the batch's size, so it stays prepared, and one
 //! statement per step, so one round trip to the connection's thread.
 
-use super::batch::{
-    internal, recorded_operation, ChainHeads, Change, Link, ObservedResource, Sighting,
-};
+use super::batch::{internal, recorded_operation, Change, Link, ObservedResource, Sighting};
 use super::writes::{created_or_updated, FencedWrite};
 use super::StoreError;
 use crate::domain::{AuditEntry, Decision, RecordedOperation};
@@ -37,9 +35,6 @@ pub(super) struct Rows {
     /// hash, id]`
     pub audit: String,
     pub audit_count: usize,
-    /// `[resource, seq, hash]`: the chain heads after the batch.
-    pub heads: String,
-    pub head_count: usize,
     /// `[resource, idempotency_key, token, body_sha256, status, revision, highest_token,
     /// audit_id, recorded_at_us]`
     pub operations: String,
@@ -50,12 +45,7 @@ pub(super) struct Rows {
     pub sighting_count: usize,
 }
 
-pub(super) fn encode(
-    plan: &Plan<'_>,
-    links: &[Link],
-    ids: &[i64],
-    heads: &ChainHeads,
-) -> Result<Rows, StoreError> {
+pub(super) fn encode(plan: &Plan<'_>, links: &[Link], ids: &[i64]) -> Result<Rows, StoreError> {
     let state = |change: &Change<'_>| {
         vec![
             json!(change.key),
@@ -106,11 +96,6 @@ pub(super) fn encode(
             ])
         })
         .collect();
-    let mut head_rows: Vec<(&String, i64, &String)> = heads
-        .iter()
-        .map(|(resource, (seq, hash))| (resource, *seq, hash))
-        .collect();
-    head_rows.sort_unstable();
     let operations: Vec<Value> = plan
         .writes
         .iter()
@@ -142,8 +127,6 @@ pub(super) fn encode(
         inserts: to_json(&inserts)?,
         audit_count: audit.len(),
         audit: to_json(&audit)?,
-        head_count: head_rows.len(),
-        heads: to_json(&head_rows)?,
         operation_count: operations.len(),
         operations: to_json(&operations)?,
         sighting_count: sightings.len(),

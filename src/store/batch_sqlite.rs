@@ -210,11 +210,18 @@ pub(super) async fn apply(
 ) -> Result<(Vec<i64>, Option<CommitTicket>), StoreError> {
     let links = link(&mut audit.heads, plan.entries)?;
     let ids: Vec<i64> = (audit.last_id + 1..).take(plan.entries.len()).collect();
-    let rows = encode(plan, &links, &ids, &audit.heads)?;
+    let rows = encode(plan, &links, &ids)?;
+    // `[resource, seq, hash]`: the chain heads after the batch, in key order.
+    let mut heads: Vec<(&String, i64, &String)> = audit
+        .heads
+        .iter()
+        .map(|(resource, (seq, hash))| (resource, *seq, hash))
+        .collect();
+    heads.sort_unstable();
     let expected = rows.update_count
         + rows.insert_count
         + rows.audit_count
-        + rows.head_count
+        + heads.len()
         + rows.operation_count
         + rows.sighting_count;
     let (sql, ticket) = match closing {
@@ -228,7 +235,7 @@ pub(super) async fn apply(
         .bind(rows.updates)
         .bind(rows.inserts)
         .bind(rows.audit)
-        .bind(rows.heads)
+        .bind(to_json(&heads)?)
         .bind(rows.operations)
         .bind(rows.sightings)
         .bind(expected as i64)
