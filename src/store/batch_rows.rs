@@ -1,8 +1,8 @@
 //! A decided batch, and the JSON parameters the batch statements take.
 //!
-//! A batch travels as a few JSON arrays read with `json_each`, instead of a parameter
-//! per value: one statement text whatever the batch's size, so it stays prepared, and one
-//! statement per step, so one round trip to the connection's thread.
+//! A batch travels as a few JSON arrays (read with `json_each` on SQLite, `jsonb_array_elements`
+//! on PostgreSQL), instead of a parameter per value: one statement text whatever the batch's
+//! size, so it stays prepared, and one statement per step, so one round trip.
 
 use super::batch::{internal, recorded_operation, Change, Link, ObservedResource, Sighting};
 use super::writes::{created_or_updated, FencedWrite};
