@@ -487,7 +487,11 @@ async fn run_store(
             .apply_write(&write(resource, 1000, 0)?, LeasePolicy::default())
             .await?;
     }
-    let commits = GroupCommit::start(store.clone(), LeasePolicy::default());
+    let commits = GroupCommit::start(
+        store.clone(),
+        LeasePolicy::default(),
+        crate::service::Limits::default().db_timeout,
+    );
     let stop = Arc::new(AtomicBool::new(false));
     let started = Instant::now();
     let mut tasks = Vec::new();

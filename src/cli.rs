@@ -112,6 +112,13 @@ pub struct ServeArgs {
     #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
     pub body_timeout: Duration,
 
+    /// A request that waits longer than this for the database is answered 503, and a
+    /// PostgreSQL batch still waiting is abandoned with its connection: for a network or server
+    /// that stops answering without closing anything. A write's outcome is then unknown until
+    /// it is retried with the same Idempotency-Key.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub db_timeout: Duration,
+
     /// An ownership overlap closes after this long without a rejected write (e.g. 60s).
     #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
     pub overlap_quiet: Duration,

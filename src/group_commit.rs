@@ -11,6 +11,7 @@
 
 use crate::store::{Backend, FencedWrite, LeasePolicy, Store, StoreError, WriteResult, MAX_BATCH};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, Mutex};
 
 /// Writes that may wait for a worker; beyond it, writers wait to enqueue (back-pressure).
@@ -46,7 +47,11 @@ pub struct GroupCommit {
 
 impl GroupCommit {
     /// Starts the workers: PostgreSQL's on the current runtime, SQLite's on a thread of its own.
-    pub fn start(store: Store, policy: LeasePolicy) -> Self {
+    /// A PostgreSQL batch still unanswered after `abandon_after` is abandoned with its
+    /// connection (its writers learn that its outcome is unknown), so that a server that stopped
+    /// answering cannot hold the queue until TCP gives up. SQLite's is not: its commit in
+    /// flight must be seen to its end before the WAL sync may count it written.
+    pub fn start(store: Store, policy: LeasePolicy, abandon_after: Duration) -> Self {
         let workers = match store.backend() {
             Backend::Sqlite => 1,
             Backend::Postgres => postgres_workers(
@@ -65,8 +70,15 @@ impl GroupCommit {
                 }
             }
         }
+        let abandon_after = (store.backend() == Backend::Postgres).then_some(abandon_after);
         for _ in 0..workers {
-            tokio::spawn(work(store.clone(), policy, jobs.clone(), None));
+            tokio::spawn(work(
+                store.clone(),
+                policy,
+                abandon_after,
+                jobs.clone(),
+                None,
+            ));
         }
         Self { queue }
     }
@@ -104,7 +116,7 @@ fn spawn_dedicated(
                 queue: jobs.clone(),
                 answers,
             };
-            runtime.block_on(work(store, policy, jobs, Some(own_thread)))
+            runtime.block_on(work(store, policy, None, jobs, Some(own_thread)))
         })?;
     Ok(())
 }
@@ -122,7 +134,13 @@ struct OwnThread {
 
 type Jobs = Arc<Mutex<mpsc::Receiver<Job>>>;
 
-async fn work(store: Store, policy: LeasePolicy, jobs: Jobs, own_thread: Option<OwnThread>) {
+async fn work(
+    store: Store,
+    policy: LeasePolicy,
+    abandon_after: Option<Duration>,
+    jobs: Jobs,
+    own_thread: Option<OwnThread>,
+) {
     loop {
         let mut batch = Vec::with_capacity(MAX_BATCH);
         // One worker at a time takes what has queued; the others are committing meanwhile.
@@ -132,7 +150,8 @@ async fn work(store: Store, policy: LeasePolicy, jobs: Jobs, own_thread: Option<
         }
         // Its own task, so that a panic fails this batch's writers and not the worker.
         let store = store.clone();
-        if let Err(error) = tokio::spawn(commit(store, policy, batch, own_thread.clone())).await {
+        let committing = commit(store, policy, abandon_after, batch, own_thread.clone());
+        if let Err(error) = tokio::spawn(committing).await {
             tracing::error!(%error, "a write batch failed without an answer");
         }
     }
@@ -142,10 +161,23 @@ async fn work(store: Store, policy: LeasePolicy, jobs: Jobs, own_thread: Option<
 /// durable, so the worker takes the next batch while this one is synced. A worker on a thread
 /// of its own with nothing else waiting (a lone writer) syncs in place instead: blocking its
 /// thread costs nobody anything then, and it saves handing the fsync to another thread and back.
-async fn commit(store: Store, policy: LeasePolicy, batch: Vec<Job>, own_thread: Option<OwnThread>) {
+async fn commit(
+    store: Store,
+    policy: LeasePolicy,
+    abandon_after: Option<Duration>,
+    batch: Vec<Job>,
+    own_thread: Option<OwnThread>,
+) {
     let (writes, replies): (Vec<FencedWrite>, Vec<_>) =
         batch.into_iter().map(|job| (job.write, job.reply)).unzip();
-    match store.apply_batch_committed(&writes, policy).await {
+    let applying = store.apply_batch_committed(&writes, policy);
+    let applied = match abandon_after {
+        Some(limit) => tokio::time::timeout(limit, applying)
+            .await
+            .unwrap_or(Err(StoreError::TimedOut(limit))),
+        None => applying.await,
+    };
+    match applied {
         Ok(committed) => {
             // Nothing waiting: no write queued, and no earlier batch whose writers, once
             // answered, would send more while this thread is blocked.

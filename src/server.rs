@@ -37,6 +37,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             max_value_bytes: args.max_value_bytes,
             idempotency_retention: args.idempotency_retention,
             body_read_timeout: args.body_timeout,
+            db_timeout: args.db_timeout,
             leases: LeasePolicy {
                 scope: match args.lease_scope {
                     LeaseScopeArg::Any => LeaseScope::Any,

@@ -22,6 +22,8 @@ pub struct Limits {
     pub leases: LeasePolicy,
     /// How long a client may take to send a write's body.
     pub body_read_timeout: Duration,
+    /// How long a request waits for the database before it is answered 503.
+    pub db_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -31,6 +33,7 @@ impl Default for Limits {
             idempotency_retention: Duration::from_secs(24 * 60 * 60),
             leases: LeasePolicy::default(),
             body_read_timeout: Duration::from_secs(30),
+            db_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -50,7 +53,7 @@ impl FenceService {
     /// Starts the group-commit workers, so it must run on a tokio runtime.
     pub fn new(store: Store, limits: Limits) -> Self {
         Self {
-            commits: GroupCommit::start(store.clone(), limits.leases),
+            commits: GroupCommit::start(store.clone(), limits.leases, limits.db_timeout),
             store,
             limits,
             committed: None,
@@ -84,9 +87,23 @@ impl FenceService {
         &self.store
     }
 
+    /// Waits for `operation` at most `db_timeout`. A database that stops answering without
+    /// closing anything (a stalled network, a frozen server) would otherwise hold the request
+    /// until TCP gives up, minutes later. The operation is abandoned, not undone: a write may
+    /// still commit, which is why its 503 says the outcome is unknown.
+    async fn bounded<T>(
+        &self,
+        operation: impl std::future::Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        let limit = self.limits.db_timeout;
+        tokio::time::timeout(limit, operation)
+            .await
+            .unwrap_or(Err(StoreError::TimedOut(limit)))
+    }
+
     pub async fn write(&self, write: &FencedWrite) -> Result<WriteResult, StoreError> {
         let started = Instant::now();
-        let result = self.commits.write(write.clone()).await;
+        let result = self.bounded(self.commits.write(write.clone())).await;
         if let Ok(done) = &result {
             self.metrics
                 .record_write(done.entry.outcome, started.elapsed());
@@ -100,7 +117,7 @@ impl FenceService {
 
     pub async fn refuse(&self, attempt: &RefusedAttempt) -> Result<AuditEntry, StoreError> {
         let started = Instant::now();
-        let result = self.store.record_refused(attempt).await;
+        let result = self.bounded(self.store.record_refused(attempt)).await;
         if let Ok(entry) = &result {
             self.metrics.record_write(entry.outcome, started.elapsed());
             self.after_commit();
@@ -109,11 +126,11 @@ impl FenceService {
     }
 
     pub async fn read(&self, key: &ResourceKey) -> Result<Option<StoredValue>, StoreError> {
-        self.store.read_value(key).await
+        self.bounded(self.store.read_value(key)).await
     }
 
     pub async fn audit(&self, query: &AuditQuery) -> Result<Vec<AuditEntry>, StoreError> {
-        self.store.audit_page(query).await
+        self.bounded(self.store.audit_page(query)).await
     }
 
     pub async fn acquire_lease(
@@ -122,7 +139,9 @@ impl FenceService {
         holder: &Holder,
         ttl: Ttl,
     ) -> Result<AcquireResult, StoreError> {
-        let result = self.store.acquire_lease(name, holder, ttl).await;
+        let result = self
+            .bounded(self.store.acquire_lease(name, holder, ttl))
+            .await;
         if let Ok(AcquireResult::Granted(_)) = &result {
             self.metrics.leases_granted.inc();
         }
@@ -137,7 +156,8 @@ impl FenceService {
         token: FencingToken,
         ttl: Option<Ttl>,
     ) -> Result<Result<LeaseRecord, Option<LeaseState>>, StoreError> {
-        self.store.renew_lease(name, holder, token, ttl).await
+        self.bounded(self.store.renew_lease(name, holder, token, ttl))
+            .await
     }
 
     /// `Err(current)` when `holder` and `token` are not the current grant.
@@ -147,11 +167,12 @@ impl FenceService {
         holder: &Holder,
         token: FencingToken,
     ) -> Result<Result<(), Option<LeaseState>>, StoreError> {
-        self.store.release_lease(name, holder, token).await
+        self.bounded(self.store.release_lease(name, holder, token))
+            .await
     }
 
     pub async fn lease(&self, name: &LeaseName) -> Result<Option<LeaseState>, StoreError> {
-        self.store.lease(name).await
+        self.bounded(self.store.lease(name)).await
     }
 
     /// Prunes audit rows older than `retention`, behind checkpoints, until aborted.

@@ -222,6 +222,13 @@ impl From<StoreError> for Problem {
                 tracing::warn!(%error, "request failed: database unavailable");
                 Problem::unavailable(format!("the database cannot take the request now: {error}"))
             }
+            StoreError::TimedOut(_) => {
+                tracing::warn!(%error, "request failed: database unavailable");
+                Problem::unavailable(format!(
+                    "{error}; a write's outcome is unknown until it is retried with the same \
+                     Idempotency-Key"
+                ))
+            }
             StoreError::Internal(_) | StoreError::Open(_) => {
                 tracing::error!(%error, "request failed");
                 Problem::internal()

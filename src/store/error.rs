@@ -13,6 +13,11 @@ pub enum StoreError {
     Internal(#[source] sqlx::Error),
     #[error("failed to open the database: {0}")]
     Open(String),
+    /// The database did not answer within the bound on a request's wait (`--db-timeout`): a
+    /// stalled network or a frozen server, which TCP alone would report only after minutes.
+    /// Whatever the request was doing may still take effect.
+    #[error("the database did not answer within {0:?}")]
+    TimedOut(std::time::Duration),
 }
 
 impl StoreError {
@@ -31,6 +36,7 @@ impl StoreError {
                 StoreError::Internal(sqlx::Error::InvalidArgument(error.to_string()))
             }
             StoreError::Open(message) => StoreError::Open(message.clone()),
+            StoreError::TimedOut(limit) => StoreError::TimedOut(*limit),
         }
     }
 }

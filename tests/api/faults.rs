@@ -515,11 +515,13 @@ fn proxied_url(url: &str, proxy: &Proxy) -> String {
 }
 
 /// A TCP proxy in front of the real PostgreSQL server that can be cut (every connection
-/// dropped, new ones refused) and restored: the server going away and coming back, as the
-/// daemon sees it, without disturbing other tests that share the server.
+/// dropped, new ones refused) or stalled (bytes held, nothing closed, as when a network or a
+/// server stops answering without saying so) and restored: the server going away and coming
+/// back, as the daemon sees it, without disturbing other tests that share the server.
 struct Proxy {
     address: std::net::SocketAddr,
     up: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    flowing: watch::Sender<bool>,
     links: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
 }
 
@@ -530,22 +532,35 @@ impl Proxy {
         let address = listener.local_addr().unwrap();
         let up = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
         let links = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let (accept_up, accept_links) = (up.clone(), links.clone());
+        let flowing = watch::Sender::new(true);
+        let (accept_up, accept_links, accept_flowing) =
+            (up.clone(), links.clone(), flowing.clone());
         tokio::spawn(async move {
-            while let Ok((mut client, _)) = listener.accept().await {
+            while let Ok((client, _)) = listener.accept().await {
                 if !accept_up.load(Ordering::SeqCst) {
                     continue; // dropped: the connection is refused as it opens
                 }
                 let upstream = upstream.clone();
+                let flowing = accept_flowing.subscribe();
                 let link = tokio::spawn(async move {
-                    if let Ok(mut server) = tokio::net::TcpStream::connect(upstream).await {
-                        let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                    if let Ok(server) = tokio::net::TcpStream::connect(upstream).await {
+                        let (client_in, client_out) = client.into_split();
+                        let (server_in, server_out) = server.into_split();
+                        tokio::join!(
+                            pump(client_in, server_out, flowing.clone()),
+                            pump(server_in, client_out, flowing)
+                        );
                     }
                 });
                 accept_links.lock().unwrap().push(link.abort_handle());
             }
         });
-        Proxy { address, up, links }
+        Proxy {
+            address,
+            up,
+            flowing,
+            links,
+        }
     }
 
     fn cut(&self) {
@@ -555,9 +570,36 @@ impl Proxy {
         }
     }
 
+    fn stall(&self) {
+        self.flowing.send_replace(false);
+    }
+
     fn restore(&self) {
         self.up.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.flowing.send_replace(true);
     }
+}
+
+/// Copies bytes one way, holding them while the link is stalled.
+async fn pump(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    mut flowing: watch::Receiver<bool>,
+) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut buffer = vec![0; 16 * 1024];
+    loop {
+        let read = match from.read(&mut buffer).await {
+            Ok(0) | Err(_) => break,
+            Ok(read) => read,
+        };
+        if flowing.wait_for(|flowing| *flowing).await.is_err()
+            || to.write_all(&buffer[..read]).await.is_err()
+        {
+            break;
+        }
+    }
+    let _ = to.shutdown().await;
 }
 
 /// What writers saw around an outage: every answer's status, by phase.
@@ -573,6 +615,8 @@ struct OutageLog {
 enum Outage {
     /// The network to it is cut by a proxy for three seconds.
     Network,
+    /// The network to it stops delivering for three seconds, closing nothing.
+    Stall,
     /// The server itself is restarted, by this shell command.
     Restart(String),
 }
@@ -580,6 +624,13 @@ enum Outage {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_going_away_under_load_gives_503s_and_the_daemon_recovers_by_itself() {
     outage_under_load(Outage::Network).await;
+}
+
+/// Nothing tells the daemon that the database went away: requests must not wait for TCP to
+/// give up (minutes) but be answered 503 once `--db-timeout` passes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_that_stops_answering_gives_503s_within_the_timeout_and_the_daemon_recovers() {
+    outage_under_load(Outage::Stall).await;
 }
 
 /// The server really restarted. Other tests share it, so this runs only when
@@ -610,10 +661,10 @@ async fn outage_under_load(outage: Outage) {
     let db = test_db!(Backend::Postgres);
     let proxy = Proxy::start(upstream_of(&db.url)).await;
     let database_url = match outage {
-        Outage::Network => proxied_url(&db.url, &proxy),
+        Outage::Network | Outage::Stall => proxied_url(&db.url, &proxy),
         Outage::Restart(_) => db.url.clone(),
     };
-    let daemon = Daemon::spawn_on(&database_url, &[]).await;
+    let daemon = Daemon::spawn_on(&database_url, &["--db-timeout", "1s"]).await;
 
     let restored = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -683,6 +734,12 @@ async fn outage_under_load(outage: Outage) {
             proxy.restore();
             "a 3 s network outage"
         }
+        Outage::Stall => {
+            proxy.stall();
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            proxy.restore();
+            "a 3 s stall of the network"
+        }
         Outage::Restart(command) => {
             let started_before = postmaster_start_time().await;
             let status = tokio::process::Command::new("sh")
@@ -730,9 +787,9 @@ async fn outage_under_load(outage: Outage) {
         total.other_errors
     );
     // A restart can be short enough for every write to wait it out (each batch takes a fresh
-    // connection); a 3 s cut cannot.
+    // connection); a 3 s cut cannot, and a 3 s stall outlasts the 1 s timeout.
     match outage {
-        Outage::Network => assert!(total.unavailable > 0, "the outage was seen"),
+        Outage::Network | Outage::Stall => assert!(total.unavailable > 0, "the outage was seen"),
         Outage::Restart(_) => assert!(
             total.acks.len() > total.acked_after_restore,
             "writes were acknowledged before the restart too"
