@@ -115,7 +115,8 @@ pub struct ServeArgs {
     /// A request that waits longer than this for the database is answered 503, and a
     /// PostgreSQL batch still waiting is abandoned with its connection: for a network or server
     /// that stops answering without closing anything. A write's outcome is then unknown until
-    /// it is retried with the same Idempotency-Key.
+    /// it is retried with the same Idempotency-Key. PostgreSQL ends any of the daemon's sessions
+    /// left inside a transaction this long without a statement, releasing its locks.
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     pub db_timeout: Duration,
 

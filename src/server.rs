@@ -26,6 +26,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         &args.database,
         &StoreOptions {
             max_connections: args.db_max_connections,
+            db_timeout: args.db_timeout,
             ..StoreOptions::default()
         },
     )

@@ -28,6 +28,12 @@ pub struct StoreOptions {
     pub max_connections: u32,
     /// How long a request waits for a connection before the database counts as unavailable.
     pub acquire_timeout: Duration,
+    /// How long the daemon waits for the database before it gives a request up
+    /// (`--db-timeout`). On PostgreSQL a session that sits inside a transaction this long
+    /// without a statement is ended by the server: its daemon gave up on it, or vanished, and
+    /// its row locks would otherwise block every daemon sharing the database until the server
+    /// noticed the client gone (TCP keepalive: hours by default).
+    pub db_timeout: Duration,
 }
 
 impl Default for StoreOptions {
@@ -35,6 +41,7 @@ impl Default for StoreOptions {
         Self {
             max_connections: 16,
             acquire_timeout: Duration::from_secs(5),
+            db_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -157,9 +164,18 @@ async fn outside_transaction(conn: &mut sqlx::AnyConnection) -> bool {
 }
 
 async fn open_postgres(url: &str, options: &StoreOptions) -> Result<Store, StoreError> {
+    let orphaned_after_ms = options.db_timeout.as_millis().max(1);
     let pool: AnyPool = AnyPoolOptions::new()
         .max_connections(options.max_connections)
         .acquire_timeout(options.acquire_timeout)
+        .after_connect(move |conn, _| {
+            Box::pin(async move {
+                let orphaned_after =
+                    format!("SET idle_in_transaction_session_timeout = {orphaned_after_ms}");
+                conn.execute(orphaned_after.as_str()).await?;
+                Ok(())
+            })
+        })
         .connect(url)
         .await
         .map_err(|e| StoreError::Open(format!("cannot connect to {}: {e}", redact(url))))?;

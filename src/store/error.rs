@@ -85,10 +85,12 @@ fn is_unavailable(error: &sqlx::Error) -> bool {
         | sqlx::Error::Tls(_) => true,
         sqlx::Error::Database(_) => {
             let code = database_code(error).unwrap_or_default();
-            // PostgreSQL: connection exceptions (08…), shutdowns (57P…), out of resources (53…).
+            // PostgreSQL: connection exceptions (08…), shutdowns (57P…), out of resources (53…),
+            // a session ended inside a transaction left idle past `--db-timeout` (25P03).
             code.starts_with("08")
                 || code.starts_with("57P")
                 || code.starts_with("53")
+                || code == "25P03"
                 // SQLite: IOERR (10 and its extended codes end in 10 mod 256), FULL, CANTOPEN,
                 // and BUSY/LOCKED that outlasted the busy timeout.
                 || code

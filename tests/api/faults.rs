@@ -521,7 +521,10 @@ fn proxied_url(url: &str, proxy: &Proxy) -> String {
 struct Proxy {
     address: std::net::SocketAddr,
     up: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    flowing: watch::Sender<bool>,
+    /// Whether the links opened since the last `abandon_links` may carry bytes.
+    flowing: std::sync::Arc<std::sync::Mutex<watch::Sender<bool>>>,
+    /// The switches of links stalled for good, kept: a dropped one would end its links.
+    abandoned: std::sync::Mutex<Vec<watch::Sender<bool>>>,
     links: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
 }
 
@@ -532,7 +535,7 @@ impl Proxy {
         let address = listener.local_addr().unwrap();
         let up = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
         let links = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let flowing = watch::Sender::new(true);
+        let flowing = std::sync::Arc::new(std::sync::Mutex::new(watch::Sender::new(true)));
         let (accept_up, accept_links, accept_flowing) =
             (up.clone(), links.clone(), flowing.clone());
         tokio::spawn(async move {
@@ -541,7 +544,7 @@ impl Proxy {
                     continue; // dropped: the connection is refused as it opens
                 }
                 let upstream = upstream.clone();
-                let flowing = accept_flowing.subscribe();
+                let flowing = accept_flowing.lock().unwrap().subscribe();
                 let link = tokio::spawn(async move {
                     if let Ok(server) = tokio::net::TcpStream::connect(upstream).await {
                         let (client_in, client_out) = client.into_split();
@@ -559,6 +562,7 @@ impl Proxy {
             address,
             up,
             flowing,
+            abandoned: std::sync::Mutex::new(Vec::new()),
             links,
         }
     }
@@ -571,12 +575,21 @@ impl Proxy {
     }
 
     fn stall(&self) {
-        self.flowing.send_replace(false);
+        self.flowing.lock().unwrap().send_replace(false);
+    }
+
+    /// Stalls every link open now for good, while new ones work: the server behind them gone
+    /// without a word, and another reachable at the same address.
+    fn abandon_links(&self) {
+        let mut flowing = self.flowing.lock().unwrap();
+        flowing.send_replace(false);
+        let stalled = std::mem::replace(&mut *flowing, watch::Sender::new(true));
+        self.abandoned.lock().unwrap().push(stalled);
     }
 
     fn restore(&self) {
         self.up.store(true, std::sync::atomic::Ordering::SeqCst);
-        self.flowing.send_replace(true);
+        self.flowing.lock().unwrap().send_replace(true);
     }
 }
 
@@ -589,11 +602,10 @@ async fn pump(
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut buffer = vec![0; 16 * 1024];
     loop {
-        let read = match from.read(&mut buffer).await {
-            Ok(0) | Err(_) => break,
-            Ok(read) => read,
-        };
+        // An end of the stream is held like bytes: a stalled link tells nothing.
+        let read = from.read(&mut buffer).await.unwrap_or(0);
         if flowing.wait_for(|flowing| *flowing).await.is_err()
+            || read == 0
             || to.write_all(&buffer[..read]).await.is_err()
         {
             break;
@@ -617,6 +629,9 @@ enum Outage {
     Network,
     /// The network to it stops delivering for three seconds, closing nothing.
     Stall,
+    /// Every connection open to it stops delivering for good, closing nothing, while new
+    /// connections work.
+    StallForGood,
     /// The server itself is restarted, by this shell command.
     Restart(String),
 }
@@ -631,6 +646,13 @@ async fn postgres_going_away_under_load_gives_503s_and_the_daemon_recovers_by_it
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_that_stops_answering_gives_503s_within_the_timeout_and_the_daemon_recovers() {
     outage_under_load(Outage::Stall).await;
+}
+
+/// Connections that never answer again must not hold the write path: the batch waiting on one
+/// is abandoned with it, and the next runs on a connection that works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_connections_that_never_answer_again_are_abandoned_and_writes_resume() {
+    outage_under_load(Outage::StallForGood).await;
 }
 
 /// The server really restarted. Other tests share it, so this runs only when
@@ -661,7 +683,7 @@ async fn outage_under_load(outage: Outage) {
     let db = test_db!(Backend::Postgres);
     let proxy = Proxy::start(upstream_of(&db.url)).await;
     let database_url = match outage {
-        Outage::Network | Outage::Stall => proxied_url(&db.url, &proxy),
+        Outage::Network | Outage::Stall | Outage::StallForGood => proxied_url(&db.url, &proxy),
         Outage::Restart(_) => db.url.clone(),
     };
     let daemon = Daemon::spawn_on(&database_url, &["--db-timeout", "1s"]).await;
@@ -740,6 +762,11 @@ async fn outage_under_load(outage: Outage) {
             proxy.restore();
             "a 3 s stall of the network"
         }
+        Outage::StallForGood => {
+            proxy.abandon_links();
+            tokio::time::sleep(Duration::from_secs(12)).await;
+            "every open connection stalled for good"
+        }
         Outage::Restart(command) => {
             let started_before = postmaster_start_time().await;
             let status = tokio::process::Command::new("sh")
@@ -789,7 +816,14 @@ async fn outage_under_load(outage: Outage) {
     // A restart can be short enough for every write to wait it out (each batch takes a fresh
     // connection); a 3 s cut cannot, and a 3 s stall outlasts the 1 s timeout.
     match outage {
-        Outage::Network | Outage::Stall => assert!(total.unavailable > 0, "the outage was seen"),
+        Outage::Network | Outage::Stall | Outage::StallForGood => {
+            assert!(
+                total.unavailable > 0,
+                "the outage was seen: {} acks, {} after",
+                total.acks.len(),
+                total.acked_after_restore
+            )
+        }
         Outage::Restart(_) => assert!(
             total.acks.len() > total.acked_after_restore,
             "writes were acknowledged before the restart too"
@@ -951,4 +985,48 @@ async fn a_full_disk_fails_writes_cleanly_and_loses_nothing_acknowledged() {
          recovered once space was freed, none lost",
         acks.len()
     );
+}
+
+/// A session left inside a transaction without a statement for longer than the daemon's
+/// `--db-timeout` (its daemon gave up on it, or vanished) is ended by PostgreSQL, so that its row
+/// locks cannot block the other daemons until the server notices the client gone. The store
+/// pauses here inside a batch's transaction, after its observation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_ends_a_session_left_inside_a_transaction_longer_than_the_db_timeout() {
+    use fencewatch::store::{LeasePolicy, ObserveHook, StoreError, StoreOptions};
+    let db = test_db!(Backend::Postgres);
+    let pause: ObserveHook =
+        std::sync::Arc::new(|| Box::pin(tokio::time::sleep(Duration::from_millis(1500))));
+    let open = |db_timeout: Duration| {
+        let options = StoreOptions {
+            max_connections: 2,
+            db_timeout,
+            ..StoreOptions::default()
+        };
+        let (url, pause) = (db.url.clone(), pause.clone());
+        async move {
+            Store::open(&url, &options)
+                .await
+                .unwrap()
+                .with_observe_hook(pause)
+        }
+    };
+    let write = crate::interleaving::write_for("orphans/r", 1, "paused inside its transaction");
+
+    let impatient = open(Duration::from_millis(500)).await;
+    let error = impatient
+        .apply_write(&write, LeasePolicy::default())
+        .await
+        .expect_err("the server ended the session paused inside its transaction");
+    assert!(
+        matches!(error, StoreError::Unavailable(_)),
+        "a session the server ended is unavailability, worth a retry: {error}"
+    );
+
+    let patient = open(Duration::from_secs(10)).await;
+    let applied = patient
+        .apply_write(&write, LeasePolicy::default())
+        .await
+        .expect("the same pause inside the default timeout");
+    assert_eq!(applied.entry.outcome, Outcome::Accepted);
 }
