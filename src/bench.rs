@@ -490,7 +490,7 @@ async fn run_store(
     let commits = GroupCommit::start(
         store.clone(),
         LeasePolicy::default(),
-        crate::service::Limits::default().db_timeout,
+        crate::store::DEFAULT_DB_TIMEOUT,
     );
     let stop = Arc::new(AtomicBool::new(false));
     let started = Instant::now();

@@ -33,7 +33,7 @@ impl Default for Limits {
             idempotency_retention: Duration::from_secs(24 * 60 * 60),
             leases: LeasePolicy::default(),
             body_read_timeout: Duration::from_secs(30),
-            db_timeout: Duration::from_secs(10),
+            db_timeout: crate::store::DEFAULT_DB_TIMEOUT,
         }
     }
 }

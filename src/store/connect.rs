@@ -22,6 +22,9 @@ impl Backend {
     }
 }
 
+/// `--db-timeout`'s default: far above any healthy wait, far below TCP giving up.
+pub const DEFAULT_DB_TIMEOUT: Duration = Duration::from_secs(10);
+
 #[derive(Debug, Clone)]
 pub struct StoreOptions {
     /// Connections to PostgreSQL (SQLite always uses one writer and a few readers).
@@ -41,7 +44,7 @@ impl Default for StoreOptions {
         Self {
             max_connections: 16,
             acquire_timeout: Duration::from_secs(5),
-            db_timeout: Duration::from_secs(10),
+            db_timeout: DEFAULT_DB_TIMEOUT,
         }
     }
 }
