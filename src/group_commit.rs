@@ -172,9 +172,7 @@ async fn commit(
         batch.into_iter().map(|job| (job.write, job.reply)).unzip();
     let applying = store.apply_batch_committed(&writes, policy);
     let applied = match abandon_after {
-        Some(limit) => tokio::time::timeout(limit, applying)
-            .await
-            .unwrap_or(Err(StoreError::TimedOut(limit))),
+        Some(limit) => crate::store::within(limit, applying).await,
         None => applying.await,
     };
     match applied {

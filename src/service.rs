@@ -95,10 +95,7 @@ impl FenceService {
         &self,
         operation: impl std::future::Future<Output = Result<T, StoreError>>,
     ) -> Result<T, StoreError> {
-        let limit = self.limits.db_timeout;
-        tokio::time::timeout(limit, operation)
-            .await
-            .unwrap_or(Err(StoreError::TimedOut(limit)))
+        crate::store::within(self.limits.db_timeout, operation).await
     }
 
     pub async fn write(&self, write: &FencedWrite) -> Result<WriteResult, StoreError> {

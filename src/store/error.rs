@@ -41,6 +41,17 @@ impl StoreError {
     }
 }
 
+/// Waits for `operation` at most `limit`, then gives it up as `TimedOut`. Giving up drops it,
+/// it does not undo it: whatever it had sent may still take effect.
+pub async fn within<T>(
+    limit: std::time::Duration,
+    operation: impl std::future::Future<Output = Result<T, StoreError>>,
+) -> Result<T, StoreError> {
+    tokio::time::timeout(limit, operation)
+        .await
+        .unwrap_or(Err(StoreError::TimedOut(limit)))
+}
+
 impl From<sqlx::Error> for StoreError {
     fn from(error: sqlx::Error) -> Self {
         if is_unavailable(&error) {

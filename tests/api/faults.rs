@@ -1023,7 +1023,7 @@ async fn postgres_ends_a_session_left_inside_a_transaction_longer_than_the_db_ti
         "a session the server ended is unavailability, worth a retry: {error}"
     );
 
-    let patient = open(Duration::from_secs(10)).await;
+    let patient = open(fencewatch::store::DEFAULT_DB_TIMEOUT).await;
     let applied = patient
         .apply_write(&write, LeasePolicy::default())
         .await
