@@ -46,57 +46,56 @@ pub(super) struct Rows {
 }
 
 pub(super) fn encode(plan: &Plan<'_>, links: &[Link], ids: &[i64]) -> Result<Rows, StoreError> {
-    let state = |change: &Change<'_>| {
-        vec![
-            json!(change.key),
-            json!(change.state.highest_token),
-            json!(change.state.revision.get()),
-            json!(hex::encode(&change.write.body)),
-            json!(change.write.content_type),
-            json!(change.at.timestamp_micros()),
-            json!(change.owner),
-        ]
-    };
+    // Tuples and rows that serialize themselves, not `json!` trees: encoding runs on the
+    // group-commit thread, the one serial stage of the write path, and building a tree cloned
+    // every string of the batch.
+    type State<'a> = (
+        &'a str,
+        i64,
+        i64,
+        String,
+        Option<&'a str>,
+        i64,
+        Option<&'a str>,
+    );
+    fn state<'a>(change: &Change<'a>) -> State<'a> {
+        (
+            change.key,
+            change.state.highest_token,
+            change.state.revision.get(),
+            hex::encode(&change.write.body),
+            change.write.content_type.as_deref(),
+            change.at.timestamp_micros(),
+            change.owner,
+        )
+    }
     let (mut updates, mut inserts) = (Vec::new(), Vec::new());
     for change in plan.changes {
         match change.observed {
             Some(observed) => {
-                let mut row = state(change);
-                row.push(json!(observed.revision.get()));
-                updates.push(row);
+                let (key, highest, revision, value, content_type, at, owner) = state(change);
+                updates.push((
+                    key,
+                    highest,
+                    revision,
+                    value,
+                    content_type,
+                    at,
+                    owner,
+                    observed.revision.get(),
+                ));
             }
             None => inserts.push(state(change)),
         }
     }
-    let audit: Vec<Value> = plan
+    let audit: Vec<AuditRow<'_>> = plan
         .entries
         .iter()
         .zip(links)
         .zip(ids)
-        .map(|((entry, link), id)| {
-            json!([
-                entry.at.timestamp_micros(),
-                entry.resource,
-                entry.outcome.as_str(),
-                entry.token,
-                entry.highest_token,
-                entry.revision,
-                entry.idempotency_key,
-                entry.expected_revision,
-                entry.owner,
-                entry.lease,
-                entry.body_sha256,
-                entry.body_len,
-                entry.detail,
-                entry.caller,
-                link.seq,
-                link.prev_hash,
-                link.hash,
-                id,
-            ])
-        })
+        .map(|((entry, link), &id)| AuditRow { entry, link, id })
         .collect();
-    let operations: Vec<Value> = plan
+    let operations: Vec<_> = plan
         .writes
         .iter()
         .zip(plan.decisions)
@@ -106,17 +105,17 @@ pub(super) fn encode(plan: &Plan<'_>, links: &[Link], ids: &[i64]) -> Result<Row
                 return None;
             };
             let key = write.idempotency_key.as_ref()?;
-            Some(json!([
+            Some((
                 write.key.as_str(),
                 key.as_str(),
                 write.token.get(),
-                write.body_sha256,
+                &write.body_sha256,
                 created_or_updated(*revision),
                 revision.get(),
                 write.token.get(),
                 id,
                 entry.at.timestamp_micros(),
-            ]))
+            ))
         })
         .collect();
     let sightings = merge_sightings(plan.sightings);
@@ -132,6 +131,40 @@ pub(super) fn encode(plan: &Plan<'_>, links: &[Link], ids: &[i64]) -> Result<Row
         sighting_count: sightings.len(),
         sightings: to_json(&sightings)?,
     })
+}
+
+/// An audit row as the batch statements read it (see `Rows::audit`).
+struct AuditRow<'a> {
+    entry: &'a AuditEntry,
+    link: &'a Link,
+    id: i64,
+}
+
+impl serde::Serialize for AuditRow<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeTuple;
+        let entry = self.entry;
+        let mut row = serializer.serialize_tuple(18)?;
+        row.serialize_element(&entry.at.timestamp_micros())?;
+        row.serialize_element(&entry.resource)?;
+        row.serialize_element(entry.outcome.as_str())?;
+        row.serialize_element(&entry.token)?;
+        row.serialize_element(&entry.highest_token)?;
+        row.serialize_element(&entry.revision)?;
+        row.serialize_element(&entry.idempotency_key)?;
+        row.serialize_element(&entry.expected_revision)?;
+        row.serialize_element(&entry.owner)?;
+        row.serialize_element(&entry.lease)?;
+        row.serialize_element(&entry.body_sha256)?;
+        row.serialize_element(&entry.body_len)?;
+        row.serialize_element(&entry.detail)?;
+        row.serialize_element(&entry.caller)?;
+        row.serialize_element(&self.link.seq)?;
+        row.serialize_element(&self.link.prev_hash)?;
+        row.serialize_element(&self.link.hash)?;
+        row.serialize_element(&self.id)?;
+        row.end()
+    }
 }
 
 /// How a merged sighting row (`excluded`) joins the overlap already open (`o`), the same on

@@ -55,7 +55,7 @@ impl Default for StoreOptions {
 /// audit, and with the small cache they were read back from the OS on every batch (measured:
 /// about a third more writes per second with the larger one).
 const SQLITE_WRITER_PRAGMAS: &str = "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; \
-     PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA cache_size = -32768;";
+     PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA cache_size = -32768; PRAGMA temp_store = MEMORY;";
 /// Run whenever the writer goes back to the pool: every other transaction commits with FULL.
 const SQLITE_WRITER_RELEASE: &str = "PRAGMA synchronous = FULL; BEGIN; ROLLBACK";
 const SQLITE_READER_PRAGMAS: &str = "PRAGMA busy_timeout = 5000;";
