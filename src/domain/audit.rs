@@ -26,6 +26,30 @@ pub struct AuditEntry {
     pub caller: Option<String>,
 }
 
+impl AuditEntry {
+    /// The recorded fields, from `at` to `caller`, as elements of `tuple`: the order both the
+    /// chain's canonical encoding and the batch statements' audit rows use.
+    pub fn serialize_recorded_fields<T: serde::ser::SerializeTuple>(
+        &self,
+        tuple: &mut T,
+    ) -> Result<(), T::Error> {
+        tuple.serialize_element(&self.at.timestamp_micros())?;
+        tuple.serialize_element(&self.resource)?;
+        tuple.serialize_element(self.outcome.as_str())?;
+        tuple.serialize_element(&self.token)?;
+        tuple.serialize_element(&self.highest_token)?;
+        tuple.serialize_element(&self.revision)?;
+        tuple.serialize_element(&self.idempotency_key)?;
+        tuple.serialize_element(&self.expected_revision)?;
+        tuple.serialize_element(&self.owner)?;
+        tuple.serialize_element(&self.lease)?;
+        tuple.serialize_element(&self.body_sha256)?;
+        tuple.serialize_element(&self.body_len)?;
+        tuple.serialize_element(&self.detail)?;
+        tuple.serialize_element(&self.caller)
+    }
+}
+
 pub fn format_rfc3339_micros(at: &DateTime<Utc>) -> String {
     at.to_rfc3339_opts(SecondsFormat::Micros, true)
 }

@@ -38,24 +38,10 @@ struct Canonical<'a> {
 impl serde::Serialize for Canonical<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeTuple;
-        let entry = self.entry;
         let mut fields = serializer.serialize_tuple(17)?;
         fields.serialize_element("fencewatch-audit-v1")?;
         fields.serialize_element(&self.seq)?;
-        fields.serialize_element(&entry.at.timestamp_micros())?;
-        fields.serialize_element(&entry.resource)?;
-        fields.serialize_element(entry.outcome.as_str())?;
-        fields.serialize_element(&entry.token)?;
-        fields.serialize_element(&entry.highest_token)?;
-        fields.serialize_element(&entry.revision)?;
-        fields.serialize_element(&entry.idempotency_key)?;
-        fields.serialize_element(&entry.expected_revision)?;
-        fields.serialize_element(&entry.owner)?;
-        fields.serialize_element(&entry.lease)?;
-        fields.serialize_element(&entry.body_sha256)?;
-        fields.serialize_element(&entry.body_len)?;
-        fields.serialize_element(&entry.detail)?;
-        fields.serialize_element(&entry.caller)?;
+        self.entry.serialize_recorded_fields(&mut fields)?;
         fields.serialize_element(self.prev_hash)?;
         fields.end()
     }

@@ -143,22 +143,8 @@ struct AuditRow<'a> {
 impl serde::Serialize for AuditRow<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeTuple;
-        let entry = self.entry;
         let mut row = serializer.serialize_tuple(18)?;
-        row.serialize_element(&entry.at.timestamp_micros())?;
-        row.serialize_element(&entry.resource)?;
-        row.serialize_element(entry.outcome.as_str())?;
-        row.serialize_element(&entry.token)?;
-        row.serialize_element(&entry.highest_token)?;
-        row.serialize_element(&entry.revision)?;
-        row.serialize_element(&entry.idempotency_key)?;
-        row.serialize_element(&entry.expected_revision)?;
-        row.serialize_element(&entry.owner)?;
-        row.serialize_element(&entry.lease)?;
-        row.serialize_element(&entry.body_sha256)?;
-        row.serialize_element(&entry.body_len)?;
-        row.serialize_element(&entry.detail)?;
-        row.serialize_element(&entry.caller)?;
+        self.entry.serialize_recorded_fields(&mut row)?;
         row.serialize_element(&self.link.seq)?;
         row.serialize_element(&self.link.prev_hash)?;
         row.serialize_element(&self.link.hash)?;
