@@ -128,11 +128,6 @@ pub(super) async fn observe(
     })
 }
 
-/// Six statements, then the check. Each row of an update or insert counts one change, and an
-/// upsert's row counts one whether it inserts or updates, so the sum tells whether every
-/// resource was still as observed (the compare-and-set on its revision held). The check is a
-/// statement, so that a commit in the same execution never follows a failed one: a row whose
-/// CHECK constraint fails unless the changes since the observation ($8) are the planned ($7).
 /// Each batch array's rows, each turned into JSONB once. `json_each` gives an element that is
 /// itself an array as JSON text, and SQLite evaluated `v.value` anew for every `->>` on it:
 /// for an audit row, eighteen conversions to text and as many parses (callgrind: over half the
@@ -148,6 +143,11 @@ macro_rules! rows {
     };
 }
 
+/// Six statements, then the check. Each row of an update or insert counts one change, and an
+/// upsert's row counts one whether it inserts or updates, so the sum tells whether every
+/// resource was still as observed (the compare-and-set on its revision held). The check is a
+/// statement, so that a commit in the same execution never follows a failed one: a row whose
+/// CHECK constraint fails unless the changes since the observation ($8) are the planned ($7).
 macro_rules! application {
     () => {
         concat!(
