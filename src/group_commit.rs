@@ -9,8 +9,9 @@
 //! others commit. On SQLite the fsync itself is off the worker's path: a
 //! batch's writers wait for it in a task of their own while the worker commits the next batch.
 
+use crate::events::CommitFeed;
 use crate::store::{Backend, FencedWrite, LeasePolicy, Store, StoreError, WriteResult, MAX_BATCH};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, Mutex};
 
@@ -43,7 +44,11 @@ struct Job {
 #[derive(Clone)]
 pub struct GroupCommit {
     queue: mpsc::Sender<Job>,
+    feed: Feed,
 }
+
+/// Where a batch's audit rows go once durable, if anywhere (set once the live side starts).
+type Feed = Arc<OnceLock<Arc<CommitFeed>>>;
 
 impl GroupCommit {
     /// Starts the workers: PostgreSQL's on the current runtime, SQLite's on a thread of its own.
@@ -61,10 +66,11 @@ impl GroupCommit {
         };
         let (queue, jobs) = mpsc::channel(QUEUE_DEPTH);
         let jobs = Arc::new(Mutex::new(jobs));
+        let feed = Feed::default();
         if store.backend() == Backend::Sqlite {
             let answers = tokio::runtime::Handle::current();
-            match spawn_dedicated(store.clone(), policy, jobs.clone(), answers) {
-                Ok(()) => return Self { queue },
+            match spawn_dedicated(store.clone(), policy, jobs.clone(), answers, feed.clone()) {
+                Ok(()) => return Self { queue, feed },
                 Err(error) => {
                     tracing::warn!(%error, "no thread of its own for the SQLite writer; sharing the runtime");
                 }
@@ -78,9 +84,18 @@ impl GroupCommit {
                 abandon_after,
                 jobs.clone(),
                 None,
+                feed.clone(),
             ));
         }
-        Self { queue }
+        Self { queue, feed }
+    }
+
+    /// Hands every batch's audit rows to `feed` once durable, before its writers are answered.
+    /// Only the first call counts.
+    pub fn publish_to(&self, feed: Arc<CommitFeed>) {
+        if self.feed.set(feed).is_err() {
+            tracing::debug!("group commit already publishes to a feed");
+        }
     }
 
     /// Queues `write` and waits for its batch to commit.
@@ -105,6 +120,7 @@ fn spawn_dedicated(
     policy: LeasePolicy,
     jobs: Jobs,
     answers: tokio::runtime::Handle,
+    feed: Feed,
 ) -> std::io::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -116,7 +132,7 @@ fn spawn_dedicated(
                 queue: jobs.clone(),
                 answers,
             };
-            runtime.block_on(work(store, policy, None, jobs, Some(own_thread)))
+            runtime.block_on(work(store, policy, None, jobs, Some(own_thread), feed))
         })?;
     Ok(())
 }
@@ -140,6 +156,7 @@ async fn work(
     abandon_after: Option<Duration>,
     jobs: Jobs,
     own_thread: Option<OwnThread>,
+    feed: Feed,
 ) {
     loop {
         let mut batch = Vec::with_capacity(MAX_BATCH);
@@ -150,7 +167,14 @@ async fn work(
         }
         // Its own task, so that a panic fails this batch's writers and not the worker.
         let store = store.clone();
-        let committing = commit(store, policy, abandon_after, batch, own_thread.clone());
+        let committing = commit(
+            store,
+            policy,
+            abandon_after,
+            batch,
+            own_thread.clone(),
+            feed.clone(),
+        );
         if let Err(error) = tokio::spawn(committing).await {
             tracing::error!(%error, "a write batch failed without an answer");
         }
@@ -167,6 +191,7 @@ async fn commit(
     abandon_after: Option<Duration>,
     batch: Vec<Job>,
     own_thread: Option<OwnThread>,
+    feed: Feed,
 ) {
     let (writes, replies): (Vec<FencedWrite>, Vec<_>) =
         batch.into_iter().map(|job| (job.write, job.reply)).unzip();
@@ -184,9 +209,9 @@ async fn commit(
                     .as_ref()
                     .is_some_and(|own| own.queue.try_lock().is_ok_and(|jobs| jobs.is_empty()));
             if nothing_waiting {
-                answer(committed.durable_on_this_thread().await, replies);
+                answer(committed.durable_on_this_thread().await, replies, &feed);
             } else {
-                let answering = async move { answer(committed.durable().await, replies) };
+                let answering = async move { answer(committed.durable().await, replies, &feed) };
                 match own_thread {
                     Some(own) => own.answers.spawn(answering),
                     None => tokio::spawn(answering),
@@ -198,7 +223,11 @@ async fn commit(
         Err(StoreError::Internal(error)) if writes.len() > 1 => {
             tracing::warn!(%error, writes = writes.len(), "a write batch failed; applying its writes one by one");
             for (write, reply) in writes.iter().zip(replies) {
-                let _ = reply.send(store.apply_write(write, policy).await);
+                let result = store.apply_write(write, policy).await;
+                if let (Ok(done), Some(feed)) = (&result, feed.get()) {
+                    feed.push([done.entry.clone()]);
+                }
+                let _ = reply.send(result);
             }
         }
         Err(error) => {
@@ -211,10 +240,15 @@ async fn commit(
 
 type Reply = oneshot::Sender<Result<WriteResult, StoreError>>;
 
-/// Answers a batch's writers once it is durable, or with the failure that left it unknown.
-fn answer(durable: Result<Vec<WriteResult>, StoreError>, replies: Vec<Reply>) {
+/// Answers a batch's writers once it is durable, or with the failure that left it unknown. The
+/// live tail gets the batch's rows first, so a writer that watches the stream sees its write
+/// soon after its answer.
+fn answer(durable: Result<Vec<WriteResult>, StoreError>, replies: Vec<Reply>, feed: &Feed) {
     match durable {
         Ok(results) => {
+            if let Some(feed) = feed.get() {
+                feed.push(results.iter().map(|result| result.entry.clone()));
+            }
             for (reply, result) in replies.into_iter().zip(results) {
                 // A writer that went away still had its write committed; nobody to tell.
                 let _ = reply.send(Ok(result));

@@ -163,11 +163,6 @@ impl Live {
         self.stopping.send_replace(true);
     }
 
-    /// Wakes the tail: called after a local commit.
-    pub fn nudge(&self) {
-        self.tail.wake.notify_one();
-    }
-
     pub async fn stats_view(&self) -> StatsView {
         let now = chrono::Utc::now().timestamp();
         let mut view = match self.tail.stats.lock() {

@@ -2,6 +2,7 @@
 //! hooks in here, after the store has committed.
 
 use crate::domain::{AuditEntry, FencingToken, Holder, LeaseName, LeaseRecord, ResourceKey, Ttl};
+use crate::events::CommitFeed;
 use crate::group_commit::GroupCommit;
 use crate::metrics::Metrics;
 use crate::store::{
@@ -10,7 +11,6 @@ use crate::store::{
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::Notify;
 
 #[derive(Debug, Clone)]
 pub struct Limits {
@@ -44,8 +44,8 @@ pub struct FenceService {
     /// Where fenced writes queue to be committed in batches.
     commits: GroupCommit,
     limits: Limits,
-    /// Woken after every commit that adds audit rows, so the live tail picks them up at once.
-    committed: Option<Arc<Notify>>,
+    /// Where audit rows go once durable, so the live tail publishes them at once.
+    feed: Option<Arc<CommitFeed>>,
     metrics: Metrics,
 }
 
@@ -56,7 +56,7 @@ impl FenceService {
             commits: GroupCommit::start(store.clone(), limits.leases, limits.db_timeout),
             store,
             limits,
-            committed: None,
+            feed: None,
             metrics: Metrics::new(),
         }
     }
@@ -67,16 +67,12 @@ impl FenceService {
         self
     }
 
-    /// The same service, waking `committed` after each audited commit.
-    pub fn waking(mut self, committed: Arc<Notify>) -> Self {
-        self.committed = Some(committed);
+    /// The same service, handing every audit row it commits to `feed` once it is durable
+    /// (group commit's batches whole, before their writers are answered).
+    pub fn publishing_to(mut self, feed: Arc<CommitFeed>) -> Self {
+        self.commits.publish_to(feed.clone());
+        self.feed = Some(feed);
         self
-    }
-
-    fn after_commit(&self) {
-        if let Some(committed) = &self.committed {
-            committed.notify_one();
-        }
     }
 
     pub fn limits(&self) -> &Limits {
@@ -107,7 +103,6 @@ impl FenceService {
             self.metrics
                 .write_batch_size
                 .observe(done.batch_size as f64);
-            self.after_commit();
         }
         result
     }
@@ -117,7 +112,9 @@ impl FenceService {
         let result = self.bounded(self.store.record_refused(attempt)).await;
         if let Ok(entry) = &result {
             self.metrics.record_write(entry.outcome, started.elapsed());
-            self.after_commit();
+            if let Some(feed) = &self.feed {
+                feed.push([entry.clone()]);
+            }
         }
         result
     }

@@ -1,10 +1,12 @@
 //! What operators watch live: a bounded bus fed from the commit-ordered audit tail, and the
-//! rolling statistics computed from it. Nothing here is on the write path: writers only nudge
-//! the tail awake after they commit.
+//! rolling statistics computed from it. Nothing here is on the write path: after a batch is
+//! durable its rows are handed to the tail (`CommitFeed`), which never blocks a writer.
 
+mod feed;
 mod stats;
 mod tail;
 
+pub use feed::{CommitFeed, Taken, FEED_CAPACITY};
 pub use stats::{Rates, StatsView, StatsWindow};
 pub use tail::{spawn_tail, TailHandle};
 

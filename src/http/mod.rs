@@ -54,7 +54,9 @@ impl AppState {
         let metrics = Metrics::new();
         let live = Live::start(service.store().clone(), live, metrics.clone()).await?;
         Ok(Self(Arc::new(SharedState {
-            service: service.waking(live.tail.wake.clone()).measured(metrics),
+            service: service
+                .publishing_to(live.tail.feed.clone())
+                .measured(metrics),
             live,
             api_keys,
         })))

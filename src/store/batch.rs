@@ -25,7 +25,7 @@ use crate::domain::{
     decide, AuditEntry, Decision, FencingToken, LeaseCheck, LeaseRecord, RecordedOperation,
     ResourceState, Revision, WriteIntent,
 };
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, SubsecRound, Utc};
 use sqlx::{AnyConnection, Executor, Row};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
@@ -255,7 +255,7 @@ impl Store {
                     lease: lease.as_ref().map(|observed| observed.check),
                 },
             );
-            let at = Utc::now();
+            let at = Utc::now().trunc_subsecs(6);
             if let Decision::Accept { revision, .. } = decision {
                 resource.state = ResourceState {
                     highest_token: write.token.get(),

@@ -9,7 +9,7 @@ use crate::domain::{
     ResourceKey, ResourceState, Revision,
 };
 use bytes::Bytes;
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, SubsecRound, Utc};
 use sqlx::{Any, Row, Transaction};
 
 /// A well-formed write, ready to be decided.
@@ -104,7 +104,7 @@ impl Store {
                 .unwrap_or(ResourceState::FRESH);
             let entry = AuditEntry {
                 id: 0,
-                at: Utc::now(),
+                at: Utc::now().trunc_subsecs(6),
                 resource: attempt.key.as_str().to_owned(),
                 outcome: attempt.outcome,
                 token: attempt.token,

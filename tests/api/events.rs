@@ -179,7 +179,7 @@ async fn a_stalled_subscriber_blocks_nothing_and_loses_nothing(#[case] backend: 
     )
     .await
     .unwrap();
-    let service = FenceService::new(store, Limits::default()).waking(live.tail.wake.clone());
+    let service = FenceService::new(store, Limits::default()).publishing_to(live.tail.feed.clone());
     let mut stalled = Subscriber::new(live.clone(), None);
 
     let mut ids = Vec::new();
@@ -303,4 +303,168 @@ async fn sigterm_ends_live_streams_and_the_daemon_exits() {
             "the stream kept going"
         );
     }
+}
+
+/// The tail publishes the rows this daemon committed from what group commit hands it: under
+/// concurrent writes of every kind (accepted, stale, repeated operations), each row on the bus
+/// is exactly the row the audit holds, every id once, in order.
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streamed_rows_are_the_rows_the_audit_holds(#[case] backend: Backend) {
+    use fencewatch::domain::Outcome;
+    use fencewatch::events::Event;
+    let db = test_db!(backend);
+    let app = TestApp::spawn(&db).await;
+    // One resource far ahead: every write to it is stale.
+    let ahead = app.put("mixed-0").token(1000).body("v").send().await.json["audit_id"]
+        .as_i64()
+        .unwrap();
+    let mut horizon = app.live.tail.horizon.clone();
+    tokio::time::timeout(WAIT, horizon.wait_for(|through| *through >= ahead))
+        .await
+        .unwrap()
+        .unwrap();
+    let mut bus = app.live.bus.subscribe();
+    let start = ahead;
+
+    let writers = (0..8).map(|writer| {
+        let service = app.http.clone();
+        let base = app.base.clone();
+        tokio::spawn(async move {
+            for round in 0..25_i64 {
+                let resource = format!("mixed-{}", (round / 2) % 3);
+                // Every request is sent twice (the second a repeat of the operation); tokens
+                // climb per pair and odd writers lag one behind, so often stale, and start at
+                // 0, which is refused before the fence.
+                let token = round / 2 + 1 - (writer % 2);
+                let key = format!("op-{writer}-{}", round / 2);
+                let url = format!("{base}/v1/resources/{resource}");
+                let reply = service
+                    .put(&url)
+                    .header("Fencing-Token", token.to_string())
+                    .header("Idempotency-Key", key)
+                    .body(format!("w{writer}r{}", round / 2))
+                    .send()
+                    .await
+                    .unwrap();
+                assert!(reply.status().as_u16() < 500, "{}", reply.status());
+            }
+        })
+    });
+    for writer in writers.collect::<Vec<_>>() {
+        writer.await.unwrap();
+    }
+    let audit = app.store.audit_after(start, None, 1000).await.unwrap();
+    assert_eq!(audit.len(), 200, "every attempt has its row");
+
+    let mut streamed = Vec::new();
+    while streamed.len() < audit.len() {
+        match tokio::time::timeout(WAIT, bus.recv()).await {
+            Ok(Ok(Event::Write(row))) => streamed.push((*row).clone()),
+            Ok(Ok(_)) => {}
+            other => panic!(
+                "the bus ended or lagged after {} rows: {other:?}",
+                streamed.len()
+            ),
+        }
+    }
+    assert_eq!(streamed, audit);
+    let outcomes: std::collections::HashSet<_> = audit.iter().map(|row| row.outcome).collect();
+    for outcome in [
+        Outcome::Accepted,
+        Outcome::Replayed,
+        Outcome::Stale,
+        Outcome::Invalid,
+    ] {
+        assert!(
+            outcomes.contains(&outcome),
+            "{outcome:?} among {outcomes:?}"
+        );
+    }
+}
+
+/// A row the feed never saw (written by another process here) leaves a gap among the rows it
+/// did: the tail reads the gap from the audit and keeps the order.
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_from_outside_the_feed_is_streamed_in_its_place(#[case] backend: Backend) {
+    let db = test_db!(backend);
+    let app = TestApp::spawn(&db).await;
+    let mut events = SseClient::connect(&app.base, None).await;
+    let before = app.put("r").token(1).body("v").send().await.json["audit_id"]
+        .as_i64()
+        .unwrap();
+    sqlx::any::install_default_drivers();
+    let mut outside = <sqlx::AnyConnection as sqlx::Connection>::connect(&db.url)
+        .await
+        .unwrap();
+    let foreign: i64 = sqlx::query_scalar(
+        "INSERT INTO audit (at_us, resource, outcome, token, highest_token, revision) \
+         VALUES (0, 'elsewhere', 'stale', 1, 2, 1) RETURNING id",
+    )
+    .fetch_one(&mut outside)
+    .await
+    .unwrap();
+    let after = app.put("r").token(2).body("v").send().await.json["audit_id"]
+        .as_i64()
+        .unwrap();
+    assert!(before < foreign && foreign < after);
+    let started = std::time::Instant::now();
+    let mut got = Vec::new();
+    for _ in 0..3 {
+        let event = events.next_of("write", WAIT).await;
+        got.push(event.id.unwrap().parse::<i64>().unwrap());
+    }
+    assert_eq!(got, [before, foreign, after]);
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "filled at the feed's grace or the poll, not a patience timeout: {:?}",
+        started.elapsed()
+    );
+}
+
+/// What group commit hands over is published without the audit being read: a row handed to
+/// the feed that the audit does not hold still reaches the bus when it continues the stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tail_publishes_what_the_feed_hands_it() {
+    use fencewatch::domain::{AuditEntry, Outcome};
+    use fencewatch::events::Event;
+    let db = test_db!(Backend::Sqlite);
+    let store = db.store().await;
+    let live = Live::start(store, Default::default(), Default::default())
+        .await
+        .unwrap();
+    let mut bus = live.bus.subscribe();
+    let next = *live.tail.horizon.borrow() + 1;
+    let row = AuditEntry {
+        id: next,
+        at: chrono::DateTime::from_timestamp_micros(1_764_474_006_000_000).unwrap(),
+        resource: "handed".into(),
+        outcome: Outcome::Accepted,
+        token: Some(3),
+        highest_token: 3,
+        revision: 1,
+        idempotency_key: None,
+        expected_revision: None,
+        owner: None,
+        lease: None,
+        body_sha256: None,
+        body_len: None,
+        detail: None,
+        caller: None,
+    };
+    live.tail.feed.push([row.clone()]);
+    match tokio::time::timeout(WAIT, bus.recv()).await {
+        Ok(Ok(Event::Write(published))) => assert_eq!(*published, row),
+        other => panic!("not published: {other:?}"),
+    }
+    let mut horizon = live.tail.horizon.clone();
+    tokio::time::timeout(WAIT, horizon.wait_for(|through| *through == next))
+        .await
+        .unwrap()
+        .unwrap();
 }
