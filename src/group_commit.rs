@@ -201,7 +201,11 @@ async fn commit(
         None => applying.await,
     };
     match applied {
-        Ok(committed) => {
+        Ok(mut committed) => {
+            let dead = committed.take_dead_audit_ids();
+            if let (false, Some(feed)) = (dead.is_empty(), feed.get()) {
+                feed.push_dead(dead);
+            }
             // Nothing waiting: no write queued, and no earlier batch whose writers, once
             // answered, would send more while this thread is blocked.
             let nothing_waiting = committed.alone_in_waiting()

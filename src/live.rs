@@ -3,7 +3,7 @@
 
 use crate::alerts::{spawn_notifier, watch_alerts, AlertConfig, Evaluator};
 use crate::domain::{AuditEntry, Holder, OverlapState};
-use crate::events::{spawn_tail, Event, EventBus, StatsView, TailHandle};
+use crate::events::{spawn_tail, Event, EventBus, StatsView, TailHandle, TailSources};
 use crate::metrics::Metrics;
 use crate::store::{Store, StoreError};
 use prometheus_client::metrics::gauge::Gauge;
@@ -94,7 +94,11 @@ impl Live {
         metrics: Metrics,
     ) -> Result<Live, StoreError> {
         let bus = bus.counting_into(metrics.events_dropped.clone());
-        let (tail, tail_task) = spawn_tail(store.clone(), bus.clone()).await?;
+        let sources = TailSources {
+            feed: metrics.live_rows_from("feed"),
+            audit: metrics.live_rows_from("audit"),
+        };
+        let (tail, tail_task) = spawn_tail(store.clone(), bus.clone(), sources).await?;
         metrics
             .open_overlaps
             .set(gauge_value(store.open_overlap_count().await?));

@@ -16,6 +16,11 @@ pub struct OutcomeLabels {
     pub outcome: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SourceLabels {
+    pub source: &'static str,
+}
+
 /// Everything the daemon exports; cheap to clone (the metrics are shared).
 #[derive(Clone)]
 pub struct Metrics {
@@ -30,6 +35,9 @@ pub struct Metrics {
     pub alerts_firing: Gauge,
     /// Live events a subscriber fell behind on (it refills writes from the audit).
     pub events_dropped: Counter,
+    /// Audit rows the live tail published, by where it took them from: `feed` (handed over
+    /// by this daemon's group commit) or `audit` (read back: other daemons' rows, gaps).
+    pub live_rows: Family<SourceLabels, Counter>,
 }
 
 impl Metrics {
@@ -86,6 +94,15 @@ impl Metrics {
             "Live events skipped by subscribers that fell behind",
             events_dropped.clone(),
         );
+        let live_rows = Family::<SourceLabels, Counter>::default();
+        for source in ["feed", "audit"] {
+            let _ = live_rows.get_or_create(&SourceLabels { source });
+        }
+        registry.register(
+            "live_rows",
+            "Audit rows published to the live stream, by where the tail took them from",
+            live_rows.clone(),
+        );
         Self {
             registry: Arc::new(registry),
             writes,
@@ -95,7 +112,15 @@ impl Metrics {
             leases_granted,
             alerts_firing,
             events_dropped,
+            live_rows,
         }
+    }
+
+    /// The live tail's counter for rows taken from `source` (`feed` or `audit`).
+    pub fn live_rows_from(&self, source: &'static str) -> Counter {
+        self.live_rows
+            .get_or_create(&SourceLabels { source })
+            .clone()
     }
 
     pub fn record_write(&self, outcome: Outcome, took: Duration) {

@@ -3,9 +3,11 @@
 //! group-commit thread's own work).
 //!
 //! The feed is a shortcut, never the source of truth: the tail publishes from it only the run
-//! that continues its cursor without a gap. Any id the feed lacks (another daemon's row, a row
-//! recorded outside group commit, an id a rolled-back transaction drew, a row dropped because
-//! the feed was full) is read from the audit as before, in order.
+//! that continues its cursor without a gap. Group commit also says which ids its rolled-back
+//! runs drew on PostgreSQL, so that the tail need not wait to prove them final. Any other id
+//! the feed lacks (another daemon's row, a row recorded outside group commit, an id a failed
+//! transaction drew, a row dropped because the feed was full) is read from the audit as
+//! before, in order.
 
 use crate::domain::AuditEntry;
 use std::collections::BTreeMap;
@@ -16,10 +18,11 @@ use tokio::sync::Notify;
 /// A few seconds of writes at the rates measured here, a few MiB.
 pub const FEED_CAPACITY: usize = 8192;
 
-/// Committed, durable audit rows waiting for the tail, by id.
+/// Committed, durable audit rows waiting for the tail, by id; `None` for an id that no row
+/// will ever have (drawn by a transaction that rolled back).
 #[derive(Debug, Default)]
 pub struct CommitFeed {
-    rows: Mutex<BTreeMap<i64, Arc<AuditEntry>>>,
+    rows: Mutex<BTreeMap<i64, Option<Arc<AuditEntry>>>>,
     wake: Notify,
 }
 
@@ -28,6 +31,9 @@ pub struct CommitFeed {
 pub struct Taken {
     /// Rows that continue the cursor, in id order.
     pub rows: Vec<Arc<AuditEntry>>,
+    /// The id up to which everything is now accounted for (published, or known never to
+    /// exist); the cursor when nothing was taken.
+    pub through: i64,
     /// Whether rows beyond a missing id are still held: the missing one is either on its way
     /// here or must be read from the audit.
     pub gap: bool,
@@ -46,7 +52,21 @@ impl CommitFeed {
                 if held.len() >= FEED_CAPACITY {
                     break;
                 }
-                held.insert(row.id, Arc::new(row));
+                held.insert(row.id, Some(Arc::new(row)));
+            }
+        }
+        self.wake.notify_one();
+    }
+
+    /// Records ids that no row will ever have: their transaction rolled back.
+    pub fn push_dead(&self, ids: impl IntoIterator<Item = i64>) {
+        {
+            let mut held = self.lock();
+            for id in ids {
+                if held.len() >= FEED_CAPACITY {
+                    break;
+                }
+                held.insert(id, None);
             }
         }
         self.wake.notify_one();
@@ -66,15 +86,17 @@ impl CommitFeed {
     /// (published already, from the audit).
     pub fn take_after(&self, cursor: i64) -> Taken {
         let mut held = self.lock();
-        let mut taken = Taken::default();
-        let mut next = cursor;
+        let mut taken = Taken {
+            through: cursor,
+            ..Taken::default()
+        };
         while let Some(entry) = held.first_entry() {
             let id = *entry.key();
-            if id <= next {
+            if id <= taken.through {
                 entry.remove();
-            } else if id == next + 1 {
-                taken.rows.push(entry.remove());
-                next = id;
+            } else if id == taken.through + 1 {
+                taken.rows.extend(entry.remove());
+                taken.through = id;
             } else {
                 taken.gap = true;
                 break;
@@ -92,7 +114,7 @@ impl CommitFeed {
         self.len() == 0
     }
 
-    fn lock(&self) -> MutexGuard<'_, BTreeMap<i64, Arc<AuditEntry>>> {
+    fn lock(&self) -> MutexGuard<'_, BTreeMap<i64, Option<Arc<AuditEntry>>>> {
         // A panic while holding the lock leaves a consistent map: every change is one call.
         self.rows
             .lock()
@@ -156,6 +178,22 @@ mod tests {
         assert_eq!(feed.len(), 1);
         let taken = feed.take_after(6);
         assert_eq!(ids(&taken), [7]);
+    }
+
+    #[test]
+    fn ids_that_died_with_their_transaction_are_passed_over() {
+        let feed = CommitFeed::new();
+        // A batch drew 11 and 12, found a resource changed and rolled back; its next run drew
+        // 13 and 14.
+        feed.push([row(13), row(14)]);
+        assert!(feed.take_after(10).gap);
+        feed.push_dead([11, 12]);
+        let taken = feed.take_after(10);
+        assert_eq!(ids(&taken), [13, 14]);
+        assert_eq!(taken.through, 14);
+        assert!(!taken.gap);
+        // Nothing taken: the cursor stays.
+        assert_eq!(feed.take_after(14).through, 14);
     }
 
     #[test]

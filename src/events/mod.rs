@@ -8,7 +8,7 @@ mod tail;
 
 pub use feed::{CommitFeed, Taken, FEED_CAPACITY};
 pub use stats::{Rates, StatsView, StatsWindow};
-pub use tail::{spawn_tail, TailHandle};
+pub use tail::{spawn_tail, TailHandle, TailSources};
 
 use crate::domain::AuditEntry;
 use prometheus_client::metrics::counter::Counter;

@@ -18,6 +18,7 @@
 use super::{CommitFeed, Event, EventBus, StatsWindow};
 use crate::domain::AuditEntry;
 use crate::store::Store;
+use prometheus_client::metrics::counter::Counter;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -56,6 +57,7 @@ struct Gap {
 pub async fn spawn_tail(
     store: Store,
     bus: EventBus,
+    sources: TailSources,
 ) -> Result<(TailHandle, tokio::task::JoinHandle<()>), crate::store::StoreError> {
     let start = store.max_audit_id().await?;
     let totals = store.outcome_totals(start).await?;
@@ -68,7 +70,11 @@ pub async fn spawn_tail(
         stats: stats.clone(),
     };
     let task = tokio::spawn(async move {
-        let publisher = Publisher { bus, stats };
+        let publisher = Publisher {
+            bus,
+            stats,
+            sources,
+        };
         let mut cursor = start;
         let mut gap: Option<Gap> = None;
         let mut last_read = Instant::now();
@@ -118,10 +124,18 @@ pub async fn spawn_tail(
     Ok((handle, task))
 }
 
+/// Counts of published rows by where the tail took them from (exported metrics).
+#[derive(Clone, Default)]
+pub struct TailSources {
+    pub feed: Counter,
+    pub audit: Counter,
+}
+
 /// Where published rows go: the bus and the rolling statistics.
 struct Publisher {
     bus: EventBus,
     stats: Arc<Mutex<StatsWindow>>,
+    sources: TailSources,
 }
 
 impl Publisher {
@@ -137,9 +151,12 @@ impl Publisher {
     /// Publishes what the feed holds that continues the cursor; whether a gap remains.
     fn publish_fed(&self, feed: &CommitFeed, cursor: &mut i64) -> bool {
         let taken = feed.take_after(*cursor);
+        self.sources.feed.inc_by(taken.rows.len() as u64);
         for row in taken.rows {
             self.publish(row, cursor);
         }
+        // Past ids known never to exist, too.
+        *cursor = taken.through.max(*cursor);
         taken.gap
     }
 
@@ -196,6 +213,7 @@ impl Publisher {
                         }
                     }
                 }
+                self.sources.audit.inc();
                 self.publish(Arc::new(row), cursor);
             }
             if !full_page {

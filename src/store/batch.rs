@@ -72,10 +72,15 @@ impl Store {
     ) -> Result<CommittedBatch, StoreError> {
         let mut results = Vec::with_capacity(writes.len());
         let mut durability = None;
+        let mut dead_audit_ids = Vec::new();
         for chunk in writes.chunks(MAX_BATCH) {
             let observations = AtomicU32::new(0);
-            let (mut done, synced) =
-                retrying(|| self.try_apply_batch(chunk, policy, &observations, unsynced)).await?;
+            let Attempt {
+                results: mut done,
+                durability: synced,
+                mut dead_ids,
+            } = retrying(|| self.try_apply_batch(chunk, policy, &observations, unsynced)).await?;
+            dead_audit_ids.append(&mut dead_ids);
             let observations = observations.load(Ordering::Relaxed);
             for result in &mut done {
                 result.observations = observations;
@@ -88,6 +93,7 @@ impl Store {
         Ok(CommittedBatch {
             results,
             durability,
+            dead_audit_ids,
         })
     }
 
@@ -97,29 +103,32 @@ impl Store {
         policy: LeasePolicy,
         observations: &AtomicU32,
         unsynced: Option<&Arc<WalSync>>,
-    ) -> Result<(Vec<WriteResult>, Option<Durability>), StoreError> {
+    ) -> Result<Attempt, StoreError> {
         match self.backend {
             Backend::Sqlite => {
                 observations.fetch_add(1, Ordering::Relaxed);
-                self.try_apply_sqlite(writes, policy, unsynced).await
+                let (results, durability) = self.try_apply_sqlite(writes, policy, unsynced).await?;
+                Ok(Attempt {
+                    results,
+                    durability,
+                    dead_ids: Vec::new(),
+                })
             }
-            Backend::Postgres => Ok((
-                self.try_apply_postgres(writes, policy, observations)
-                    .await?,
-                None,
-            )),
+            Backend::Postgres => self.try_apply_postgres(writes, policy, observations).await,
         }
     }
 
     /// PostgreSQL: a resource found changed when the batch locks it means a concurrent batch
-    /// committed after the observation; the batch is rolled back and decided again.
+    /// committed after the observation; the batch is rolled back and decided again. The audit
+    /// ids a rolled-back run drew will never be used, and are returned as such.
     async fn try_apply_postgres(
         &self,
         writes: &[FencedWrite],
         policy: LeasePolicy,
         observations: &AtomicU32,
-    ) -> Result<Vec<WriteResult>, StoreError> {
+    ) -> Result<Attempt, StoreError> {
         let mut runs = 0;
+        let mut dead_ids = Vec::new();
         'run: loop {
             runs += 1;
             let seen = observations.fetch_add(1, Ordering::Relaxed) + 1;
@@ -133,15 +142,21 @@ impl Store {
                     .apply_segment(&mut tx, segment, policy, Opening::Within, Closing::Within)
                     .await?;
                 match applied {
-                    Some((mut applied, _)) => results.append(&mut applied),
-                    None => {
+                    Ok((mut applied, _)) => results.append(&mut applied),
+                    Err(Changed { drawn_ids }) => {
                         tx.rollback().await?;
+                        dead_ids.extend(results.iter().map(|result| result.entry.id));
+                        dead_ids.extend(drawn_ids);
                         continue 'run;
                     }
                 }
             }
             tx.commit().await?;
-            return Ok(results);
+            return Ok(Attempt {
+                results,
+                durability: None,
+                dead_ids,
+            });
         }
     }
 
@@ -177,11 +192,11 @@ impl Store {
                 .apply_segment(&mut conn, segment, policy, opening, closing)
                 .await;
             match applied {
-                Ok(Some((mut applied, committed))) => {
+                Ok(Ok((mut applied, committed))) => {
                     results.append(&mut applied);
                     ticket = committed;
                 }
-                Ok(None) => {
+                Ok(Err(Changed { .. })) => {
                     roll_back(&mut conn).await;
                     return Err(internal("a SQLite batch found a resource changed"));
                 }
@@ -207,7 +222,7 @@ impl Store {
         policy: LeasePolicy,
         opening: Opening,
         closing: Closing<'_>,
-    ) -> Result<Option<(Vec<WriteResult>, Option<CommitTicket>)>, StoreError> {
+    ) -> Result<Result<(Vec<WriteResult>, Option<CommitTicket>), Changed>, StoreError> {
         let keys: BTreeSet<&str> = writes.iter().map(|w| w.key.as_str()).collect();
         let Observed {
             resources: observed,
@@ -311,8 +326,8 @@ impl Store {
             }
             AuditPosition::Postgres(audit) => {
                 match batch_postgres::apply(conn, audit, &plan).await? {
-                    Some(ids) => (ids, None),
-                    None => return Ok(None),
+                    Ok(ids) => (ids, None),
+                    Err(drawn_ids) => return Ok(Err(Changed { drawn_ids })),
                 }
             }
         };
@@ -330,8 +345,22 @@ impl Store {
                 }
             })
             .collect();
-        Ok(Some((results, ticket)))
+        Ok(Ok((results, ticket)))
     }
+}
+
+/// One run of a batch that committed.
+struct Attempt {
+    results: Vec<WriteResult>,
+    durability: Option<Durability>,
+    /// PostgreSQL audit ids drawn by runs that were rolled back.
+    dead_ids: Vec<i64>,
+}
+
+/// A segment found something no longer as observed: nothing of it may be committed. The audit
+/// ids it drew (PostgreSQL) die with its transaction.
+struct Changed {
+    drawn_ids: Vec<i64>,
 }
 
 /// Ends a SQLite batch that failed with its transaction perhaps still open. Best effort: should
@@ -346,9 +375,16 @@ async fn roll_back(conn: &mut AnyConnection) {
 pub struct CommittedBatch {
     results: Vec<WriteResult>,
     durability: Option<Durability>,
+    dead_audit_ids: Vec<i64>,
 }
 
 impl CommittedBatch {
+    /// Audit ids drawn for this batch by runs that were rolled back (PostgreSQL): no row will
+    /// ever have them, so the live tail need not wait for them.
+    pub fn take_dead_audit_ids(&mut self) -> Vec<i64> {
+        std::mem::take(&mut self.dead_audit_ids)
+    }
+
     /// The results, once the batch is durable.
     pub async fn durable(self) -> Result<Vec<WriteResult>, StoreError> {
         if let Some(durability) = self.durability {

@@ -246,12 +246,13 @@ pub(super) async fn observe(
 }
 
 /// Applies the batch as a compare-and-set on what it observed, returning the audit ids in
-/// order; `None` when something was no longer as observed.
+/// order; `Err` with the ids drawn for it when something was no longer as observed (they die
+/// with the transaction, which must be rolled back).
 pub(super) async fn apply(
     conn: &mut AnyConnection,
     position: AuditPosition,
     plan: &Plan<'_>,
-) -> Result<Option<Vec<i64>>, StoreError> {
+) -> Result<Result<Vec<i64>, Vec<i64>>, StoreError> {
     let AuditPosition { existing, ids } = position;
     let mut heads: ChainHeads = plan
         .entries
@@ -285,7 +286,7 @@ pub(super) async fn apply(
         advanced: row.try_get("advanced")?,
         started: row.try_get("started")?,
     };
-    Ok((done == planned).then_some(ids))
+    Ok(if done == planned { Ok(ids) } else { Err(ids) })
 }
 
 fn count(rows: usize) -> i64 {

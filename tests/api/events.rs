@@ -371,6 +371,16 @@ async fn streamed_rows_are_the_rows_the_audit_holds(#[case] backend: Backend) {
         }
     }
     assert_eq!(streamed, audit);
+    // Every row since the tail started (the one ahead too) came from one source or the other,
+    // and this daemon's own rows from the feed, but for the few a poll of the audit read while
+    // their batch was still being synced.
+    let from_feed = app.live.metrics.live_rows_from("feed").get();
+    let from_audit = app.live.metrics.live_rows_from("audit").get();
+    assert_eq!(from_feed + from_audit, audit.len() as u64 + 1);
+    assert!(
+        from_feed > from_audit,
+        "{from_feed} rows from the feed, {from_audit} read back"
+    );
     let outcomes: std::collections::HashSet<_> = audit.iter().map(|row| row.outcome).collect();
     for outcome in [
         Outcome::Accepted,
@@ -420,6 +430,13 @@ async fn a_row_from_outside_the_feed_is_streamed_in_its_place(#[case] backend: B
         got.push(event.id.unwrap().parse::<i64>().unwrap());
     }
     assert_eq!(got, [before, foreign, after]);
+    let metrics = app.get("/metrics").await;
+    let read_back = String::from_utf8_lossy(&metrics.body)
+        .lines()
+        .find_map(|line| line.strip_prefix("fencewatch_live_rows_total{source=\"audit\"} "))
+        .and_then(|count| count.trim().parse::<u64>().ok())
+        .expect("the live tail's rows by source are exported");
+    assert!(read_back >= 1, "the foreign row was read from the audit");
     assert!(
         started.elapsed() < Duration::from_secs(2),
         "filled at the feed's grace or the poll, not a patience timeout: {:?}",
