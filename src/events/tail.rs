@@ -81,9 +81,10 @@ pub async fn spawn_tail(
         // Since when the feed has held rows beyond a missing one.
         let mut feed_gap_since: Option<Instant> = None;
         loop {
-            let audit_waits = gap.as_ref().is_some_and(|pending| pending.id == cursor + 1);
             let read_due = match feed_gap_since {
-                Some(since) if !audit_waits => (since + FEED_GRACE).min(last_read + POLL),
+                Some(since) if !audit_waits_on(&gap, cursor) => {
+                    (since + FEED_GRACE).min(last_read + POLL)
+                }
                 _ => last_read + POLL,
             };
             tokio::select! {
@@ -96,11 +97,8 @@ pub async fn spawn_tail(
                 (true, since) => Some(since.unwrap_or(now)),
                 (false, _) => None,
             };
-            // A gap the audit is already waiting on (a foreign transaction not yet ended) is
-            // looked at again at the poll, as without the feed.
-            let audit_waits = gap.as_ref().is_some_and(|pending| pending.id == cursor + 1);
-            let grace_over =
-                !audit_waits && feed_gap_since.is_some_and(|since| now >= since + FEED_GRACE);
+            let grace_over = !audit_waits_on(&gap, cursor)
+                && feed_gap_since.is_some_and(|since| now >= since + FEED_GRACE);
             if grace_over || now >= last_read + POLL {
                 last_read = now;
                 match publisher.publish_read(&store, &mut cursor, &mut gap).await {
@@ -122,6 +120,12 @@ pub async fn spawn_tail(
         }
     });
     Ok((handle, task))
+}
+
+/// Whether the next id is a gap the audit is already waiting on (a foreign transaction not yet
+/// ended): it is looked at again at the poll, as without the feed, not after the feed's grace.
+fn audit_waits_on(gap: &Option<Gap>, cursor: i64) -> bool {
+    gap.as_ref().is_some_and(|pending| pending.id == cursor + 1)
 }
 
 /// Counts of published rows by where the tail took them from (exported metrics).
