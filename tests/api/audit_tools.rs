@@ -487,11 +487,17 @@ async fn pruning_also_forgets_old_lease_events_closed_overlaps_and_alert_transit
         sqlx::query(
             "INSERT INTO ownership_overlaps (resource, stale_token, superseding_token, \
              first_seen_us, last_seen_us, rejected_writes, state, closed_at_us, updated_at_us) \
-             VALUES ('r', $1, 9, $2, $2, 1, $3, $2, $2)",
+             VALUES ('r', $1, 9, $2, $4, 1, $3, $2, $4)",
         )
         .bind(stale)
         .bind(at)
         .bind(state)
+        // The open one was seen just now: quiet since long ago, the daemon's overlap watcher
+        // would close it under the test.
+        .bind(match state {
+            "open" => chrono::Utc::now().timestamp_micros(),
+            _ => at,
+        })
         .execute(&pool)
         .await
         .unwrap();
