@@ -72,11 +72,6 @@ impl CommitFeed {
         self.wake.notify_one();
     }
 
-    /// Wakes the tail to look at the audit (a row committed without passing through the feed).
-    pub fn nudge(&self) {
-        self.wake.notify_one();
-    }
-
     /// Waits for a push or a nudge (one that came while nobody waited counts).
     pub async fn woken(&self) {
         self.wake.notified().await;

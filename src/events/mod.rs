@@ -6,7 +6,7 @@ mod feed;
 mod stats;
 mod tail;
 
-pub use feed::{CommitFeed, Taken, FEED_CAPACITY};
+pub use feed::{CommitFeed, Taken};
 pub use stats::{Rates, StatsView, StatsWindow};
 pub use tail::{spawn_tail, TailHandle, TailSources};
 
