@@ -15,6 +15,7 @@
 
 use super::batch_rows::Plan;
 use super::batch_sqlite::{Closing, Opening};
+use super::chain_heads::{LockedHeads, StartingHeads, UnwrittenMoves};
 use super::leases::{lease_record, LEASE_COLUMNS};
 use super::tx::{begin_batch, clock_us, retrying};
 use super::wal_sync::{CommitTicket, Durability, WalSync};
@@ -27,7 +28,7 @@ use crate::domain::{
 };
 use chrono::{DateTime, SubsecRound, Utc};
 use sqlx::{AnyConnection, Executor, Row};
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -227,6 +228,7 @@ impl Store {
         let Observed {
             resources: observed,
             operations,
+            unwritten_heads,
             audit,
         } = match self.backend {
             Backend::Postgres => batch_postgres::observe(conn, &keys, writes).await?,
@@ -241,7 +243,6 @@ impl Store {
                 (
                     *key,
                     Working {
-                        observed: seen.map(|s| s.state),
                         state: seen.map(|s| s.state).unwrap_or(ResourceState::FRESH),
                         owner: seen.and_then(|s| s.owner.clone()),
                         last_accepted: None,
@@ -298,26 +299,44 @@ impl Store {
             hook().await;
         }
 
+        let starting = StartingHeads::new(&keys, &observed, unwritten_heads)?;
+        let mut heads = starting.heads.clone();
+        let links = link(&mut heads, &entries)?;
+        // Key order: the order PostgreSQL locks them in, the same in every batch.
         let mut changes: Vec<Change<'_>> = working
             .iter()
-            .filter_map(|(key, resource)| {
-                resource.last_accepted.map(|index| Change {
+            .map(|(key, resource)| {
+                let head = heads
+                    .get(*key)
+                    .ok_or_else(|| internal("a resource of the batch has no chain head"))?;
+                Ok(Change {
                     key,
-                    observed: resource.observed,
-                    state: resource.state,
-                    owner: resource.owner.as_deref(),
-                    write: &writes[index],
-                    at: entries[index].at,
+                    observed: observed.get(*key),
+                    accepted: resource.last_accepted.map(|index| Accepted {
+                        state: resource.state,
+                        owner: resource.owner.as_deref(),
+                        write: &writes[index],
+                        at: entries[index].at,
+                    }),
+                    head,
                 })
             })
-            .collect();
-        // Key order: the order PostgreSQL locks them in, the same in every batch.
+            .collect::<Result<_, StoreError>>()?;
         changes.sort_unstable_by_key(|change| change.key);
+        let unwritten = UnwrittenMoves::new(
+            &starting,
+            changes
+                .iter()
+                .filter(|change| change.observed.is_none())
+                .map(|change| (change.key, change.accepted.is_some(), change.head)),
+        );
         let plan = Plan {
             writes,
             decisions: &decisions,
             changes: &changes,
             entries: &entries,
+            links: &links,
+            unwritten: &unwritten,
             sightings: &sightings,
         };
         let (ids, ticket) = match audit {
@@ -432,8 +451,6 @@ fn segments(writes: &[FencedWrite]) -> Vec<&[FencedWrite]> {
 
 /// A resource as the batch has it so far.
 struct Working {
-    /// As committed when the batch looked; `None` if it had never been written.
-    observed: Option<ResourceState>,
     state: ResourceState,
     /// Who wrote the highest accepted generation.
     owner: Option<String>,
@@ -441,10 +458,20 @@ struct Working {
     last_accepted: Option<usize>,
 }
 
-/// What one resource becomes when the batch commits.
+/// What one resource of the batch becomes when it commits.
 pub(super) struct Change<'a> {
     pub key: &'a str,
-    pub observed: Option<ResourceState>,
+    /// As committed when the batch looked; `None` if it had no row.
+    pub observed: Option<&'a ObservedResource>,
+    /// The batch's last accepted write here, whose value the resource will hold; `None` if it
+    /// accepted none.
+    pub accepted: Option<Accepted<'a>>,
+    /// Its chain's head after the batch.
+    pub head: &'a (i64, String),
+}
+
+/// The state an accepted write leaves.
+pub(super) struct Accepted<'a> {
     pub state: ResourceState,
     pub owner: Option<&'a str>,
     pub write: &'a FencedWrite,
@@ -455,6 +482,8 @@ pub(super) struct Change<'a> {
 pub(super) struct Observed {
     pub resources: HashMap<String, ObservedResource>,
     pub operations: HashMap<(String, String), RecordedOperation>,
+    /// The `chain_heads` rows of the batch's resources (see `chain_heads`).
+    pub unwritten_heads: Vec<(String, i64, String)>,
     /// Where the batch's audit rows go, read with the rest.
     pub audit: AuditPosition,
 }
@@ -467,6 +496,8 @@ pub(super) enum AuditPosition {
 pub(super) struct ObservedResource {
     pub state: ResourceState,
     pub owner: Option<String>,
+    /// The head of its audit chain: position and hash.
+    pub chain: (i64, String),
 }
 
 impl ObservedResource {
@@ -474,6 +505,7 @@ impl ObservedResource {
         highest_token: i64,
         revision: i64,
         owner: Option<String>,
+        chain: (i64, String),
     ) -> Result<Self, StoreError> {
         let revision = Revision::new(revision).map_err(|e| internal(&e.0))?;
         Ok(Self {
@@ -482,6 +514,7 @@ impl ObservedResource {
                 revision,
             },
             owner,
+            chain,
         })
     }
 }
@@ -657,8 +690,8 @@ pub(super) async fn append_audit(
     resources: &BTreeSet<&str>,
     entries: &[AuditEntry],
 ) -> Result<Vec<i64>, StoreError> {
-    let mut heads = chain_heads(conn, backend, resources).await?;
-    let links = link(&mut heads, entries)?;
+    let mut heads = LockedHeads::lock(conn, backend, resources).await?;
+    let links = link(&mut heads.heads, entries)?;
 
     let rows: Vec<(&AuditEntry, &Link)> = entries.iter().zip(&links).collect();
     // The order of RETURNING rows is not promised; (resource, seq) names each row.
@@ -716,23 +749,7 @@ pub(super) async fn append_audit(
         })
         .collect::<Result<Vec<_>, _>>()?;
 
-    let ordered: Vec<(&String, &(i64, String))> = heads
-        .iter()
-        .collect::<BTreeMap<_, _>>()
-        .into_iter()
-        .collect();
-    for chunk in power_of_two_chunks(&ordered) {
-        let sql = format!(
-            "INSERT INTO audit_chains (resource, seq, hash) VALUES {} \
-             ON CONFLICT (resource) DO UPDATE SET seq = excluded.seq, hash = excluded.hash",
-            placeholder_rows(3, chunk.len())
-        );
-        let mut query = sqlx::query(&sql);
-        for (resource, (seq, hash)) in chunk {
-            query = query.bind(resource.as_str()).bind(*seq).bind(hash.as_str());
-        }
-        query.execute(&mut *conn).await?;
-    }
+    heads.store(conn).await?;
     Ok(ids)
 }
 
@@ -768,65 +785,6 @@ pub(super) fn link(
             })
         })
         .collect()
-}
-
-/// The head (last seq and hash) of each resource's chain, the genesis where there is none yet.
-/// On PostgreSQL the heads are created if missing and locked, in resource order, until the
-/// transaction ends, so concurrent appends to one resource take turns and a chain never forks.
-/// SQLite's transaction already holds the only write lock, so it only reads them (an upsert
-/// would rewrite each head's index entry for nothing).
-async fn chain_heads(
-    conn: &mut AnyConnection,
-    backend: Backend,
-    resources: &BTreeSet<&str>,
-) -> Result<HashMap<String, (i64, String)>, StoreError> {
-    let resources: Vec<&str> = resources.iter().copied().collect();
-    let mut heads: HashMap<String, (i64, String)> = HashMap::with_capacity(resources.len());
-    match backend {
-        Backend::Postgres => {
-            for chunk in power_of_two_chunks(&resources) {
-                let sql = format!(
-                    "INSERT INTO audit_chains (resource, seq, hash) VALUES {} \
-                     ON CONFLICT (resource) DO UPDATE SET resource = excluded.resource \
-                     RETURNING resource, seq, hash",
-                    placeholder_rows(3, chunk.len())
-                );
-                let mut query = sqlx::query(&sql);
-                for resource in chunk {
-                    query = query.bind(*resource).bind(0_i64).bind(chain::GENESIS);
-                }
-                for row in query.fetch_all(&mut *conn).await? {
-                    heads.insert(
-                        row.try_get("resource")?,
-                        (row.try_get("seq")?, row.try_get("hash")?),
-                    );
-                }
-            }
-        }
-        Backend::Sqlite => {
-            let keys = padded(resources.clone());
-            let sql = format!(
-                "SELECT resource, seq, hash FROM audit_chains WHERE resource IN ({})",
-                placeholders(1, keys.len())
-            );
-            let mut query = sqlx::query(&sql);
-            for key in keys {
-                query = query.bind(key);
-            }
-            for row in query.fetch_all(&mut *conn).await? {
-                heads.insert(
-                    row.try_get("resource")?,
-                    (row.try_get("seq")?, row.try_get("hash")?),
-                );
-            }
-            for resource in resources {
-                heads
-                    .entry(resource.to_owned())
-                    .or_insert_with(|| (0, chain::GENESIS.to_owned()));
-            }
-        }
-    }
-    Ok(heads)
 }
 
 /// Splits `items` into runs whose lengths are powers of two, largest first. A statement's text

@@ -3,12 +3,12 @@
 //!
 //! Observation takes no locks: a batch decides on what it read, and its application is a
 //! compare-and-set on everything it read that it changes. A resource is updated only at the
-//! revision observed, a chain head advanced only from the position observed, and a resource or
-//! chain observed missing is inserted only if still missing. The statement counts what it
-//! changed; any shortfall means a concurrent commit came between, and the batch is rolled back
-//! and decided again. The updates lock rows as they go, resources first and then chain heads,
-//! each in key order (see `application`), so concurrent batches wait for each other instead of
-//! deadlocking.
+//! revision and chain position observed, a `chain_heads` row advanced only from the position
+//! observed, and a resource or head observed missing is inserted only if still missing (see
+//! `chain_heads`). The statement counts what it changed; any shortfall means a concurrent
+//! commit came between, and the batch is rolled back and decided again. The updates lock rows
+//! as they go, resources first and then chain heads, each in key order (see `application`), so
+//! concurrent batches wait for each other instead of deadlocking.
 //!
 //! Rows travel as `jsonb` arrays, like SQLite's (`batch_rows`): one statement text per step, so
 //! it stays prepared, where a parameter per value took one statement per power-of-two chunk of
@@ -16,39 +16,36 @@
 //! backends busy on this machine's two cores were most of a batch's cost). `jsonb`, not `json`:
 //! `->>` on `json` parses the text again for every field.
 
-use super::batch::{link, ChainHeads, Observed};
+use super::batch::Observed;
 use super::batch_rows::{
     decode_operations, decode_resources, encode, from_json, join_open_overlap, to_json, Plan, Rows,
 };
 use super::writes::FencedWrite;
 use super::StoreError;
-use crate::domain::chain;
 use sqlx::{AnyConnection, Row};
 use std::collections::BTreeSet;
 
-/// The batch's resources, the operations its idempotency keys name and its chain heads, as JSON
-/// arrays (the first two decoded as SQLite's observation is), and its audit ids, drawn in
+/// The batch's resources, the operations its idempotency keys name and its `chain_heads` rows,
+/// as JSON arrays (the first two decoded as SQLite's observation is), and its audit ids, drawn in
 /// ascending order after the transaction id was taken (see `tx::begin_audited`).
 const OBSERVE: &str = "\
     SELECT \
-     (SELECT COALESCE(json_agg(json_build_array(key, highest_token, revision, highest_owner)), \
-             '[]')::text \
+     (SELECT COALESCE(json_agg(json_build_array(key, highest_token, revision, highest_owner, \
+             chain_seq, chain_hash)), '[]')::text \
         FROM resources WHERE key IN (SELECT jsonb_array_elements_text($1::jsonb))) AS resources, \
      (SELECT COALESCE(json_agg(json_build_array(o.resource, o.idempotency_key, o.token, \
              o.body_sha256, o.status, o.revision, o.highest_token, o.audit_id)), '[]')::text \
         FROM jsonb_array_elements($2::jsonb) AS named JOIN operations AS o \
           ON o.resource = named ->> 0 AND o.idempotency_key = named ->> 1) AS operations, \
      (SELECT COALESCE(json_agg(json_build_array(resource, seq, hash)), '[]')::text \
-        FROM audit_chains WHERE resource IN (SELECT jsonb_array_elements_text($1::jsonb))) \
+        FROM chain_heads WHERE resource IN (SELECT jsonb_array_elements_text($1::jsonb))) \
         AS heads, \
      (SELECT COALESCE(json_agg(id ORDER BY id), '[]')::text \
         FROM (SELECT nextval('audit_id_seq') AS id FROM generate_series(1, $3::bigint)) AS drawn) \
         AS ids";
 
-/// Where a batch's audit rows go: its chains' heads as observed, and the ids drawn for it.
+/// Where a batch's audit rows go: the ids drawn for it.
 pub(super) struct AuditPosition {
-    /// The heads that exist, by resource: position and hash.
-    existing: ChainHeads,
     ids: Vec<i64>,
 }
 
@@ -57,19 +54,27 @@ pub(super) struct AuditPosition {
 /// open and lock its table and every index of it, and with dozens of backends those locks
 /// overflow each one's fast path into the shared lock table (measured: one write per
 /// transaction ran 30 % slower with all parts).
+/// One statement for every resource with a row, accepted or only audited, so that each
+/// batch locks its resources in one key order.
 const UPDATE_RESOURCES: &str = "\
-      UPDATE resources AS r SET highest_token = (v ->> 1)::bigint, \
-          revision = (v ->> 2)::bigint, value = decode(v ->> 3, 'hex'), \
-          content_type = v ->> 4, updated_at_us = (v ->> 5)::bigint, highest_owner = v ->> 6 \
+      UPDATE resources AS r SET highest_token = (v ->> 2)::bigint, \
+          revision = (v ->> 3)::bigint, \
+          value = CASE WHEN (v ->> 1)::boolean THEN decode(v ->> 4, 'hex') ELSE r.value END, \
+          content_type = CASE WHEN (v ->> 1)::boolean THEN v ->> 5 ELSE r.content_type END, \
+          updated_at_us = CASE WHEN (v ->> 1)::boolean THEN (v ->> 6)::bigint \
+              ELSE r.updated_at_us END, \
+          highest_owner = CASE WHEN (v ->> 1)::boolean THEN v ->> 7 ELSE r.highest_owner END, \
+          chain_seq = (v ->> 9)::bigint, chain_hash = v ->> 10 \
         FROM jsonb_array_elements({}::jsonb) AS v \
-        WHERE r.key = v ->> 0 AND r.revision = (v ->> 7)::bigint \
-          AND r.highest_token <= (v ->> 1)::bigint \
+        WHERE r.key = v ->> 0 AND r.revision = (v ->> 8)::bigint \
+          AND r.highest_token <= (v ->> 2)::bigint AND r.chain_seq = (v ->> 11)::bigint \
         RETURNING 1";
 const INSERT_RESOURCES: &str = "\
       INSERT INTO resources (key, highest_token, revision, value, content_type, updated_at_us, \
-          highest_owner) \
+          highest_owner, chain_seq, chain_hash) \
         SELECT v ->> 0, (v ->> 1)::bigint, (v ->> 2)::bigint, decode(v ->> 3, 'hex'), v ->> 4, \
-          (v ->> 5)::bigint, v ->> 6 FROM jsonb_array_elements({}::jsonb) AS v \
+          (v ->> 5)::bigint, v ->> 6, (v ->> 7)::bigint, v ->> 8 \
+        FROM jsonb_array_elements({}::jsonb) AS v \
         ON CONFLICT (key) DO NOTHING \
         RETURNING 1";
 const INSERT_AUDIT: &str = "\
@@ -82,12 +87,12 @@ const INSERT_AUDIT: &str = "\
           (v ->> 17)::bigint \
         FROM jsonb_array_elements({}::jsonb) AS v";
 const ADVANCE_CHAINS: &str = "\
-      UPDATE audit_chains AS c SET seq = (v ->> 1)::bigint, hash = v ->> 2 \
+      UPDATE chain_heads AS c SET seq = (v ->> 1)::bigint, hash = v ->> 2 \
         FROM jsonb_array_elements({}::jsonb) AS v \
         WHERE c.resource = v ->> 0 AND c.seq = (v ->> 3)::bigint \
         RETURNING 1";
 const START_CHAINS: &str = "\
-      INSERT INTO audit_chains (resource, seq, hash) \
+      INSERT INTO chain_heads (resource, seq, hash) \
         SELECT v ->> 0, (v ->> 1)::bigint, v ->> 2 FROM jsonb_array_elements({}::jsonb) AS v \
         ON CONFLICT (resource) DO NOTHING \
         RETURNING 1";
@@ -108,36 +113,6 @@ const RECORD_SIGHTINGS: &str = concat!(
     join_open_overlap!()
 );
 
-/// A batch's chain heads after it: `advances` moves existing heads on from where they were
-/// observed (`[resource, seq, hash, observed seq]`), `starts` creates the missing ones
-/// (`[resource, seq, hash]`), both in key order.
-struct ChainMoves {
-    advances: Vec<(String, i64, String, i64)>,
-    starts: Vec<(String, i64, String)>,
-}
-
-impl ChainMoves {
-    fn new(after: &ChainHeads, existing: &ChainHeads) -> Self {
-        let mut moves = ChainMoves {
-            advances: Vec::new(),
-            starts: Vec::new(),
-        };
-        let mut after: Vec<_> = after.iter().collect();
-        after.sort_unstable();
-        for (resource, (seq, hash)) in after {
-            match existing.get(resource) {
-                Some((observed, _)) => {
-                    moves
-                        .advances
-                        .push((resource.clone(), *seq, hash.clone(), *observed));
-                }
-                None => moves.starts.push((resource.clone(), *seq, hash.clone())),
-            }
-        }
-        moves
-    }
-}
-
 /// What the application changed, to compare with what it planned.
 #[derive(Debug, PartialEq, Eq)]
 struct Changed {
@@ -147,12 +122,12 @@ struct Changed {
     started: i64,
 }
 
-/// The statement applying `rows` and `chains`, with its parameters: one per part that has rows,
+/// The statement applying `rows`, with its parameters: one per part that has rows,
 /// numbered in turn. It answers how many resources it updated and inserted and how many chains
 /// it advanced and started (zero for a part left out). Those counts are read in that order, and
 /// reading a part runs it: so a batch locks its resources before its chain heads, and each part
 /// takes its rows in key order, as every batch does.
-fn application(rows: Rows, chains: &ChainMoves) -> Result<(String, Vec<String>), StoreError> {
+fn application(rows: Rows) -> (String, Vec<String>) {
     // (name, whether its count is answered, statement, rows, parameter)
     let parts = [
         (
@@ -173,15 +148,15 @@ fn application(rows: Rows, chains: &ChainMoves) -> Result<(String, Vec<String>),
             "advanced",
             true,
             ADVANCE_CHAINS,
-            chains.advances.len(),
-            to_json(&chains.advances)?,
+            rows.head_advance_count,
+            rows.head_advances,
         ),
         (
             "started",
             true,
             START_CHAINS,
-            chains.starts.len(),
-            to_json(&chains.starts)?,
+            rows.head_start_count,
+            rows.head_starts,
         ),
         ("audited", false, INSERT_AUDIT, rows.audit_count, rows.audit),
         (
@@ -216,7 +191,7 @@ fn application(rows: Rows, chains: &ChainMoves) -> Result<(String, Vec<String>),
         }
     }
     let sql = format!("WITH {} SELECT {}", ctes.join(", "), counts.join(", "));
-    Ok((sql, parameters))
+    (sql, parameters)
 }
 
 pub(super) async fn observe(
@@ -231,15 +206,11 @@ pub(super) async fn observe(
         .bind(count(writes.len()))
         .fetch_one(&mut *conn)
         .await?;
-    let found: Vec<(String, i64, String)> = from_json(&row.try_get::<String, _>("heads")?)?;
     Ok(Observed {
         resources: decode_resources(&row.try_get::<String, _>("resources")?)?,
         operations: decode_operations(&row.try_get::<String, _>("operations")?)?,
+        unwritten_heads: from_json(&row.try_get::<String, _>("heads")?)?,
         audit: super::batch::AuditPosition::Postgres(AuditPosition {
-            existing: found
-                .into_iter()
-                .map(|(resource, seq, hash)| (resource, (seq, hash)))
-                .collect(),
             ids: from_json(&row.try_get::<String, _>("ids")?)?,
         }),
     })
@@ -253,28 +224,15 @@ pub(super) async fn apply(
     position: AuditPosition,
     plan: &Plan<'_>,
 ) -> Result<Result<Vec<i64>, Vec<i64>>, StoreError> {
-    let AuditPosition { existing, ids } = position;
-    let mut heads: ChainHeads = plan
-        .entries
-        .iter()
-        .map(|entry| {
-            let head = existing
-                .get(&entry.resource)
-                .cloned()
-                .unwrap_or_else(|| (0, chain::GENESIS.to_owned()));
-            (entry.resource.clone(), head)
-        })
-        .collect();
-    let links = link(&mut heads, plan.entries)?;
-    let chains = ChainMoves::new(&heads, &existing);
-    let rows = encode(plan, &links, &ids)?;
+    let AuditPosition { ids } = position;
+    let rows = encode(plan, &ids)?;
     let planned = Changed {
         updated: count(rows.update_count),
         inserted: count(rows.insert_count),
-        advanced: count(chains.advances.len()),
-        started: count(chains.starts.len()),
+        advanced: count(rows.head_advance_count),
+        started: count(rows.head_start_count),
     };
-    let (sql, parameters) = application(rows, &chains)?;
+    let (sql, parameters) = application(rows);
     let mut query = sqlx::query(&sql);
     for json in parameters {
         query = query.bind(json);
@@ -297,10 +255,12 @@ fn count(rows: usize) -> i64 {
 mod tests {
     use super::*;
 
-    fn rows(update_count: usize, sighting_count: usize) -> Rows {
+    fn rows(update_count: usize, sighting_count: usize, advances: usize, starts: usize) -> Rows {
         let json = |name: &str, count: usize| (format!("[\"{name}\"]"), count);
         let (updates, update_count) = json("updates", update_count);
         let (inserts, insert_count) = json("inserts", 0);
+        let (head_advances, head_advance_count) = json("advances", advances);
+        let (head_starts, head_start_count) = json("starts", starts);
         let (audit, audit_count) = json("audit", 2);
         let (operations, operation_count) = json("operations", 0);
         let (sightings, sighting_count) = json("sightings", sighting_count);
@@ -309,6 +269,10 @@ mod tests {
             update_count,
             inserts,
             insert_count,
+            head_advances,
+            head_advance_count,
+            head_starts,
+            head_start_count,
             audit,
             audit_count,
             operations,
@@ -318,23 +282,12 @@ mod tests {
         }
     }
 
-    fn moves(advances: usize, starts: usize) -> ChainMoves {
-        ChainMoves {
-            advances: (0..advances)
-                .map(|n| (format!("a{n}"), 2, "h".to_owned(), 1))
-                .collect(),
-            starts: (0..starts)
-                .map(|n| (format!("s{n}"), 1, "h".to_owned()))
-                .collect(),
-        }
-    }
-
     #[test]
     fn parts_without_rows_are_left_out_and_the_parameters_follow_in_order() {
-        let (sql, parameters) = application(rows(0, 1), &moves(1, 0)).unwrap();
+        let (sql, parameters) = application(rows(0, 1, 1, 0));
         assert_eq!(
             parameters,
-            [r#"[["a0",2,"h",1]]"#, "[\"audit\"]", "[\"sightings\"]"]
+            ["[\"advances\"]", "[\"audit\"]", "[\"sightings\"]"]
         );
         for absent in [
             "updated AS (",
@@ -355,7 +308,7 @@ mod tests {
             "{sql}"
         );
 
-        let (sql, parameters) = application(rows(3, 0), &moves(0, 2)).unwrap();
+        let (sql, parameters) = application(rows(3, 0, 0, 2));
         assert_eq!(parameters[0], "[\"updates\"]");
         assert!(sql.starts_with("WITH updated AS"));
         assert!(
@@ -364,26 +317,6 @@ mod tests {
                  0::bigint AS advanced, (SELECT count(*) FROM started) AS started"
             ),
             "{sql}"
-        );
-    }
-
-    #[test]
-    fn chains_seen_advance_from_where_they_were_and_the_others_start() {
-        let existing: ChainHeads = [("b".to_owned(), (4, "h4".to_owned()))].into();
-        let after: ChainHeads = [
-            ("c".to_owned(), (1, "c1".to_owned())),
-            ("b".to_owned(), (6, "h6".to_owned())),
-            ("a".to_owned(), (2, "a2".to_owned())),
-        ]
-        .into();
-        let moves = ChainMoves::new(&after, &existing);
-        assert_eq!(moves.advances, [("b".to_owned(), 6, "h6".to_owned(), 4)]);
-        assert_eq!(
-            moves.starts,
-            [
-                ("a".to_owned(), 2, "a2".to_owned()),
-                ("c".to_owned(), 1, "c1".to_owned())
-            ]
         );
     }
 }

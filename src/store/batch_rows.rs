@@ -4,7 +4,10 @@
 //! on PostgreSQL), instead of a parameter per value: one statement text whatever the batch's
 //! size, so it stays prepared, and one statement per step, so one round trip.
 
-use super::batch::{internal, recorded_operation, Change, Link, ObservedResource, Sighting};
+use super::batch::{
+    internal, recorded_operation, Accepted, Change, Link, ObservedResource, Sighting,
+};
+use super::chain_heads::UnwrittenMoves;
 use super::writes::{created_or_updated, FencedWrite};
 use super::StoreError;
 use crate::domain::{AuditEntry, Decision, RecordedOperation};
@@ -15,21 +18,34 @@ use std::collections::HashMap;
 pub(super) struct Plan<'a> {
     pub writes: &'a [FencedWrite],
     pub decisions: &'a [Decision],
-    /// The final state of each resource an accepted write changes, in key order.
+    /// Every resource the batch names, in key order.
     pub changes: &'a [Change<'a>],
     pub entries: &'a [AuditEntry],
+    /// Each entry's place in its resource's chain.
+    pub links: &'a [Link],
+    pub unwritten: &'a UnwrittenMoves,
     pub sightings: &'a [Sighting],
 }
 
 /// The parameters, and how many rows each step must change.
 pub(super) struct Rows {
-    /// `[key, highest_token, revision, value (hex), content_type, updated_at_us, owner,
-    /// observed revision]`
+    /// Resources that have a row: `[key, accepted, highest_token, revision, value (hex),
+    /// content_type, updated_at_us, owner, observed revision, chain_seq, chain_hash, observed
+    /// chain_seq]`. Where the batch accepted nothing, the value's fields are null and the
+    /// generation and revision stay as observed: only the chain's head moves.
     pub updates: String,
     pub update_count: usize,
-    /// `[key, highest_token, revision, value (hex), content_type, updated_at_us, owner]`
+    /// Resources the batch creates: `[key, highest_token, revision, value (hex), content_type,
+    /// updated_at_us, owner, chain_seq, chain_hash]`
     pub inserts: String,
     pub insert_count: usize,
+    /// `chain_heads` rows moved on from where they were seen: `[resource, seq, hash, observed
+    /// seq]`
+    pub head_advances: String,
+    pub head_advance_count: usize,
+    /// `chain_heads` rows created: `[resource, seq, hash]`
+    pub head_starts: String,
+    pub head_start_count: usize,
     /// `[at_us, resource, outcome, token, highest_token, revision, idempotency_key,
     /// expected_revision, owner, lease, body_sha256, body_len, detail, caller, seq, prev_hash,
     /// hash, id]`
@@ -45,53 +61,81 @@ pub(super) struct Rows {
     pub sighting_count: usize,
 }
 
-pub(super) fn encode(plan: &Plan<'_>, links: &[Link], ids: &[i64]) -> Result<Rows, StoreError> {
+impl Rows {
+    /// The rows the resources' and chain heads' steps must change: the compare-and-set.
+    pub fn guarded_count(&self) -> usize {
+        self.update_count + self.insert_count + self.head_advance_count + self.head_start_count
+    }
+}
+
+pub(super) fn encode(plan: &Plan<'_>, ids: &[i64]) -> Result<Rows, StoreError> {
     // Tuples and rows that serialize themselves, not `json!` trees: encoding runs on the
     // group-commit thread, the one serial stage of the write path, and building a tree cloned
     // every string of the batch.
-    type State<'a> = (
+    type Update<'a> = (
+        &'a str,
+        bool,
+        i64,
+        i64,
+        Option<String>,
+        Option<&'a str>,
+        Option<i64>,
+        Option<&'a str>,
+        i64,
+        i64,
         &'a str,
         i64,
-        i64,
-        String,
-        Option<&'a str>,
-        i64,
-        Option<&'a str>,
     );
-    fn state<'a>(change: &Change<'a>) -> State<'a> {
-        (
-            change.key,
-            change.state.highest_token,
-            change.state.revision.get(),
-            hex::encode(&change.write.body),
-            change.write.content_type.as_deref(),
-            change.at.timestamp_micros(),
-            change.owner,
-        )
-    }
-    let (mut updates, mut inserts) = (Vec::new(), Vec::new());
+    let (mut updates, mut inserts) = (Vec::<Update<'_>>::new(), Vec::new());
     for change in plan.changes {
-        match change.observed {
-            Some(observed) => {
-                let (key, highest, revision, value, content_type, at, owner) = state(change);
+        let (seq, hash) = change.head;
+        match (change.observed, &change.accepted) {
+            (Some(observed), accepted) => {
+                let state = accepted.as_ref().map_or(observed.state, |a| a.state);
                 updates.push((
-                    key,
-                    highest,
-                    revision,
-                    value,
-                    content_type,
-                    at,
-                    owner,
-                    observed.revision.get(),
+                    change.key,
+                    accepted.is_some(),
+                    state.highest_token,
+                    state.revision.get(),
+                    accepted.as_ref().map(|a| hex::encode(&a.write.body)),
+                    accepted
+                        .as_ref()
+                        .and_then(|a| a.write.content_type.as_deref()),
+                    accepted.as_ref().map(|a| a.at.timestamp_micros()),
+                    accepted.as_ref().and_then(|a| a.owner),
+                    observed.state.revision.get(),
+                    *seq,
+                    hash,
+                    observed.chain.0,
                 ));
             }
-            None => inserts.push(state(change)),
+            (
+                None,
+                Some(Accepted {
+                    state,
+                    owner,
+                    write,
+                    at,
+                }),
+            ) => inserts.push((
+                change.key,
+                state.highest_token,
+                state.revision.get(),
+                hex::encode(&write.body),
+                write.content_type.as_deref(),
+                at.timestamp_micros(),
+                *owner,
+                *seq,
+                hash,
+            )),
+            // Its head moves in `chain_heads` (`plan.unwritten`).
+            (None, None) => {}
         }
     }
     let audit: Vec<AuditRow<'_>> = plan
         .entries
         .iter()
-        .zip(links)
+        .zip(plan.links)
         .zip(ids)
         .map(|((entry, link), &id)| AuditRow { entry, link, id })
         .collect();
@@ -124,6 +168,10 @@ pub(super) fn encode(plan: &Plan<'_>, links: &[Link], ids: &[i64]) -> Result<Row
         updates: to_json(&updates)?,
         insert_count: inserts.len(),
         inserts: to_json(&inserts)?,
+        head_advance_count: plan.unwritten.advances.len(),
+        head_advances: to_json(&plan.unwritten.advances)?,
+        head_start_count: plan.unwritten.starts.len(),
+        head_starts: to_json(&plan.unwritten.starts)?,
         audit_count: audit.len(),
         audit: to_json(&audit)?,
         operation_count: operations.len(),
@@ -232,16 +280,18 @@ pub(super) fn merge_sightings(sightings: &[Sighting]) -> Vec<Value> {
         .collect()
 }
 
-/// An observation's resources: `[[key, highest_token, revision, highest_owner], …]`.
+/// An observation's resources: `[[key, highest_token, revision, highest_owner, chain_seq,
+/// chain_hash], …]`.
 pub(super) fn decode_resources(
     text: &str,
 ) -> Result<HashMap<String, ObservedResource>, StoreError> {
-    let rows: Vec<(String, i64, i64, Option<String>)> = from_json(text)?;
+    type ResourceRow = (String, i64, i64, Option<String>, i64, String);
+    let rows: Vec<ResourceRow> = from_json(text)?;
     rows.into_iter()
-        .map(|(key, highest_token, revision, owner)| {
+        .map(|(key, highest_token, revision, owner, seq, hash)| {
             Ok((
                 key,
-                ObservedResource::decode(highest_token, revision, owner)?,
+                ObservedResource::decode(highest_token, revision, owner, (seq, hash))?,
             ))
         })
         .collect()

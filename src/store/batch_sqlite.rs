@@ -16,22 +16,20 @@
 //! writer, and should another process commit after this transaction's read, SQLite refuses the
 //! write (`SQLITE_BUSY_SNAPSHOT`) and the batch runs again.
 
-use super::batch::{link, ChainHeads, Observed};
+use super::batch::Observed;
 use super::batch_rows::{
     decode_operations, decode_resources, encode, from_json, join_open_overlap, to_json, Plan,
 };
 use super::wal_sync::{CommitTicket, WalSync};
 use super::writes::FencedWrite;
 use super::StoreError;
-use crate::domain::chain;
 use sqlx::{AnyConnection, Row};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-/// Where the batch's audit rows go: after the largest id ever issued, onto these chain heads.
+/// Where the batch's audit rows go: after the largest id ever issued.
 pub(super) struct AuditPosition {
     pub last_id: i64,
-    pub heads: ChainHeads,
     /// The connection's count of changed rows when the batch looked, for the check before the
     /// commit.
     pub changes_before: i64,
@@ -58,10 +56,11 @@ pub(super) enum Closing<'a> {
 macro_rules! observation {
     () => {
         "SELECT \
-     (SELECT json_group_array(json_array(key, highest_token, revision, highest_owner)) \
+     (SELECT json_group_array(json_array(key, highest_token, revision, highest_owner, \
+             chain_seq, chain_hash)) \
         FROM resources WHERE key IN (SELECT value FROM json_each($1))) AS resources, \
      (SELECT json_group_array(json_array(resource, seq, hash)) \
-        FROM audit_chains WHERE resource IN (SELECT value FROM json_each($1))) AS heads, \
+        FROM chain_heads WHERE resource IN (SELECT value FROM json_each($1))) AS heads, \
      (SELECT json_group_array(json_array(o.resource, o.idempotency_key, o.token, o.body_sha256, \
              o.status, o.revision, o.highest_token, o.audit_id)) \
         FROM json_each($2) AS named JOIN operations AS o \
@@ -104,25 +103,12 @@ pub(super) async fn observe(
         .first()
         .ok_or_else(|| super::batch::internal("the observation returned no row"))?;
 
-    let resources = decode_resources(&row.try_get::<String, _>("resources")?)?;
-
-    let mut heads: ChainHeads = keys
-        .iter()
-        .map(|key| ((*key).to_owned(), (0, chain::GENESIS.to_owned())))
-        .collect();
-    let found: Vec<(String, i64, String)> = from_json(&row.try_get::<String, _>("heads")?)?;
-    for (resource, seq, hash) in found {
-        heads.insert(resource, (seq, hash));
-    }
-
-    let operations = decode_operations(&row.try_get::<String, _>("operations")?)?;
-
     Ok(Observed {
-        resources,
-        operations,
+        resources: decode_resources(&row.try_get::<String, _>("resources")?)?,
+        operations: decode_operations(&row.try_get::<String, _>("operations")?)?,
+        unwritten_heads: from_json(&row.try_get::<String, _>("heads")?)?,
         audit: super::batch::AuditPosition::Sqlite(AuditPosition {
             last_id: row.try_get("last_audit_id")?,
-            heads,
             changes_before: row.try_get("changes_before")?,
         }),
     })
@@ -143,28 +129,43 @@ macro_rules! rows {
     };
 }
 
-/// Six statements, then the check. Each row of an update or insert counts one change, and an
+/// Seven statements, then the check. Each row of an update or insert counts one change, and an
 /// upsert's row counts one whether it inserts or updates, so the sum tells whether every
-/// resource was still as observed (the compare-and-set on its revision held). The check is a
-/// statement, so that a commit in the same execution never follows a failed one: a row whose
-/// CHECK constraint fails unless the changes since the observation ($8) are the planned ($7).
+/// resource and chain head was still as observed (the compare-and-set on its revision and chain
+/// position held). The check is a statement, so that a commit in the same execution never
+/// follows a failed one: a row whose CHECK constraint fails unless the changes since the
+/// observation ($9) are the planned ($8).
 macro_rules! application {
     () => {
         concat!(
             rows!("$1"),
-            "UPDATE resources SET highest_token = v.value ->> 1, revision = v.value ->> 2, \
-        value = unhex(v.value ->> 3), content_type = v.value ->> 4, \
-        updated_at_us = v.value ->> 5, highest_owner = v.value ->> 6 \
+            "UPDATE resources SET highest_token = v.value ->> 2, revision = v.value ->> 3, \
+        value = CASE WHEN v.value ->> 1 THEN unhex(v.value ->> 4) ELSE resources.value END, \
+        content_type = CASE WHEN v.value ->> 1 THEN v.value ->> 5 \
+            ELSE resources.content_type END, \
+        updated_at_us = CASE WHEN v.value ->> 1 THEN v.value ->> 6 \
+            ELSE resources.updated_at_us END, \
+        highest_owner = CASE WHEN v.value ->> 1 THEN v.value ->> 7 \
+            ELSE resources.highest_owner END, \
+        chain_seq = v.value ->> 9, chain_hash = v.value ->> 10 \
       FROM v \
-      WHERE resources.key = v.value ->> 0 AND resources.revision = v.value ->> 7 \
-        AND resources.highest_token <= v.value ->> 1; ",
+      WHERE resources.key = v.value ->> 0 AND resources.revision = v.value ->> 8 \
+        AND resources.highest_token <= v.value ->> 2 \
+        AND resources.chain_seq = v.value ->> 11; ",
             rows!("$2"),
             "INSERT INTO resources (key, highest_token, revision, value, content_type, updated_at_us, \
-        highest_owner) \
+        highest_owner, chain_seq, chain_hash) \
       SELECT v.value ->> 0, v.value ->> 1, v.value ->> 2, unhex(v.value ->> 3), v.value ->> 4, \
-        v.value ->> 5, v.value ->> 6 FROM v WHERE true \
+        v.value ->> 5, v.value ->> 6, v.value ->> 7, v.value ->> 8 FROM v WHERE true \
       ON CONFLICT (key) DO NOTHING; ",
             rows!("$3"),
+            "UPDATE chain_heads SET seq = v.value ->> 1, hash = v.value ->> 2 FROM v \
+      WHERE chain_heads.resource = v.value ->> 0 AND chain_heads.seq = v.value ->> 3; ",
+            rows!("$4"),
+            "INSERT INTO chain_heads (resource, seq, hash) \
+      SELECT v.value ->> 0, v.value ->> 1, v.value ->> 2 FROM v WHERE true \
+      ON CONFLICT (resource) DO NOTHING; ",
+            rows!("$5"),
             "INSERT INTO audit (at_us, resource, outcome, token, highest_token, revision, \
         idempotency_key, expected_revision, owner, lease, body_sha256, body_len, detail, caller, \
         seq, prev_hash, hash, id) \
@@ -172,16 +173,12 @@ macro_rules! application {
         v.value ->> 5, v.value ->> 6, v.value ->> 7, v.value ->> 8, v.value ->> 9, \
         v.value ->> 10, v.value ->> 11, v.value ->> 12, v.value ->> 13, v.value ->> 14, \
         v.value ->> 15, v.value ->> 16, v.value ->> 17 FROM v; ",
-            rows!("$4"),
-            "INSERT INTO audit_chains (resource, seq, hash) \
-      SELECT v.value ->> 0, v.value ->> 1, v.value ->> 2 FROM v WHERE true \
-      ON CONFLICT (resource) DO UPDATE SET seq = excluded.seq, hash = excluded.hash; ",
-            rows!("$5"),
+            rows!("$6"),
             "INSERT INTO operations (resource, idempotency_key, token, body_sha256, status, revision, \
         highest_token, audit_id, recorded_at_us) \
       SELECT v.value ->> 0, v.value ->> 1, v.value ->> 2, v.value ->> 3, v.value ->> 4, \
         v.value ->> 5, v.value ->> 6, v.value ->> 7, v.value ->> 8 FROM v; ",
-            rows!("$6"),
+            rows!("$7"),
             "INSERT INTO ownership_overlaps AS o (resource, stale_token, superseding_token, \
         stale_owner, superseding_owner, first_seen_us, last_seen_us, rejected_writes, state, \
         updated_at_us) \
@@ -190,7 +187,7 @@ macro_rules! application {
         FROM v WHERE true ",
             join_open_overlap!(),
             "; ",
-            batch_check!("$7", "$8")
+            batch_check!("$8", "$9")
         )
     };
 }
@@ -224,26 +221,14 @@ pub(super) const CREATE_BATCH_CHECK: &str = "CREATE TEMP TABLE IF NOT EXISTS bat
 /// since a stale snapshot cannot write at all.
 pub(super) async fn apply(
     conn: &mut AnyConnection,
-    mut audit: AuditPosition,
+    audit: AuditPosition,
     plan: &Plan<'_>,
     closing: Closing<'_>,
 ) -> Result<(Vec<i64>, Option<CommitTicket>), StoreError> {
-    let links = link(&mut audit.heads, plan.entries)?;
     let ids: Vec<i64> = (audit.last_id + 1..).take(plan.entries.len()).collect();
-    let rows = encode(plan, &links, &ids)?;
-    // `[resource, seq, hash]`: the chain heads after the batch, in key order.
-    let mut heads: Vec<(&String, i64, &String)> = audit
-        .heads
-        .iter()
-        .map(|(resource, (seq, hash))| (resource, *seq, hash))
-        .collect();
-    heads.sort_unstable();
-    let expected = rows.update_count
-        + rows.insert_count
-        + rows.audit_count
-        + heads.len()
-        + rows.operation_count
-        + rows.sighting_count;
+    let rows = encode(plan, &ids)?;
+    let expected =
+        rows.guarded_count() + rows.audit_count + rows.operation_count + rows.sighting_count;
     let (sql, ticket) = match closing {
         Closing::Commit { unsynced } => (
             APPLY_AND_COMMIT,
@@ -254,8 +239,9 @@ pub(super) async fn apply(
     sqlx::query(sql)
         .bind(rows.updates)
         .bind(rows.inserts)
+        .bind(rows.head_advances)
+        .bind(rows.head_starts)
         .bind(rows.audit)
-        .bind(to_json(&heads)?)
         .bind(rows.operations)
         .bind(rows.sightings)
         .bind(expected as i64)
@@ -285,13 +271,13 @@ mod tests {
     use sqlx::Executor;
 
     const CHECKED_COMMIT: &str = concat!(
-        "BEGIN; INSERT INTO audit_chains (resource, seq, hash) VALUES ('r', 1, 'h'); ",
+        "BEGIN; INSERT INTO chain_heads (resource, seq, hash) VALUES ('r', 1, 'h'); ",
         batch_check!("$1", "$2"),
         "; COMMIT"
     );
 
     async fn chain_rows(conn: &mut AnyConnection) -> i64 {
-        sqlx::query_scalar("SELECT count(*) FROM audit_chains")
+        sqlx::query_scalar("SELECT count(*) FROM chain_heads")
             .fetch_one(&mut *conn)
             .await
             .unwrap()

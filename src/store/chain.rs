@@ -49,8 +49,14 @@ struct Walk {
 impl Store {
     /// Walks every chain in order and reports the first broken link of each.
     pub async fn verify_audit(&self) -> Result<VerifyReport, StoreError> {
+        // A written resource's head is in its row, any other's in `chain_heads` (rows marked
+        // moved left out).
         let heads = self
-            .chain_table("SELECT resource, seq, hash FROM audit_chains")
+            .chain_table(
+                "SELECT key AS resource, chain_seq AS seq, chain_hash AS hash FROM resources \
+                 WHERE chain_seq > 0 \
+                 UNION ALL SELECT resource, seq, hash FROM chain_heads WHERE seq >= 0",
+            )
             .await?;
         let checkpoints = self
             .chain_table("SELECT resource, seq, hash FROM audit_checkpoints")

@@ -10,6 +10,7 @@ mod batch_postgres;
 mod batch_rows;
 mod batch_sqlite;
 mod chain;
+mod chain_heads;
 mod connect;
 mod error;
 mod leases;

@@ -7,6 +7,7 @@ mod helpers;
 mod alerts;
 mod audit_tools;
 mod bad_input;
+mod chain_heads;
 mod cli;
 mod concurrency;
 mod durability;
