@@ -364,9 +364,9 @@ async fn run_http(base: &str, options: &BenchOptions) -> anyhow::Result<HttpRun>
 }
 
 /// One keep-alive connection writing until `stop`, through hyper's connection API rather than
-/// a pooled client: the load generator shares the machine with the daemon, and reqwest's
-/// client (pool, connector, redirects, body wrappers) cost about 33 µs of CPU a request here,
-/// a fifth of the machine at 32 connections, taken from the daemon it measures.
+/// a pooled client: the load generator shares the machine with the daemon, and the CPU
+/// reqwest's client spent on its pool, connector and body wrappers was taken from the daemon
+/// it measures (see the README's Performance).
 async fn write_on_one_connection(
     authority: String,
     client: usize,
