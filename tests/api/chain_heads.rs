@@ -115,10 +115,9 @@ async fn the_head_moves_into_the_resource_when_it_is_created_and_the_chain_stays
     assert_eq!(unwritten.as_ref().map(|h| h.0), Some(2));
 
     // The batch that creates it moves the head into its row and marks the old one.
-    let created = store
-        .apply_write(&write_for(KEY, 1, "created"), policy)
-        .await
-        .unwrap();
+    let mut creating = write_for(KEY, 1, "created");
+    creating.content_type = Some("text/plain".into());
+    let created = store.apply_write(&creating, policy).await.unwrap();
     assert!(matches!(created.decision, Decision::Accept { .. }));
     let (in_row, unwritten) = heads(&pool, KEY).await;
     assert_eq!(in_row.as_ref().map(|h| h.0), Some(3));
@@ -132,6 +131,21 @@ async fn the_head_moves_into_the_resource_when_it_is_created_and_the_chain_stays
         .await
         .unwrap();
     assert_eq!(rejected.decision, Decision::RevisionMismatch);
+    // Only the head moved: the value and everything written with it are the created ones.
+    let row = "SELECT value, content_type, revision, highest_token, updated_at_us FROM resources \
+               WHERE key = $1";
+    let kept = sqlx::query(row).bind(KEY).fetch_one(&pool).await.unwrap();
+    assert_eq!(kept.get::<Vec<u8>, _>(0), b"created");
+    assert_eq!(
+        kept.get::<Option<String>, _>(1).as_deref(),
+        Some("text/plain")
+    );
+    assert_eq!((kept.get::<i64, _>(2), kept.get::<i64, _>(3)), (1, 1));
+    assert_eq!(
+        kept.get::<i64, _>(4),
+        created.entry.at.timestamp_micros(),
+        "updated_at is the accepted write's time"
+    );
     store
         .apply_write(&write_for(KEY, 2, "second"), policy)
         .await
