@@ -299,8 +299,11 @@ impl Store {
             hook().await;
         }
 
-        let starting = StartingHeads::new(&keys, &observed, unwritten_heads)?;
-        let mut heads = starting.heads.clone();
+        let StartingHeads {
+            mut heads,
+            unwritten: unwritten_seen,
+        } = StartingHeads::new(&keys, &observed, unwritten_heads)?;
+        // From here on, the heads after the batch.
         let links = link(&mut heads, &entries)?;
         // Key order: the order PostgreSQL locks them in, the same in every batch.
         let mut changes: Vec<Change<'_>> = working
@@ -324,7 +327,7 @@ impl Store {
             .collect::<Result<_, StoreError>>()?;
         changes.sort_unstable_by_key(|change| change.key);
         let unwritten = UnwrittenMoves::new(
-            &starting,
+            &unwritten_seen,
             changes
                 .iter()
                 .filter(|change| change.observed.is_none())

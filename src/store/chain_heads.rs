@@ -22,10 +22,12 @@ pub(super) const MOVED: i64 = -1;
 /// The heads of the batch's resources when it looked, and which `chain_heads` rows it saw.
 pub(super) struct StartingHeads {
     pub heads: ChainHeads,
-    /// The `chain_heads` rows of resources without a row of their own, by resource: their
-    /// position, to be advanced from.
-    unwritten: HashMap<String, i64>,
+    pub unwritten: UnwrittenSeen,
 }
+
+/// The `chain_heads` rows a batch saw for resources without a row of their own, by resource:
+/// their position, to be advanced from.
+pub(super) struct UnwrittenSeen(HashMap<String, i64>);
 
 impl StartingHeads {
     /// From the resources observed and the `chain_heads` rows of the batch's keys.
@@ -56,7 +58,10 @@ impl StartingHeads {
             };
             heads.insert((*key).to_owned(), head);
         }
-        Ok(Self { heads, unwritten })
+        Ok(Self {
+            heads,
+            unwritten: UnwrittenSeen(unwritten),
+        })
     }
 }
 
@@ -74,7 +79,7 @@ impl UnwrittenMoves {
     /// For each resource without a row, in key order: its head after the batch, or `MOVED`
     /// where the batch creates it.
     pub fn new<'a>(
-        starting: &StartingHeads,
+        seen: &UnwrittenSeen,
         after: impl IntoIterator<Item = (&'a str, bool, &'a (i64, String))>,
     ) -> Self {
         let mut moves = Self::default();
@@ -83,7 +88,7 @@ impl UnwrittenMoves {
                 true => (MOVED, String::new()),
                 false => (*seq, hash.clone()),
             };
-            match starting.unwritten.get(resource) {
+            match seen.0.get(resource) {
                 Some(observed) => moves
                     .advances
                     .push((resource.to_owned(), seq, hash, *observed)),
@@ -257,7 +262,10 @@ mod tests {
         // b's row advances from 2; c's starts; b is created by the batch, so it is marked.
         let b_after = (4, "b4".to_owned());
         let c_after = (1, "c1".to_owned());
-        let moves = UnwrittenMoves::new(&starting, [("b", true, &b_after), ("c", false, &c_after)]);
+        let moves = UnwrittenMoves::new(
+            &starting.unwritten,
+            [("b", true, &b_after), ("c", false, &c_after)],
+        );
         assert_eq!(moves.advances, [("b".to_owned(), MOVED, String::new(), 2)]);
         assert_eq!(moves.starts, [("c".to_owned(), 1, "c1".to_owned())]);
     }
