@@ -89,20 +89,18 @@ pub(super) fn encode(plan: &Plan<'_>, ids: &[i64]) -> Result<Rows, StoreError> {
     let (mut updates, mut inserts) = (Vec::<Update<'_>>::new(), Vec::new());
     for change in plan.changes {
         let (seq, hash) = change.head;
-        match (change.observed, &change.accepted) {
+        match (change.observed, change.accepted.as_ref()) {
             (Some(observed), accepted) => {
-                let state = accepted.as_ref().map_or(observed.state, |a| a.state);
+                let state = accepted.map_or(observed.state, |a| a.state);
                 updates.push((
                     change.key,
                     accepted.is_some(),
                     state.highest_token,
                     state.revision.get(),
-                    accepted.as_ref().map(|a| hex::encode(&a.write.body)),
-                    accepted
-                        .as_ref()
-                        .and_then(|a| a.write.content_type.as_deref()),
-                    accepted.as_ref().map(|a| a.at.timestamp_micros()),
-                    accepted.as_ref().and_then(|a| a.owner),
+                    accepted.map(|a| hex::encode(&a.write.body)),
+                    accepted.and_then(|a| a.write.content_type.as_deref()),
+                    accepted.map(|a| a.at.timestamp_micros()),
+                    accepted.and_then(|a| a.owner),
                     observed.state.revision.get(),
                     *seq,
                     hash,

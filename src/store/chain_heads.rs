@@ -45,11 +45,7 @@ impl StartingHeads {
         for key in keys {
             let head = match (resources.get(*key), unwritten_heads.remove(*key)) {
                 (Some(resource), _) => resource.chain.clone(),
-                (None, Some((MOVED, _))) => {
-                    return Err(internal(
-                        "a chain head is marked moved to a resource that has no row",
-                    ))
-                }
+                (None, Some((MOVED, _))) => return Err(moved_without_row()),
                 (None, Some((seq, hash))) => {
                     unwritten.insert((*key).to_owned(), seq);
                     (seq, hash)
@@ -63,6 +59,10 @@ impl StartingHeads {
             unwritten: UnwrittenSeen(unwritten),
         })
     }
+}
+
+fn moved_without_row() -> StoreError {
+    internal("a chain head is marked moved to a resource that has no row")
 }
 
 /// How the batch moves `chain_heads` rows; heads in resources' rows move with their updates
@@ -131,28 +131,20 @@ impl LockedHeads {
         };
         // Key order, as every writer locks them.
         for resource in resources {
-            let mut head = head_in(conn, &in_resource, resource).await?;
-            let row = match head {
-                Some(_) => HeadRow::Resource,
-                None => {
-                    let unwritten = unwritten_head(conn, backend, resource).await?;
-                    if unwritten.0 == MOVED {
-                        // Created since the first look (PostgreSQL, another daemon): its row
-                        // is committed, as the mark is.
-                        head = head_in(conn, &in_resource, resource).await?;
-                        if head.is_none() {
-                            return Err(internal(
-                                "a chain head is marked moved to a resource that has no row",
-                            ));
-                        }
-                        HeadRow::Resource
-                    } else {
-                        head = Some(unwritten);
-                        HeadRow::Unwritten
+            let (head, row) = match head_in(conn, &in_resource, resource).await? {
+                Some(head) => (head, HeadRow::Resource),
+                None => match unwritten_head(conn, backend, resource).await? {
+                    // Created since the first look (PostgreSQL, another daemon): its row is
+                    // committed, as the mark is.
+                    (MOVED, _) => {
+                        let head = head_in(conn, &in_resource, resource)
+                            .await?
+                            .ok_or_else(moved_without_row)?;
+                        (head, HeadRow::Resource)
                     }
-                }
+                    unwritten => (unwritten, HeadRow::Unwritten),
+                },
             };
-            let head = head.ok_or_else(|| internal("a chain head was not found"))?;
             locked.heads.insert((*resource).to_owned(), head);
             locked.rows.push(((*resource).to_owned(), row));
         }
