@@ -56,9 +56,18 @@ impl Default for StoreOptions {
 /// about a third more writes per second with the larger one).
 /// Temporary storage in memory: a batch statement's statement journal spilled past 64 KiB into a
 /// temporary file, about 1,500 `pwrite`s a second under load (`strace`), and stays a batch's size.
+///
+/// The WAL is checkpointed every 10,000 pages (about 40 MiB beside the file), not SQLite's 1,000.
+/// A checkpoint runs inside the commit that crosses the mark, on the one writer's thread, and
+/// costs two fsyncs besides the copying. A loaded batch writes some fifty pages (a resource's
+/// page and an index leaf for each write), so at 1,000 the writer checkpointed about every
+/// twenty batches, and `perf` put a quarter of its thread's time there; ten times fewer copy each
+/// hot page once instead of ten times (measured, alternating: +6 % writes/s at 32 clients, +15 %
+/// at 8; p99 at 8 clients 4.3 → 2.4 ms, a lone writer's 1.9 → 1.1 ms). The WAL is reused from
+/// its start after each checkpoint, so the file stops growing at about that size.
 const SQLITE_WRITER_PRAGMAS: &str = "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; \
      PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA cache_size = -32768; \
-     PRAGMA temp_store = MEMORY;";
+     PRAGMA temp_store = MEMORY; PRAGMA wal_autocheckpoint = 10000;";
 /// Run whenever the writer goes back to the pool: every other transaction commits with FULL.
 const SQLITE_WRITER_RELEASE: &str = "PRAGMA synchronous = FULL; BEGIN; ROLLBACK";
 const SQLITE_READER_PRAGMAS: &str = "PRAGMA busy_timeout = 5000;";
