@@ -1,6 +1,7 @@
 //! Prometheus metrics. Labels are bounded: outcomes only, never keys, owners or operation ids.
 
 use crate::domain::Outcome;
+use crate::store::Backend;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -38,10 +39,21 @@ pub struct Metrics {
     /// Audit rows the live tail published, by where it took them from: `feed` (handed over
     /// by this daemon's group commit) or `audit` (read back: other daemons' rows, gaps).
     pub live_rows: Family<SourceLabels, Counter>,
+    /// SQLite only: the WAL file's size, read at each scrape.
+    pub sqlite_wal_bytes: Option<Gauge>,
 }
 
 impl Metrics {
     pub fn new() -> Self {
+        Self::build(None)
+    }
+
+    /// As `new`, with what only `backend` has: on SQLite, the WAL file's size.
+    pub fn for_backend(backend: Backend) -> Self {
+        Self::build(Some(backend))
+    }
+
+    fn build(backend: Option<Backend>) -> Self {
         let mut registry = Registry::with_prefix("fencewatch");
         let writes = Family::<OutcomeLabels, Counter>::default();
         for outcome in Outcome::ALL {
@@ -103,6 +115,17 @@ impl Metrics {
             "Audit rows published to the live stream, by where the tail took them from",
             live_rows.clone(),
         );
+        let sqlite_wal_bytes = (backend == Some(Backend::Sqlite)).then(|| {
+            let gauge = Gauge::default();
+            registry.register_with_unit(
+                "sqlite_wal",
+                "Size of the SQLite WAL file: checkpointed at about 40 MiB, larger while readers \
+                 keep a checkpoint from finishing, cut back to 64 MiB when it starts over",
+                prometheus_client::registry::Unit::Bytes,
+                gauge.clone(),
+            );
+            gauge
+        });
         Self {
             registry: Arc::new(registry),
             writes,
@@ -113,6 +136,7 @@ impl Metrics {
             alerts_firing,
             events_dropped,
             live_rows,
+            sqlite_wal_bytes,
         }
     }
 

@@ -51,7 +51,7 @@ impl AppState {
         live: LiveConfig,
         api_keys: Option<Arc<ApiKeys>>,
     ) -> Result<Self, StoreError> {
-        let metrics = Metrics::new();
+        let metrics = Metrics::for_backend(service.store().backend());
         let live = Live::start(service.store().clone(), live, metrics.clone()).await?;
         Ok(Self(Arc::new(SharedState {
             service: service

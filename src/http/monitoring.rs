@@ -80,6 +80,18 @@ pub fn metrics_router() -> Router<AppState> {
 }
 
 async fn metrics(State(state): State<AppState>) -> Response {
+    if let (Some(gauge), Some(size)) = (
+        &state.live.metrics.sqlite_wal_bytes,
+        state.live.store.wal_bytes().await,
+    ) {
+        match size {
+            Ok(bytes) => {
+                gauge.set(i64::try_from(bytes).unwrap_or(i64::MAX));
+            }
+            // The other metrics are still worth scraping; the gauge keeps its last reading.
+            Err(error) => tracing::warn!(%error, "cannot read the size of the SQLite WAL"),
+        }
+    }
     let mut response = (StatusCode::OK, state.live.metrics.render()).into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,

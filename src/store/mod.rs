@@ -100,6 +100,15 @@ impl Store {
         }
     }
 
+    /// SQLite: the size of the WAL file beside the database, which grows past its checkpoint
+    /// mark while readers keep a checkpoint from finishing (see `connect`). `None` on PostgreSQL.
+    pub async fn wal_bytes(&self) -> Option<std::io::Result<u64>> {
+        match &self.wal {
+            Some(wal) => Some(wal.file_size().await),
+            None => None,
+        }
+    }
+
     /// Waits for connections to finish and closes them (SQLite then checkpoints its WAL).
     pub async fn close(&self) {
         self.writer.close().await;

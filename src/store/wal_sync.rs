@@ -67,6 +67,16 @@ impl WalSync {
         }
     }
 
+    /// The size of the WAL file now; 0 when there is none (the last connection to close
+    /// checkpointed it into the database and removed it).
+    pub(crate) async fn file_size(&self) -> io::Result<u64> {
+        match tokio::fs::metadata(&self.wal).await {
+            Ok(metadata) => Ok(metadata.len()),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(0),
+            Err(error) => Err(error),
+        }
+    }
+
     /// Marks the start of a COMMIT; the ticket ends it when dropped, whether the commit
     /// succeeded or not.
     pub(crate) fn begin_commit(self: &Arc<Self>) -> Result<CommitTicket, StoreError> {

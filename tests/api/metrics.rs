@@ -94,8 +94,44 @@ async fn metrics_parse_and_match_the_audit(#[case] backend: Backend) {
     assert!(samples.contains_key("fencewatch_open_overlaps"));
     assert!(samples.contains_key("fencewatch_alerts_firing"));
     assert!(samples.contains_key("fencewatch_events_dropped_total"));
+    assert_eq!(
+        samples.contains_key("fencewatch_sqlite_wal_bytes"),
+        backend == Backend::Sqlite,
+        "the WAL's size is SQLite's alone"
+    );
     // No unbounded labels: no resource keys or operation ids anywhere.
     assert!(samples
         .keys()
         .all(|series| !series.contains("\"m\"") && !series.contains("resource")));
+}
+
+/// The WAL gauge is the file's size at the scrape, which an operator watches for a WAL that
+/// readers keep from starting over.
+#[tokio::test]
+async fn sqlite_exports_the_size_of_its_wal_file() {
+    let db = test_db!(Backend::Sqlite);
+    let app = TestApp::spawn(&db).await;
+    for token in 1..=20 {
+        app.put("w")
+            .token(token)
+            .body("v".repeat(2000))
+            .send()
+            .await;
+    }
+    let database = db.url.strip_prefix("sqlite://").unwrap();
+    let wal = std::path::PathBuf::from(format!("{database}-wal"));
+    // Background tasks may write between the readings; below the checkpoint mark the WAL only
+    // grows, so the scrape's reading lies between the two.
+    let before = std::fs::metadata(&wal).unwrap().len();
+    let reply = app.get("/metrics").await;
+    let after = std::fs::metadata(&wal).unwrap().len();
+    let reported = parse(&String::from_utf8(reply.body).unwrap())["fencewatch_sqlite_wal_bytes"];
+    assert!(
+        before > 20 * 2000,
+        "twenty 2 KB values are in the WAL: {before}"
+    );
+    assert!(
+        before as f64 <= reported && reported <= after as f64,
+        "{before} <= {reported} <= {after}"
+    );
 }
