@@ -9,7 +9,7 @@
 //!
 //! A few cycles run by default; `FENCEWATCH_FAULT_CYCLES=N` runs more.
 
-use crate::helpers::{Backend, Daemon, Reply, Rng, TestDb};
+use crate::helpers::{Backend, Daemon, Reply, Rng, SseClient, TestDb};
 use crate::test_db;
 use fencewatch::domain::{Outcome, ResourceKey};
 use fencewatch::store::{AuditQuery, Store};
@@ -667,6 +667,39 @@ async fn postgres_restarted_under_load_loses_nothing_and_the_daemon_recovers_by_
     outage_under_load(Outage::Restart(command)).await;
 }
 
+/// The live side came back with the writes: a write made now reaches a new subscriber of the
+/// event stream.
+async fn live_side_recovered(base: &str) {
+    let mut events = SseClient::connect(base, None).await;
+    let reply = Reply::from(
+        reqwest::Client::new()
+            .put(format!("{base}/v1/resources/outage/live"))
+            .header("Fencing-Token", "1")
+            .body("after")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert!(
+        matches!(reply.status.as_u16(), 200 | 201),
+        "{}",
+        String::from_utf8_lossy(&reply.body)
+    );
+    let audit_id = reply.json["audit_id"].as_i64().unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let message = events
+            .next_within(left)
+            .await
+            .unwrap_or_else(|| panic!("audit row {audit_id} never reached the event stream"));
+        if message.event == "write" && message.json()["id"].as_i64() == Some(audit_id) {
+            break;
+        }
+    }
+}
+
 /// When the shared server last started: a restart changes it.
 async fn postmaster_start_time() -> String {
     let base = std::env::var("FENCEWATCH_TEST_PG").unwrap();
@@ -837,6 +870,7 @@ async fn outage_under_load(outage: Outage) {
         .await
         .unwrap();
     assert_eq!(readiness.status(), 200);
+    live_side_recovered(&daemon.base).await;
     daemon.kill().await;
 
     // Checked on the database directly, not through the proxy.
