@@ -61,9 +61,9 @@ impl Default for StoreOptions {
 /// A checkpoint runs inside the commit that crosses the mark, on the one writer's thread, and
 /// costs two fsyncs besides the copying. A loaded batch writes some fifty pages (a resource's
 /// page and an index leaf for each write), so at 1,000 the writer checkpointed about every
-/// twenty batches, and `perf` put a quarter of its thread's time there; ten times fewer copy each
-/// hot page once instead of ten times (measured, alternating: +6 % writes/s at 32 clients, +15 %
-/// at 8; p99 at 8 clients 4.3 → 2.4 ms, a lone writer's 1.9 → 1.1 ms).
+/// twenty batches, and `perf` put a sixth of its thread's time in their fsyncs alone; ten times
+/// fewer copy each hot page once instead of ten times (measured, alternating: +7 % writes/s at
+/// 32 clients, +15 % at 8; p99 at 8 clients 4.3 → 2.4 ms, a lone writer's 1.9 → 1.1 ms).
 /// The WAL is written again from its start only once a checkpoint has copied all of it and no
 /// reader still reads from it; under load that moment can be a while coming, and the batches
 /// committed meanwhile grew the file past the mark (in a 10-minute soak to 82 MB; at 1,000
