@@ -253,34 +253,8 @@ fn count(rows: usize) -> i64 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::batch_rows::test_rows as rows;
     use super::*;
-
-    fn rows(update_count: usize, sighting_count: usize, advances: usize, starts: usize) -> Rows {
-        let json = |name: &str, count: usize| (format!("[\"{name}\"]"), count);
-        let (updates, update_count) = json("updates", update_count);
-        let (inserts, insert_count) = json("inserts", 0);
-        let (head_advances, head_advance_count) = json("advances", advances);
-        let (head_starts, head_start_count) = json("starts", starts);
-        let (audit, audit_count) = json("audit", 2);
-        let (operations, operation_count) = json("operations", 0);
-        let (sightings, sighting_count) = json("sightings", sighting_count);
-        Rows {
-            updates,
-            update_count,
-            inserts,
-            insert_count,
-            head_advances,
-            head_advance_count,
-            head_starts,
-            head_start_count,
-            audit,
-            audit_count,
-            operations,
-            operation_count,
-            sightings,
-            sighting_count,
-        }
-    }
 
     #[test]
     fn parts_without_rows_are_left_out_and_the_parameters_follow_in_order() {

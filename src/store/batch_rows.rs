@@ -327,6 +327,41 @@ pub(super) fn from_json<T: serde::de::DeserializeOwned>(text: &str) -> Result<T,
     serde_json::from_str(text).map_err(|e| internal(&format!("a batch observation: {e}")))
 }
 
+/// Rows for tests of the statements built from them: each array names its step, with these
+/// counts (two audit rows; no creations or operations).
+#[cfg(test)]
+pub(super) fn test_rows(
+    update_count: usize,
+    sighting_count: usize,
+    advances: usize,
+    starts: usize,
+) -> Rows {
+    let json = |name: &str, count: usize| (format!("[\"{name}\"]"), count);
+    let (updates, update_count) = json("updates", update_count);
+    let (inserts, insert_count) = json("inserts", 0);
+    let (head_advances, head_advance_count) = json("advances", advances);
+    let (head_starts, head_start_count) = json("starts", starts);
+    let (audit, audit_count) = json("audit", 2);
+    let (operations, operation_count) = json("operations", 0);
+    let (sightings, sighting_count) = json("sightings", sighting_count);
+    Rows {
+        updates,
+        update_count,
+        inserts,
+        insert_count,
+        head_advances,
+        head_advance_count,
+        head_starts,
+        head_start_count,
+        audit,
+        audit_count,
+        operations,
+        operation_count,
+        sightings,
+        sighting_count,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -18,7 +18,7 @@
 
 use super::batch::Observed;
 use super::batch_rows::{
-    decode_operations, decode_resources, encode, from_json, join_open_overlap, to_json, Plan,
+    decode_operations, decode_resources, encode, from_json, join_open_overlap, to_json, Plan, Rows,
 };
 use super::wal_sync::{CommitTicket, WalSync};
 use super::writes::FencedWrite;
@@ -129,17 +129,21 @@ macro_rules! rows {
     };
 }
 
-/// Seven statements, then the check. Each row of an update or insert counts one change, and an
-/// upsert's row counts one whether it inserts or updates, so the sum tells whether every
+/// Up to seven statements, then the check. Each row of an update or insert counts one change,
+/// and an upsert's row counts one whether it inserts or updates, so the sum tells whether every
 /// resource and chain head was still as observed (the compare-and-set on its revision and chain
 /// position held). The check is a statement, so that a commit in the same execution never
 /// follows a failed one: a row whose CHECK constraint fails unless the changes since the
 /// observation ($9) are the planned ($8).
-macro_rules! application {
-    () => {
-        concat!(
-            rows!("$1"),
-            "UPDATE resources SET highest_token = v.value ->> 2, revision = v.value ->> 3, \
+///
+/// A step with no rows is left out (`application`), as on PostgreSQL: even empty, it ran its
+/// JSON and table steps, and sqlx sends every statement's result to the group-commit thread as a
+/// message of its own, often a thread wake-up. Most batches have rows for three of the seven.
+/// Each step keeps its parameter number, so the parameters are bound the same whatever is left
+/// out (an unused one binds nothing), and the few texts that occur stay prepared.
+const UPDATE_RESOURCES: &str = concat!(
+    rows!("$1"),
+    "UPDATE resources SET highest_token = v.value ->> 2, revision = v.value ->> 3, \
         value = CASE WHEN v.value ->> 1 THEN unhex(v.value ->> 4) ELSE resources.value END, \
         content_type = CASE WHEN v.value ->> 1 THEN v.value ->> 5 \
             ELSE resources.content_type END, \
@@ -151,45 +155,79 @@ macro_rules! application {
       FROM v \
       WHERE resources.key = v.value ->> 0 AND resources.revision = v.value ->> 8 \
         AND resources.highest_token <= v.value ->> 2 \
-        AND resources.chain_seq = v.value ->> 11; ",
-            rows!("$2"),
-            "INSERT INTO resources (key, highest_token, revision, value, content_type, updated_at_us, \
+        AND resources.chain_seq = v.value ->> 11; "
+);
+const INSERT_RESOURCES: &str = concat!(
+    rows!("$2"),
+    "INSERT INTO resources (key, highest_token, revision, value, content_type, updated_at_us, \
         highest_owner, chain_seq, chain_hash) \
       SELECT v.value ->> 0, v.value ->> 1, v.value ->> 2, unhex(v.value ->> 3), v.value ->> 4, \
         v.value ->> 5, v.value ->> 6, v.value ->> 7, v.value ->> 8 FROM v WHERE true \
-      ON CONFLICT (key) DO NOTHING; ",
-            rows!("$3"),
-            "UPDATE chain_heads SET seq = v.value ->> 1, hash = v.value ->> 2 FROM v \
-      WHERE chain_heads.resource = v.value ->> 0 AND chain_heads.seq = v.value ->> 3; ",
-            rows!("$4"),
-            "INSERT INTO chain_heads (resource, seq, hash) \
+      ON CONFLICT (key) DO NOTHING; "
+);
+const ADVANCE_HEADS: &str = concat!(
+    rows!("$3"),
+    "UPDATE chain_heads SET seq = v.value ->> 1, hash = v.value ->> 2 FROM v \
+      WHERE chain_heads.resource = v.value ->> 0 AND chain_heads.seq = v.value ->> 3; "
+);
+const START_HEADS: &str = concat!(
+    rows!("$4"),
+    "INSERT INTO chain_heads (resource, seq, hash) \
       SELECT v.value ->> 0, v.value ->> 1, v.value ->> 2 FROM v WHERE true \
-      ON CONFLICT (resource) DO NOTHING; ",
-            rows!("$5"),
-            "INSERT INTO audit (at_us, resource, outcome, token, highest_token, revision, \
+      ON CONFLICT (resource) DO NOTHING; "
+);
+const INSERT_AUDIT: &str = concat!(
+    rows!("$5"),
+    "INSERT INTO audit (at_us, resource, outcome, token, highest_token, revision, \
         idempotency_key, expected_revision, owner, lease, body_sha256, body_len, detail, caller, \
         seq, prev_hash, hash, id) \
       SELECT v.value ->> 0, v.value ->> 1, v.value ->> 2, v.value ->> 3, v.value ->> 4, \
         v.value ->> 5, v.value ->> 6, v.value ->> 7, v.value ->> 8, v.value ->> 9, \
         v.value ->> 10, v.value ->> 11, v.value ->> 12, v.value ->> 13, v.value ->> 14, \
-        v.value ->> 15, v.value ->> 16, v.value ->> 17 FROM v; ",
-            rows!("$6"),
-            "INSERT INTO operations (resource, idempotency_key, token, body_sha256, status, revision, \
+        v.value ->> 15, v.value ->> 16, v.value ->> 17 FROM v; "
+);
+const INSERT_OPERATIONS: &str = concat!(
+    rows!("$6"),
+    "INSERT INTO operations (resource, idempotency_key, token, body_sha256, status, revision, \
         highest_token, audit_id, recorded_at_us) \
       SELECT v.value ->> 0, v.value ->> 1, v.value ->> 2, v.value ->> 3, v.value ->> 4, \
-        v.value ->> 5, v.value ->> 6, v.value ->> 7, v.value ->> 8 FROM v; ",
-            rows!("$7"),
-            "INSERT INTO ownership_overlaps AS o (resource, stale_token, superseding_token, \
+        v.value ->> 5, v.value ->> 6, v.value ->> 7, v.value ->> 8 FROM v; "
+);
+const RECORD_SIGHTINGS: &str = concat!(
+    rows!("$7"),
+    "INSERT INTO ownership_overlaps AS o (resource, stale_token, superseding_token, \
         stale_owner, superseding_owner, first_seen_us, last_seen_us, rejected_writes, state, \
         updated_at_us) \
       SELECT v.value ->> 0, v.value ->> 1, v.value ->> 2, v.value ->> 3, v.value ->> 4, \
         v.value ->> 5, v.value ->> 6, v.value ->> 7, 'open', v.value ->> 6 \
         FROM v WHERE true ",
-            join_open_overlap!(),
-            "; ",
-            batch_check!("$8", "$9")
-        )
-    };
+    join_open_overlap!(),
+    "; "
+);
+/// FULL again once committed: every other transaction of the writer syncs its own commit.
+const COMMIT: &str = "; COMMIT; PRAGMA synchronous = FULL";
+
+/// The application's text for `rows`: the steps that have rows, in their fixed order, then the
+/// check, and with `commit` the commit.
+fn application(rows: &Rows, commit: bool) -> String {
+    let steps = [
+        (rows.update_count, UPDATE_RESOURCES),
+        (rows.insert_count, INSERT_RESOURCES),
+        (rows.head_advance_count, ADVANCE_HEADS),
+        (rows.head_start_count, START_HEADS),
+        (rows.audit_count, INSERT_AUDIT),
+        (rows.operation_count, INSERT_OPERATIONS),
+        (rows.sighting_count, RECORD_SIGHTINGS),
+    ];
+    let mut sql = String::with_capacity(4096);
+    for (_, step) in steps.iter().filter(|(count, _)| *count > 0) {
+        sql.push_str(step);
+    }
+    sql.push_str(CHECK);
+    if commit {
+        sql.push_str(COMMIT);
+    }
+    sql
 }
 
 /// Fails, stopping the execution it is part of, unless the connection changed `planned` rows
@@ -206,9 +244,7 @@ macro_rules! batch_check {
     };
 }
 
-const APPLY: &str = application!();
-/// FULL again once committed: every other transaction of the writer syncs its own commit.
-const APPLY_AND_COMMIT: &str = concat!(application!(), "; COMMIT; PRAGMA synchronous = FULL");
+const CHECK: &str = batch_check!("$8", "$9");
 
 /// The table the check writes to, one per writer connection. A temporary table stays in
 /// SQLite's memory (with its journal) until it outgrows the cache, which one row never does.
@@ -231,12 +267,12 @@ pub(super) async fn apply(
         rows.guarded_count() + rows.audit_count + rows.operation_count + rows.sighting_count;
     let (sql, ticket) = match closing {
         Closing::Commit { unsynced } => (
-            APPLY_AND_COMMIT,
+            application(&rows, true),
             unsynced.map(|wal| wal.begin_commit()).transpose()?,
         ),
-        Closing::Within => (APPLY, None),
+        Closing::Within => (application(&rows, false), None),
     };
-    sqlx::query(sql)
+    sqlx::query(&sql)
         .bind(rows.updates)
         .bind(rows.inserts)
         .bind(rows.head_advances)
@@ -266,9 +302,43 @@ fn unapplied(error: sqlx::Error) -> StoreError {
 
 #[cfg(test)]
 mod tests {
+    use super::super::batch_rows::test_rows;
     use super::*;
     use crate::store::{Store, StoreOptions};
     use sqlx::Executor;
+
+    #[test]
+    fn steps_without_rows_are_left_out_and_keep_their_parameters() {
+        let sql = application(&test_rows(3, 0, 1, 0), true);
+        for (present, step) in [
+            (true, "UPDATE resources"),
+            (false, "INSERT INTO resources"),
+            (true, "UPDATE chain_heads"),
+            (false, "INSERT INTO chain_heads"),
+            (true, "INSERT INTO audit"),
+            (false, "INSERT INTO operations"),
+            (false, "INSERT INTO ownership_overlaps"),
+        ] {
+            assert_eq!(sql.contains(step), present, "{step} in {sql}");
+        }
+        for (present, parameter) in [(true, "$1"), (false, "$2"), (true, "$3"), (false, "$4")] {
+            let bound = format!("json_each({parameter})");
+            assert_eq!(sql.contains(&bound), present, "{bound} in {sql}");
+        }
+        assert!(sql.contains("json_each($5)") && sql.contains("$8") && sql.contains("$9"));
+        assert!(
+            sql.ends_with("; COMMIT; PRAGMA synchronous = FULL"),
+            "{sql}"
+        );
+
+        let within = application(&test_rows(0, 2, 0, 0), false);
+        assert!(
+            within.starts_with(concat!(rows!("$5"), "INSERT INTO audit")),
+            "{within}"
+        );
+        assert!(within.contains("INSERT INTO ownership_overlaps"));
+        assert!(within.ends_with(CHECK), "{within}");
+    }
 
     const CHECKED_COMMIT: &str = concat!(
         "BEGIN; INSERT INTO chain_heads (resource, seq, hash) VALUES ('r', 1, 'h'); ",
