@@ -5,7 +5,8 @@
 //! and under load those hand-offs, not SQLite's own work, were where a batch's time went. So the
 //! batch travels as JSON parameters (`json_each`), the observation comes back as one row of
 //! JSON arrays, and all writes are one multi-statement execution whose summed row count is
-//! checked. The texts never change, so they stay prepared.
+//! checked. The texts take a few shapes (a step without rows is left out, see `application`),
+//! so they stay prepared.
 //!
 //! The transaction is managed in the same statements, not in round trips of its own: the
 //! batch's first observation begins it (`Opening::Begin`) and its last application checks the
@@ -265,13 +266,11 @@ pub(super) async fn apply(
     let rows = encode(plan, &ids)?;
     let expected =
         rows.guarded_count() + rows.audit_count + rows.operation_count + rows.sighting_count;
-    let (sql, ticket) = match closing {
-        Closing::Commit { unsynced } => (
-            application(&rows, true),
-            unsynced.map(|wal| wal.begin_commit()).transpose()?,
-        ),
-        Closing::Within => (application(&rows, false), None),
+    let ticket = match closing {
+        Closing::Commit { unsynced } => unsynced.map(|wal| wal.begin_commit()).transpose()?,
+        Closing::Within => None,
     };
+    let sql = application(&rows, matches!(closing, Closing::Commit { .. }));
     sqlx::query(&sql)
         .bind(rows.updates)
         .bind(rows.inserts)
