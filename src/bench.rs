@@ -72,6 +72,21 @@ pub struct BenchReport {
     pub ratio: Option<f64>,
     /// The daemon's peak resident memory, when it was started by the bench.
     pub daemon_peak_rss_mib: Option<f64>,
+    /// CPU time (user and system) per HTTP write while the writers ran: the daemon's, when it
+    /// was started by the bench, and this process's (the load generator, with any readers and
+    /// streams), which shares the machine with it.
+    pub cpu: Option<CpuPerWrite>,
+}
+
+/// Where the HTTP run's CPU went, per write, and the throughput it bounds.
+#[derive(Debug, Clone, Serialize)]
+pub struct CpuPerWrite {
+    pub daemon_us: Option<f64>,
+    pub load_generator_us: f64,
+    pub cores: usize,
+    /// Writes per second were both processes to use every core and nothing else: the ceiling
+    /// the CPU sets, whatever the latency. Only with the daemon's CPU known.
+    pub ceiling_per_second: Option<f64>,
 }
 
 /// The token a client sends: the resource's generation, or one below it for the stale share.
@@ -144,9 +159,9 @@ pub async fn run(options: BenchOptions) -> anyhow::Result<BenchReport> {
     } else {
         (None, None)
     };
-    let (http, reads, events) = match http {
-        Some(run) => (Some(run.writes), run.reads, run.events),
-        None => (None, None, None),
+    let (http, reads, events, cpu) = match http {
+        Some(run) => (Some(run.writes), run.reads, run.events, run.cpu),
+        None => (None, None, None, None),
     };
     let baseline = if options.baseline {
         let database = format!("sqlite://{}", folder.path().join("baseline.db").display());
@@ -177,6 +192,7 @@ pub async fn run(options: BenchOptions) -> anyhow::Result<BenchReport> {
         group_commit,
         ratio,
         daemon_peak_rss_mib: peak,
+        cpu,
     })
 }
 
@@ -186,6 +202,7 @@ struct HttpRun {
     writes: PathResult,
     reads: Option<PathResult>,
     events: Option<EventsResult>,
+    cpu: Option<CpuPerWrite>,
 }
 
 async fn run_daemon_and_http(
@@ -203,7 +220,8 @@ async fn run_daemon_and_http(
             (base, Some(child))
         }
     };
-    let http = run_http(&base, options).await;
+    let daemon_pid = daemon.as_ref().and_then(tokio::process::Child::id);
+    let http = run_http(&base, options, daemon_pid).await;
     let peak = daemon
         .as_ref()
         .and_then(|child| child.id())
@@ -282,7 +300,73 @@ fn peak_rss_mib(pid: u32) -> Option<f64> {
     Some(kib / 1024.0)
 }
 
-async fn run_http(base: &str, options: &BenchOptions) -> anyhow::Result<HttpRun> {
+/// CPU time used so far (user and system) by process `pid`, or by this one. Linux only:
+/// `/proc/PID/stat` counts it in ticks of `USER_HZ`, which the kernel fixes at 100 for user
+/// space on the architectures this runs on.
+fn cpu_time(pid: Option<u32>) -> Option<Duration> {
+    let path = match pid {
+        Some(pid) => format!("/proc/{pid}/stat"),
+        None => "/proc/self/stat".to_owned(),
+    };
+    cpu_time_in(&std::fs::read_to_string(path).ok()?)
+}
+
+/// utime and stime of a `/proc/PID/stat` line: its 14th and 15th fields, counted after the
+/// command name, which is in parentheses and may itself hold spaces and parentheses.
+fn cpu_time_in(stat: &str) -> Option<Duration> {
+    const USER_HZ: u64 = 100;
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    let mut fields = after_name.split_whitespace().skip(11);
+    let user: u64 = fields.next()?.parse().ok()?;
+    let system: u64 = fields.next()?.parse().ok()?;
+    Some(Duration::from_millis((user + system) * 1000 / USER_HZ))
+}
+
+/// Both processes' CPU time at one moment, to divide by the writes done between two of them.
+struct CpuMark {
+    daemon: Option<Duration>,
+    load_generator: Option<Duration>,
+}
+
+impl CpuMark {
+    fn now(daemon_pid: Option<u32>) -> Self {
+        Self {
+            daemon: daemon_pid.and_then(|pid| cpu_time(Some(pid))),
+            load_generator: cpu_time(None),
+        }
+    }
+
+    fn per_write_since(&self, start: &CpuMark, writes: u64) -> Option<CpuPerWrite> {
+        if writes == 0 {
+            return None;
+        }
+        let per_write = |until: Duration, from: Duration| {
+            until.saturating_sub(from).as_secs_f64() * 1e6 / writes as f64
+        };
+        let load_generator_us = per_write(self.load_generator?, start.load_generator?);
+        let daemon_us = self
+            .daemon
+            .zip(start.daemon)
+            .map(|(until, from)| per_write(until, from));
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let ceiling_per_second = daemon_us
+            .map(|daemon| daemon + load_generator_us)
+            .filter(|total| *total > 0.0)
+            .map(|total| cores as f64 * 1e6 / total);
+        Some(CpuPerWrite {
+            daemon_us,
+            load_generator_us,
+            cores,
+            ceiling_per_second,
+        })
+    }
+}
+
+async fn run_http(
+    base: &str,
+    options: &BenchOptions,
+    daemon_pid: Option<u32>,
+) -> anyhow::Result<HttpRun> {
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(options.connections)
         .build()
@@ -313,6 +397,7 @@ async fn run_http(base: &str, options: &BenchOptions) -> anyhow::Result<HttpRun>
         .ok()
         .and_then(|uri| uri.authority().map(|a| a.as_str().to_owned()))
         .with_context(|| format!("no host:port in {base}"))?;
+    let cpu_at_start = CpuMark::now(daemon_pid);
     let started = Instant::now();
     let mut tasks = Vec::new();
     for client in 0..options.connections {
@@ -336,6 +421,7 @@ async fn run_http(base: &str, options: &BenchOptions) -> anyhow::Result<HttpRun>
         .collect();
     let tallies = finish(tasks, &stop, options.duration).await?;
     let elapsed = started.elapsed();
+    let cpu_at_end = CpuMark::now(daemon_pid);
     let mut read_tallies = Vec::with_capacity(readers.len());
     for reader in readers {
         read_tallies.push(reader.await.context("a reader failed")?);
@@ -348,8 +434,10 @@ async fn run_http(base: &str, options: &BenchOptions) -> anyhow::Result<HttpRun>
             Err(_) => stream_errors += 1,
         }
     }
+    let writes = summarise("http", options.connections, tallies, elapsed);
     Ok(HttpRun {
-        writes: summarise("http", options.connections, tallies, elapsed),
+        cpu: cpu_at_end.per_write_since(&cpu_at_start, writes.requests),
+        writes,
         reads: (options.readers > 0)
             .then(|| summarise("http reads", options.readers, read_tallies, elapsed)),
         events: (options.subscribers > 0).then(|| EventsResult {
@@ -700,11 +788,68 @@ pub fn print(report: &BenchReport) {
     if let Some(peak) = report.daemon_peak_rss_mib {
         println!("daemon peak memory: {peak:.1} MiB");
     }
+    if let Some(cpu) = &report.cpu {
+        let daemon = cpu.daemon_us.map_or_else(
+            || "unknown (not started by the bench)".to_owned(),
+            |us| format!("{us:.1} µs"),
+        );
+        println!(
+            "CPU per HTTP write: daemon {daemon}, load generator {:.1} µs",
+            cpu.load_generator_us
+        );
+        if let Some(ceiling) = cpu.ceiling_per_second {
+            println!(
+                "CPU ceiling on {} cores: {ceiling:.0} writes/s, were both to use every core",
+                cpu.cores
+            );
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_time_is_read_after_the_command_name() {
+        // A command name with spaces and a parenthesis of its own; utime 250, stime 130 ticks.
+        let stat = "4242 (fence (watch) x) S 1 4242 4242 0 -1 4194560 900 0 0 0 250 130 0 0 \
+                    20 0 9 0 12345 1000000 2000 18446744073709551615";
+        assert_eq!(cpu_time_in(stat), Some(Duration::from_millis(3_800)));
+        assert_eq!(cpu_time_in("4242 (cut short) S 1 2"), None);
+        assert_eq!(cpu_time_in("no name at all"), None);
+        // This process's own stat parses, and its count moves with the work it does: spinning
+        // for 30 ms of CPU ends well within its deadline.
+        let before = cpu_time(None).expect("/proc/self/stat");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while cpu_time(None).expect("/proc/self/stat") < before + Duration::from_millis(30) {
+            assert!(Instant::now() < deadline, "CPU time did not advance");
+        }
+    }
+
+    #[test]
+    fn cpu_per_write_and_the_ceiling_it_sets() {
+        let start = CpuMark {
+            daemon: Some(Duration::from_millis(1_000)),
+            load_generator: Some(Duration::from_millis(500)),
+        };
+        let end = CpuMark {
+            daemon: Some(Duration::from_millis(2_000)),
+            load_generator: Some(Duration::from_millis(750)),
+        };
+        let cpu = end.per_write_since(&start, 10_000).unwrap();
+        assert_eq!(cpu.daemon_us, Some(100.0));
+        assert_eq!(cpu.load_generator_us, 25.0);
+        assert_eq!(cpu.ceiling_per_second, Some(cpu.cores as f64 * 1e6 / 125.0));
+        // A daemon at --url: its CPU is unknown, and so is the ceiling.
+        let remote = CpuMark {
+            daemon: None,
+            ..end
+        };
+        let cpu = remote.per_write_since(&start, 10_000).unwrap();
+        assert_eq!((cpu.daemon_us, cpu.ceiling_per_second), (None, None));
+        assert!(remote.per_write_since(&start, 0).is_none());
+    }
 
     #[test]
     fn percentiles_and_the_stale_share() {

@@ -29,7 +29,13 @@ fn main() -> ExitCode {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .init();
-    let runtime = match tokio::runtime::Runtime::new() {
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    runtime.enable_all();
+    if let Command::Serve(args) = &cli.command {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        runtime.worker_threads(args.http_workers(cores));
+    }
+    let runtime = match runtime.build() {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("error: failed to start the async runtime: {error}");

@@ -73,7 +73,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     writeln!(stdout, "listening on http://{address}").context("failed to write to stdout")?;
     stdout.flush().context("failed to write to stdout")?;
     drop(stdout);
-    tracing::info!(%address, backend = store.backend().name(), "serving");
+    let http_workers = tokio::runtime::Handle::current().metrics().num_workers();
+    tracing::info!(%address, backend = store.backend().name(), http_workers, "serving");
 
     let retention = state.service.spawn_retention();
     let audit_retention = args

@@ -41,6 +41,68 @@ async fn serve_takes_its_settings_from_the_environment_and_creates_the_database(
     child.kill().await.unwrap();
 }
 
+/// The number of HTTP workers the daemon logs when it starts serving, read from its runtime.
+async fn serving_http_workers(extra: &[&str]) -> usize {
+    let dir = tempfile::tempdir().unwrap();
+    let database = format!("sqlite://{}", dir.path().join("workers.db").display());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fencewatch"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--database", &database])
+        .args(extra)
+        .env("FENCEWATCH_LOG", "info")
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let serving = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if line.contains("serving") {
+                return line;
+            }
+        }
+        panic!("the daemon ended without serving");
+    })
+    .await
+    .unwrap();
+    child.kill().await.unwrap();
+    // Colours, should the subscriber add them anyway, are escape sequences ending in `m`.
+    let mut plain = String::new();
+    let mut escape = false;
+    for c in serving.chars() {
+        match (escape, c) {
+            (false, '\u{1b}') => escape = true,
+            (true, 'm') => escape = false,
+            (false, c) => plain.push(c),
+            (true, _) => {}
+        }
+    }
+    plain
+        .split_whitespace()
+        .find_map(|field| field.strip_prefix("http_workers="))
+        .unwrap_or_else(|| panic!("no http_workers in {plain:?}"))
+        .parse()
+        .unwrap()
+}
+
+/// On SQLite the runtime leaves a core to the write path's own two threads unless told
+/// otherwise; `--http-workers` sets it, and zero is refused.
+#[tokio::test]
+async fn serve_runs_as_many_http_workers_as_it_says() {
+    let cores = std::thread::available_parallelism().unwrap().get();
+    assert_eq!(serving_http_workers(&[]).await, (cores - 1).max(1));
+    assert_eq!(serving_http_workers(&["--http-workers", "3"]).await, 3);
+    let refused = Command::new(env!("CARGO_BIN_EXE_fencewatch"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--http-workers", "0"])
+        .output()
+        .await
+        .unwrap();
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("--http-workers"), "{stderr}");
+}
+
 #[tokio::test]
 async fn a_bad_database_url_is_a_clear_error() {
     let output = Command::new(env!("CARGO_BIN_EXE_fencewatch"))

@@ -199,6 +199,15 @@ async fn the_bench_reports_http_and_the_store_side_by_side() {
     }
     assert!(report["ratio"].as_f64().unwrap() > 0.0);
     assert!(report["daemon_peak_rss_mib"].as_f64().unwrap() > 1.0);
+    // Both processes' CPU per write, and the ceiling it sets, which the run cannot have beaten.
+    let cpu = &report["cpu"];
+    assert!(cpu["daemon_us"].as_f64().unwrap() > 0.0, "{report}");
+    assert!(cpu["load_generator_us"].as_f64().unwrap() > 0.0, "{report}");
+    assert!(
+        cpu["ceiling_per_second"].as_f64().unwrap()
+            >= report["http"]["per_second"].as_f64().unwrap(),
+        "{report}"
+    );
     // The grouped store path ran beside them, with the same outcomes.
     let grouped = &report["group_commit"];
     assert!(grouped["requests"].as_u64().unwrap() > 0, "{report}");
