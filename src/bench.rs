@@ -222,10 +222,7 @@ async fn run_daemon_and_http(
     };
     let daemon_pid = daemon.as_ref().and_then(tokio::process::Child::id);
     let http = run_http(&base, options, daemon_pid).await;
-    let peak = daemon
-        .as_ref()
-        .and_then(|child| child.id())
-        .and_then(peak_rss_mib);
+    let peak = daemon_pid.and_then(peak_rss_mib);
     if let Some(child) = daemon.as_mut() {
         let _ = child.kill().await;
     }

@@ -147,7 +147,7 @@ impl ServeArgs {
     pub fn http_workers(&self, cores: usize) -> usize {
         match self.http_workers {
             Some(workers) => usize::from(workers),
-            None if self.database.starts_with("sqlite:") => cores.saturating_sub(1).max(1),
+            None if crate::store::is_sqlite_url(&self.database) => cores.saturating_sub(1).max(1),
             None => cores.max(1),
         }
     }

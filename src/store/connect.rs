@@ -96,6 +96,11 @@ impl Store {
     }
 }
 
+/// Whether `url` names a SQLite database, as `Store::open` reads it.
+pub fn is_sqlite_url(url: &str) -> bool {
+    sqlite_path(url).is_some()
+}
+
 /// The file path of a `sqlite:` URL (with any query string), or `None` for other schemes.
 fn sqlite_path(url: &str) -> Option<&str> {
     url.strip_prefix("sqlite://")
