@@ -67,21 +67,11 @@ async fn serving_http_workers(extra: &[&str]) -> usize {
     .await
     .unwrap();
     child.kill().await.unwrap();
-    // Colours, should the subscriber add them anyway, are escape sequences ending in `m`.
-    let mut plain = String::new();
-    let mut escape = false;
-    for c in serving.chars() {
-        match (escape, c) {
-            (false, '\u{1b}') => escape = true,
-            (true, 'm') => escape = false,
-            (false, c) => plain.push(c),
-            (true, _) => {}
-        }
-    }
-    plain
+    // NO_COLOR keeps the fields plain: `http_workers=N`.
+    serving
         .split_whitespace()
         .find_map(|field| field.strip_prefix("http_workers="))
-        .unwrap_or_else(|| panic!("no http_workers in {plain:?}"))
+        .unwrap_or_else(|| panic!("no http_workers in {serving:?}"))
         .parse()
         .unwrap()
 }
