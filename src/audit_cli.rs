@@ -4,7 +4,9 @@
 use crate::cli::{AuditArgs, AuditCommand, AuditFilterArgs, ExportFormat};
 use crate::domain::audit::format_rfc3339_micros;
 use crate::domain::{Outcome, Overlap};
-use crate::store::{AuditFilter, AuditRecord, LeaseEvent, Store, StoreError, StoreOptions};
+use crate::store::{
+    AuditFilter, AuditRecord, LeaseEvent, OpenMode, Store, StoreError, StoreOptions,
+};
 use anyhow::Context;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -53,10 +55,17 @@ fn text(value: &Option<String>) -> &str {
 }
 
 pub async fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
+    // Only `prune` writes; nothing here creates a database or migrates one, so that a mistyped
+    // path is an error rather than an empty audit that verifies.
+    let mode = match args.command {
+        AuditCommand::Prune { .. } => OpenMode::Existing,
+        _ => OpenMode::ReadOnly,
+    };
     let store = Store::open(
         &args.database,
         &StoreOptions {
             max_connections: 2,
+            mode,
             ..StoreOptions::default()
         },
     )
@@ -227,6 +236,14 @@ pub async fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
                         .overlap(id)
                         .await?
                         .ok_or_else(|| anyhow::anyhow!("no incident {id}"))?;
+                    if incident.resource != resource {
+                        anyhow::bail!(
+                            "incident {id} is of resource {:?}, not {resource:?}: \
+                             use `audit timeline {:?} --around {id}`",
+                            incident.resource,
+                            incident.resource
+                        );
+                    }
                     window_around(&incident)
                 }
                 None => (
@@ -267,7 +284,7 @@ pub async fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn io(error: impl std::fmt::Display) -> StoreError {
-    StoreError::Open(format!("failed to write the output: {error}"))
+    StoreError::Visitor(format!("failed to write the output: {error}"))
 }
 
 /// A minute either side of an incident.

@@ -15,6 +15,8 @@ use tokio::io::AsyncBufReadExt;
 #[derive(Debug, Clone)]
 pub struct BenchOptions {
     pub url: Option<String>,
+    /// Trust only this CA for an `https://` URL.
+    pub ca_cert: Option<std::path::PathBuf>,
     pub database: Option<String>,
     pub connections: usize,
     pub resources: usize,
@@ -364,10 +366,11 @@ async fn run_http(
     options: &BenchOptions,
     daemon_pid: Option<u32>,
 ) -> anyhow::Result<HttpRun> {
-    let http = reqwest::Client::builder()
-        .pool_max_idle_per_host(options.connections)
-        .build()
-        .context("failed to build the HTTP client")?;
+    let ca_cert = options.ca_cert.as_deref();
+    let http = crate::tls::http_client(
+        reqwest::Client::builder().pool_max_idle_per_host(options.connections),
+        ca_cert,
+    )?;
     // Every resource first sees generation 1000, so that 999 is stale from then on.
     for resource in 0..options.resources {
         http.put(format!("{base}/v1/resources/bench/{resource}"))
@@ -379,7 +382,7 @@ async fn run_http(
     }
     let stop = Arc::new(AtomicBool::new(false));
     // Subscribed before the writes start, on connections of their own.
-    let streams = reqwest::Client::new();
+    let streams = crate::tls::http_client(reqwest::Client::builder(), ca_cert)?;
     let subscribers: Vec<_> = (0..options.subscribers)
         .map(|_| {
             tokio::spawn(follow_events(
@@ -389,17 +392,13 @@ async fn run_http(
             ))
         })
         .collect();
-    let authority = base
-        .parse::<axum::http::Uri>()
-        .ok()
-        .and_then(|uri| uri.authority().map(|a| a.as_str().to_owned()))
-        .with_context(|| format!("no host:port in {base}"))?;
+    let endpoint = Arc::new(Endpoint::of(base, ca_cert)?);
     let cpu_at_start = CpuMark::now(daemon_pid);
     let started = Instant::now();
     let mut tasks = Vec::new();
     for client in 0..options.connections {
         tasks.push(tokio::spawn(write_on_one_connection(
-            authority.clone(),
+            endpoint.clone(),
             client,
             options.clone(),
             stop.clone(),
@@ -453,7 +452,7 @@ async fn run_http(
 /// reqwest's client spent on its pool, connector and body wrappers was taken from the daemon
 /// it measures (see the README's Performance).
 async fn write_on_one_connection(
-    authority: String,
+    endpoint: Arc<Endpoint>,
     client: usize,
     options: BenchOptions,
     stop: Arc<AtomicBool>,
@@ -466,7 +465,7 @@ async fn write_on_one_connection(
     while !stop.load(Ordering::Relaxed) {
         let sender = match &mut connection {
             Some(sender) => sender,
-            None => match connect(&authority).await {
+            None => match endpoint.connect().await {
                 Ok(sender) => connection.insert(sender),
                 Err(_) => {
                     tally.errors += 1;
@@ -478,7 +477,7 @@ async fn write_on_one_connection(
         let resource = resource_for(&mut rng, options.resources);
         let (token, _) = token_for(&mut rng, options.stale_fraction);
         let mut request = axum::http::Request::put(format!("/v1/resources/bench/{resource}"))
-            .header(axum::http::header::HOST, authority.as_str())
+            .header(axum::http::header::HOST, endpoint.authority.as_str())
             .header("fencing-token", token);
         if options.idempotency_keys {
             request = request.header("idempotency-key", format!("c{client}-{sent}"));
@@ -509,13 +508,56 @@ async fn write_on_one_connection(
 
 type Sender = hyper::client::conn::http1::SendRequest<http_body_util::Full<bytes::Bytes>>;
 
-async fn connect(authority: &str) -> anyhow::Result<Sender> {
-    let stream = tokio::net::TcpStream::connect(authority).await?;
-    stream.set_nodelay(true)?;
-    let (sender, connection) =
-        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await?;
-    tokio::spawn(connection);
-    Ok(sender)
+/// Where the writers connect: the daemon's `host:port`, over TLS for an `https://` URL.
+struct Endpoint {
+    authority: String,
+    tls: Option<(
+        tokio_rustls::TlsConnector,
+        rustls::pki_types::ServerName<'static>,
+    )>,
+}
+
+impl Endpoint {
+    fn of(base: &str, ca_cert: Option<&std::path::Path>) -> anyhow::Result<Self> {
+        let uri = base
+            .parse::<axum::http::Uri>()
+            .with_context(|| format!("{base:?} is not a URL"))?;
+        let authority = uri
+            .authority()
+            .with_context(|| format!("no host:port in {base}"))?;
+        let tls = match uri.scheme_str() {
+            Some("https") => Some((
+                tokio_rustls::TlsConnector::from(crate::tls::client_config(ca_cert)?),
+                crate::tls::server_name(authority.host())?,
+            )),
+            _ => None,
+        };
+        Ok(Self {
+            authority: authority.as_str().to_owned(),
+            tls,
+        })
+    }
+
+    async fn connect(&self) -> anyhow::Result<Sender> {
+        use hyper::client::conn::http1::handshake;
+        use hyper_util::rt::TokioIo;
+        let stream = tokio::net::TcpStream::connect(&self.authority).await?;
+        stream.set_nodelay(true)?;
+        let sender = match &self.tls {
+            None => {
+                let (sender, connection) = handshake(TokioIo::new(stream)).await?;
+                tokio::spawn(connection);
+                sender
+            }
+            Some((connector, name)) => {
+                let stream = connector.connect(name.clone(), stream).await?;
+                let (sender, connection) = handshake(TokioIo::new(stream)).await?;
+                tokio::spawn(connection);
+                sender
+            }
+        };
+        Ok(sender)
+    }
 }
 
 /// Sends one request and reads its whole answer: its status.

@@ -124,10 +124,25 @@ pub struct ServeArgs {
     #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
     pub overlap_quiet: Duration,
 
-    /// Require `Authorization: Bearer KEY` on every /v1 request; one key per line, optionally
-    /// `name:key` (the name is recorded in the audit as the caller).
+    /// Require `Authorization: Bearer KEY` on every /v1 request. One key per line: `KEY` or
+    /// `NAME:KEY` (the name is recorded in the audit as the caller), optionally followed by
+    /// scopes: read, write[=PREFIX], lease[=PREFIX], admin. A line without scopes may do
+    /// everything.
     #[arg(long, env = "FENCEWATCH_API_KEY_FILE")]
     pub api_key_file: Option<PathBuf>,
+
+    /// A web origin whose pages may call the daemon (e.g. https://ops.example.com); repeatable.
+    /// Any other request carrying an Origin header is refused with 403 cross-origin.
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    pub allow_origins: Vec<String>,
+
+    /// Serve HTTPS only, with this PEM certificate chain (needs --tls-key).
+    #[arg(long, env = "FENCEWATCH_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// The PEM private key of --tls-cert.
+    #[arg(long, env = "FENCEWATCH_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 
     /// Threads serving HTTP (the async runtime's workers). Default: one per core, less one on
     /// SQLite, whose write path has two threads of its own.
@@ -173,6 +188,11 @@ pub struct Connection {
         hide_env_values = true
     )]
     pub api_key: Option<String>,
+
+    /// Trust only this PEM CA certificate for an https:// daemon (a private CA); without it,
+    /// the system's trusted roots.
+    #[arg(long, env = "FENCEWATCH_CA_CERT", global = true)]
+    pub ca_cert: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -395,6 +415,9 @@ pub struct BenchArgs {
     /// Drive this daemon instead of starting one.
     #[arg(long)]
     pub url: Option<String>,
+    /// Trust only this PEM CA certificate for an https:// --url.
+    #[arg(long, env = "FENCEWATCH_CA_CERT")]
+    pub ca_cert: Option<PathBuf>,
     /// The database of the daemon it starts (default: a temporary SQLite file).
     #[arg(long)]
     pub database: Option<String>,

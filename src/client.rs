@@ -63,9 +63,10 @@ struct Client {
 impl Client {
     fn new(connection: &Connection) -> anyhow::Result<Self> {
         Ok(Self {
-            http: reqwest::Client::builder()
-                .build()
-                .context("failed to build the HTTP client")?,
+            http: crate::tls::http_client(
+                reqwest::Client::builder(),
+                connection.ca_cert.as_deref(),
+            )?,
             base: connection.url.trim_end_matches('/').to_owned(),
             api_key: connection.api_key.clone(),
         })

@@ -5,7 +5,7 @@
 use crate::alerts::{AlertConfig, Rule};
 use crate::domain::Outcome;
 use crate::events::Event;
-use crate::http::{self, AppState};
+use crate::http::{self, Access, AppState};
 use crate::live::LiveConfig;
 use crate::service::{FenceService, Limits};
 use crate::store::{Store, StoreOptions};
@@ -76,7 +76,7 @@ pub async fn run(options: DemoOptions) -> anyhow::Result<()> {
     let state = AppState::start(
         FenceService::new(store.clone(), Limits::default()),
         live,
-        None,
+        Access::default(),
     )
     .await
     .context("failed to start the daemon")?;
@@ -129,14 +129,13 @@ pub async fn run(options: DemoOptions) -> anyhow::Result<()> {
         tokio::time::sleep(duration).await;
         Ok(())
     } else {
-        let client = crate::tui::client::DaemonClient::new(&base, None);
-        crate::tui::run(
-            client,
-            crate::tui::view::Theme {
-                color: options.color,
-            },
-        )
-        .await
+        let theme = crate::tui::view::Theme {
+            color: options.color,
+        };
+        match crate::tui::client::DaemonClient::new(&base, None, None) {
+            Ok(client) => crate::tui::run(client, theme).await,
+            Err(error) => Err(error.into()),
+        }
     };
     let _ = stop_workers.send(true);
     for worker in workers {
@@ -167,7 +166,7 @@ async fn summarise(
     names: &std::sync::Mutex<Vec<String>>,
     options: &DemoOptions,
 ) -> anyhow::Result<Value> {
-    let client = crate::tui::client::DaemonClient::new(base, None);
+    let client = crate::tui::client::DaemonClient::new(base, None, None)?;
     let stats = client.json("/v1/stats").await.map_err(anyhow::Error::msg)?;
     let overlaps = client
         .json("/v1/overlaps?state=all&limit=1000")
@@ -239,7 +238,10 @@ impl Rng {
 /// then pauses past its lease (a GC pause, a stalled host) and resumes writing as if nothing
 /// happened, which the fence refuses.
 async fn worker(id: usize, base: String, resources: Vec<String>, stop: watch::Receiver<bool>) {
-    let http = reqwest::Client::new();
+    let Ok(http) = crate::tls::http_client(reqwest::Client::builder(), None) else {
+        tracing::error!("worker {id}: no HTTP client");
+        return;
+    };
     let holder = format!("worker-{id}");
     let mut rng = Rng((id as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let mut turn = id;

@@ -18,6 +18,7 @@ pub mod metrics;
 pub mod server;
 pub mod service;
 pub mod store;
+pub mod tls;
 pub mod tui;
 
 use cli::{Cli, Command};
@@ -25,6 +26,7 @@ use std::process::ExitCode;
 
 /// Runs a parsed command line; `main` only parses and maps the result to an exit code.
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    tls::install_crypto_provider();
     match cli.command {
         Command::Serve(args) => server::run(args).await.map(|()| ExitCode::SUCCESS),
         Command::Lease(args) => client::lease(args).await,
@@ -45,6 +47,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             let report = bench::run(bench::BenchOptions {
                 url: args.url,
+                ca_cert: args.ca_cert,
                 database: args.database,
                 connections: args.connections.max(1),
                 resources: args.resources.max(1),
@@ -69,7 +72,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let daemon = tui::client::DaemonClient::new(
                 &args.connection.url,
                 args.connection.api_key.clone(),
-            );
+                args.connection.ca_cert.as_deref(),
+            )?;
             if args.once {
                 let overview = tui::overview_json(&daemon)
                     .await

@@ -4,11 +4,13 @@ use crate::alerts::AlertConfig;
 use crate::cli::{LeaseScopeArg, ServeArgs};
 use crate::domain::LeaseScope;
 use crate::http::auth::ApiKeys;
-use crate::http::{self, AppState};
+use crate::http::origin::AllowedOrigins;
+use crate::http::{self, Access, AppState};
 use crate::live::LiveConfig;
 use crate::service::{FenceService, Limits};
 use crate::store::LeasePolicy;
 use crate::store::{Store, StoreOptions};
+use crate::tls;
 use anyhow::Context;
 use std::io::Write;
 use std::sync::Arc;
@@ -19,9 +21,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .api_key_file
         .as_deref()
         .map(ApiKeys::load)
-        .transpose()
-        .map_err(anyhow::Error::msg)?
+        .transpose()?
         .map(Arc::new);
+    let allowed_origins = AllowedOrigins::parse(&args.allow_origins)?;
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(tls::server_config(cert, key)?),
+        _ => None,
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
     let store = Store::open(
         &args.database,
         &StoreOptions {
@@ -63,14 +70,18 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         overlap_quiet: args.overlap_quiet,
         max_subscribers: args.max_subscribers.max(1),
         alerts: Arc::new(alerts),
-        external_url: format!("http://{address}"),
+        external_url: format!("{scheme}://{address}"),
     };
-    let state = AppState::start(service, live, api_keys)
+    let access = Access {
+        api_keys,
+        allowed_origins,
+    };
+    let state = AppState::start(service, live, access)
         .await
         .context("failed to start the live side")?;
     // Bind first, then announce: with port 0 the caller learns the real port from this line.
     let mut stdout = std::io::stdout().lock();
-    writeln!(stdout, "listening on http://{address}").context("failed to write to stdout")?;
+    writeln!(stdout, "listening on {scheme}://{address}").context("failed to write to stdout")?;
     stdout.flush().context("failed to write to stdout")?;
     drop(stdout);
     let http_workers = tokio::runtime::Handle::current().metrics().num_workers();
@@ -90,7 +101,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         max_connections: args.max_connections.max(1),
         header_read_timeout: args.header_timeout,
     };
-    let served = http::serve(listener, app, limits, stopping).await;
+    let served = http::serve_with(listener, tls, app, limits, stopping).await;
     retention.abort();
     if let Some(task) = audit_retention {
         task.abort();

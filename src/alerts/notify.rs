@@ -131,7 +131,13 @@ pub fn spawn_notifier(
 ) -> (mpsc::Sender<Notification>, tokio::task::JoinHandle<()>) {
     let (sender, mut receiver) = mpsc::channel::<Notification>(1024);
     let task = tokio::spawn(async move {
-        let http = reqwest::Client::new();
+        let http = match crate::tls::http_client(reqwest::Client::builder(), None) {
+            Ok(http) => http,
+            Err(error) => {
+                tracing::error!(%error, "alert notifications are off: no HTTP client");
+                return;
+            }
+        };
         while let Some(notification) = receiver.recv().await {
             for hook in &webhooks {
                 tokio::spawn(deliver(

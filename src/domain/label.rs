@@ -55,11 +55,28 @@ impl LeaseName {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// Names under `fencewatch/` belong to the daemon itself (its alert evaluator's lease is
+    /// one): a client that could take one could switch the daemon's own duties off.
+    pub fn is_reserved(&self) -> bool {
+        self.0.starts_with(Self::RESERVED_PREFIX)
+    }
+
+    pub const RESERVED_PREFIX: &'static str = "fencewatch/";
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_daemons_own_lease_names_are_reserved() {
+        assert!(LeaseName::parse("fencewatch/alert-evaluator")
+            .unwrap()
+            .is_reserved());
+        assert!(!LeaseName::parse("fencewatch").unwrap().is_reserved());
+        assert!(!LeaseName::parse("jobs/fencewatch/x").unwrap().is_reserved());
+    }
 
     #[test]
     fn owner_labels() {

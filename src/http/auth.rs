@@ -2,6 +2,7 @@
 //! Keys are kept only as SHA-256 digests, compared in constant time, and never logged.
 
 use super::problem::Problem;
+use super::scopes::{Grants, Need, Scope, UnknownScope};
 use super::write_request;
 use super::AppState;
 use crate::domain::{Outcome, ResourceKey};
@@ -10,7 +11,7 @@ use axum::http::{header, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The identity a request was authenticated as: its key's name, if the key has one.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -19,10 +20,38 @@ pub struct Caller(pub Option<String>);
 struct ApiKey {
     name: Option<String>,
     digest: [u8; 32],
+    grants: Grants,
 }
 
 pub struct ApiKeys {
     keys: Vec<ApiKey>,
+}
+
+/// Why a key file was refused. Messages name the line, never the key.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyFileError {
+    #[error("cannot read the API key file {path}: {source}")]
+    Unreadable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {problem}")]
+    Invalid {
+        path: PathBuf,
+        problem: KeyLineError,
+    },
+}
+
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum KeyLineError {
+    #[error("line {0}: expected KEY, NAME:KEY or NAME:KEY SCOPE …")]
+    Shape(usize),
+    #[error("line {0}: a key must be printable ASCII without spaces")]
+    Unprintable(usize),
+    #[error("line {line}: {scope}")]
+    Scope { line: usize, scope: UnknownScope },
+    #[error("no keys")]
+    Empty,
 }
 
 impl std::fmt::Debug for ApiKeys {
@@ -31,50 +60,76 @@ impl std::fmt::Debug for ApiKeys {
     }
 }
 
+/// What `authenticate` found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Authenticated<'a> {
+    Key { caller: Caller, grants: &'a Grants },
+    Unknown,
+}
+
 impl ApiKeys {
-    pub fn load(path: &Path) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read API key file {}: {e}", path.display()))?;
-        Self::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+    pub fn load(path: &Path) -> Result<Self, KeyFileError> {
+        let text = std::fs::read_to_string(path).map_err(|source| KeyFileError::Unreadable {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::parse(&text).map_err(|problem| KeyFileError::Invalid {
+            path: path.to_owned(),
+            problem,
+        })
     }
 
-    /// One key per line, optionally `name:key`; blank lines and `#` comments are skipped.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    /// One key per line: `KEY`, `NAME:KEY`, or `NAME:KEY` followed by spaces and scopes; blank
+    /// lines and `#` comments are skipped. A line without scopes may do everything.
+    pub fn parse(text: &str) -> Result<Self, KeyLineError> {
         let mut keys = Vec::new();
         for (index, line) in text.lines().enumerate() {
+            let number = index + 1;
             let line = line.trim();
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
-            let (name, key) = match line.split_once(':') {
-                Some((name, key)) => (Some(name.trim().to_owned()), key.trim()),
-                None => (None, line),
+            let mut words = line.split_whitespace();
+            let credential = words.next().ok_or(KeyLineError::Shape(number))?;
+            let (name, key) = match credential.split_once(':') {
+                Some((name, key)) => (Some(name.to_owned()), key),
+                None => (None, credential),
             };
             if key.is_empty() || name.as_deref() == Some("") {
-                return Err(format!("line {}: expected KEY or NAME:KEY", index + 1));
+                return Err(KeyLineError::Shape(number));
             }
             if !key.bytes().all(|b| b.is_ascii_graphic()) {
-                return Err(format!(
-                    "line {}: a key must be printable ASCII without spaces",
-                    index + 1
-                ));
+                return Err(KeyLineError::Unprintable(number));
             }
+            let scopes = words
+                .map(Scope::parse)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|scope| KeyLineError::Scope {
+                    line: number,
+                    scope,
+                })?;
             keys.push(ApiKey {
                 name,
                 digest: Sha256::digest(key.as_bytes()).into(),
+                grants: if scopes.is_empty() {
+                    Grants::Unscoped
+                } else {
+                    Grants::Scoped(scopes)
+                },
             });
         }
         if keys.is_empty() {
-            return Err("no keys".into());
+            return Err(KeyLineError::Empty);
         }
         Ok(Self { keys })
     }
 
-    /// The caller presenting `key`, if any. Every configured key is compared, in constant time,
-    /// so the time taken says nothing about which key (or how much of one) matched.
-    pub fn authenticate(&self, key: &str) -> Option<Caller> {
+    /// The caller presenting `key`, if any, with what it may do. Every configured key is
+    /// compared, in constant time, so the time taken says nothing about which key (or how much
+    /// of one) matched.
+    pub fn authenticate(&self, key: &str) -> Authenticated<'_> {
         let presented: [u8; 32] = Sha256::digest(key.as_bytes()).into();
-        let mut found = None;
+        let mut found = Authenticated::Unknown;
         for candidate in &self.keys {
             let difference = candidate
                 .digest
@@ -82,15 +137,19 @@ impl ApiKeys {
                 .zip(presented.iter())
                 .fold(0u8, |acc, (a, b)| acc | (a ^ b));
             if difference == 0 {
-                found = Some(Caller(candidate.name.clone()));
+                found = Authenticated::Key {
+                    caller: Caller(candidate.name.clone()),
+                    grants: &candidate.grants,
+                };
             }
         }
         found
     }
 }
 
-/// Middleware for `/v1`: lets authenticated requests through with their `Caller`, answers the
-/// rest with `401`, auditing the refused writes.
+/// Middleware for `/v1`: lets a request through with its `Caller` when its key's scopes allow
+/// what it asks for; answers `401` without a valid key and `403 forbidden` beyond its scopes,
+/// auditing refused writes with the caller.
 pub async fn require_key(
     State(state): State<AppState>,
     mut request: Request,
@@ -107,39 +166,62 @@ pub async fn require_key(
             let (scheme, token) = value.split_once(' ')?;
             scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
         });
-    if let Some(caller) = presented.and_then(|key| keys.authenticate(key)) {
-        request.extensions_mut().insert(caller);
-        return next.run(request).await;
-    }
-    let detail = if presented.is_some() {
-        "the API key is not valid"
-    } else {
-        "an API key is required: send Authorization: Bearer KEY"
-    };
-    let problem = Problem::unauthorized(detail);
-    if request.method() == Method::PUT {
-        if let Some(key) = request
-            .uri()
-            .path()
-            .strip_prefix(super::resources::PREFIX)
-            .and_then(|raw| ResourceKey::from_percent_encoded(raw).ok())
-        {
-            let attempt = write_request::refused_from_headers(
-                key,
-                request.headers(),
-                Outcome::Unauthorized,
-                detail,
-                None,
-            );
-            return match state.service.refuse(&attempt).await {
-                Ok(entry) => problem
-                    .with_members(super::resources::members(&entry))
-                    .into_response(),
-                Err(error) => Problem::from(error).into_response(),
-            };
+    let found = presented.map(|key| keys.authenticate(key));
+    let (problem, caller) = match found {
+        Some(Authenticated::Key { caller, grants }) => {
+            let need = Need::of(request.method(), request.uri().path());
+            if grants.allows(&need) {
+                request.extensions_mut().insert(caller);
+                return next.run(request).await;
+            }
+            let who = caller.0.as_deref().unwrap_or("this key");
+            let problem = Problem::forbidden(format!(
+                "the scopes of {who:?} do not allow {} {}",
+                request.method(),
+                request.uri().path()
+            ));
+            (problem, caller.0)
         }
+        Some(Authenticated::Unknown) => (Problem::unauthorized("the API key is not valid"), None),
+        None => (
+            Problem::unauthorized("an API key is required: send Authorization: Bearer KEY"),
+            None,
+        ),
+    };
+    refuse(&state, request, problem, caller).await
+}
+
+/// Answers `problem`; a refused write of a resource is first audited, as every attempt is.
+pub(super) async fn refuse(
+    state: &AppState,
+    request: Request,
+    problem: Problem,
+    caller: Option<String>,
+) -> Response {
+    if request.method() != Method::PUT {
+        return problem.into_response();
     }
-    problem.into_response()
+    let Some(key) = request
+        .uri()
+        .path()
+        .strip_prefix(super::resources::PREFIX)
+        .and_then(|raw| ResourceKey::from_percent_encoded(raw).ok())
+    else {
+        return problem.into_response();
+    };
+    let attempt = write_request::refused_from_headers(
+        key,
+        request.headers(),
+        Outcome::Unauthorized,
+        &problem.detail,
+        caller,
+    );
+    match state.service.refuse(&attempt).await {
+        Ok(entry) => problem
+            .with_members(super::resources::members(&entry))
+            .into_response(),
+        Err(error) => Problem::from(error).into_response(),
+    }
 }
 
 #[cfg(test)]
@@ -151,11 +233,20 @@ mod tests {
         let keys = ApiKeys::parse("# ops\nalice:k-alice-1\n\nk-anon-2\n").unwrap();
         assert_eq!(
             keys.authenticate("k-alice-1"),
-            Some(Caller(Some("alice".into())))
+            Authenticated::Key {
+                caller: Caller(Some("alice".into())),
+                grants: &Grants::Unscoped
+            }
         );
-        assert_eq!(keys.authenticate("k-anon-2"), Some(Caller(None)));
-        assert_eq!(keys.authenticate("k-alice"), None);
-        assert_eq!(keys.authenticate(""), None);
+        assert_eq!(
+            keys.authenticate("k-anon-2"),
+            Authenticated::Key {
+                caller: Caller(None),
+                grants: &Grants::Unscoped
+            }
+        );
+        assert_eq!(keys.authenticate("k-alice"), Authenticated::Unknown);
+        assert_eq!(keys.authenticate(""), Authenticated::Unknown);
         assert!(
             !format!("{keys:?}").contains("k-alice-1"),
             "keys never reach logs"
@@ -168,6 +259,35 @@ mod tests {
         assert!(ApiKeys::parse("# only comments\n").is_err());
         assert!(ApiKeys::parse("name:").is_err());
         assert!(ApiKeys::parse(":key").is_err());
-        assert!(ApiKeys::parse("has space").is_err());
+        assert!(ApiKeys::parse("has space").is_err(), "space is not a scope");
+        assert_eq!(
+            ApiKeys::parse("ok:k1 read\nbad:k2 read wrte\n").unwrap_err(),
+            KeyLineError::Scope {
+                line: 2,
+                scope: UnknownScope("wrte".into())
+            }
+        );
+        assert!(ApiKeys::parse("bad:k2 write=").is_err());
+    }
+
+    #[test]
+    fn scopes_follow_the_key() {
+        let keys = ApiKeys::parse(
+            "worker:k-w write=billing/ lease=billing/\ndash:k-d   read\nops:k-o admin\n",
+        )
+        .unwrap();
+        let grants_of = |key: &str| match keys.authenticate(key) {
+            Authenticated::Key { grants, .. } => grants.clone(),
+            Authenticated::Unknown => panic!("{key} is configured"),
+        };
+        assert_eq!(
+            grants_of("k-w"),
+            Grants::Scoped(vec![
+                Scope::Write("billing/".into()),
+                Scope::Lease("billing/".into())
+            ])
+        );
+        assert_eq!(grants_of("k-d"), Grants::Scoped(vec![Scope::Read]));
+        assert_eq!(grants_of("k-o"), Grants::Scoped(vec![Scope::Admin]));
     }
 }

@@ -7,7 +7,7 @@ use crate::domain::{FencingToken, Holder, LeaseName, LeaseRecord, ParseError, Tt
 use crate::store::{AcquireResult, LeaseState};
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{StatusCode, Uri};
+use axum::http::{header, HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
@@ -97,6 +97,28 @@ fn lease_name(raw: &str) -> Result<LeaseName, Problem> {
     LeaseName::parse(&text).map_err(invalid)
 }
 
+/// Lease bodies must be declared JSON. A browser sends `text/plain`, form and multipart bodies
+/// across origins without asking first (a CORS "simple request"); JSON it sends only after a
+/// preflight, which a foreign origin never passes.
+fn require_json(headers: &HeaderMap) -> Result<(), Problem> {
+    let declared = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default();
+    let essence = declared.split(';').next().unwrap_or_default().trim();
+    if essence.eq_ignore_ascii_case("application/json") {
+        Ok(())
+    } else if declared.is_empty() {
+        Err(Problem::unsupported_media_type(
+            "a lease request's body must be sent with Content-Type: application/json",
+        ))
+    } else {
+        Err(Problem::unsupported_media_type(format!(
+            "a lease request's body must be application/json, not {declared:?}"
+        )))
+    }
+}
+
 fn json_body<T: DeserializeOwned>(body: &Bytes) -> Result<T, Problem> {
     serde_json::from_slice(body)
         .map_err(|e| Problem::invalid_request(format!("invalid JSON body: {e}")))
@@ -113,7 +135,12 @@ async fn show(State(state): State<AppState>, uri: Uri) -> Result<Response, Probl
     }
 }
 
-async fn act(State(state): State<AppState>, uri: Uri, body: Bytes) -> Result<Response, Problem> {
+async fn act(
+    State(state): State<AppState>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, Problem> {
     let rest = uri.path().strip_prefix(PREFIX).unwrap_or_default();
     let Some((raw_name, action)) = rest.rsplit_once('/') else {
         return Err(Problem::not_found(
@@ -121,6 +148,13 @@ async fn act(State(state): State<AppState>, uri: Uri, body: Bytes) -> Result<Res
         ));
     };
     let name = lease_name(raw_name)?;
+    if name.is_reserved() {
+        return Err(Problem::reserved_name(format!(
+            "lease names under {:?} belong to the daemon itself",
+            LeaseName::RESERVED_PREFIX
+        )));
+    }
+    require_json(&headers)?;
     let service = &state.service;
     match action {
         "acquire" => {

@@ -17,7 +17,8 @@ pub struct ServeLimits {
     /// Connections served at once; further ones wait in the kernel's backlog.
     pub max_connections: usize,
     /// How long a client may take to send a request's headers, and how long a kept-alive
-    /// connection may sit idle before its next request: slowloris clients are cut off.
+    /// connection may sit idle before its next request: slowloris clients are cut off. A TLS
+    /// handshake gets as long.
     pub header_read_timeout: Duration,
 }
 
@@ -38,6 +39,18 @@ pub async fn serve(
     limits: ServeLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    serve_with(listener, None, app, limits, shutdown).await
+}
+
+/// `serve`, over TLS when `tls` is given: HTTPS only, a plain HTTP client gets no answer.
+pub async fn serve_with(
+    listener: TcpListener,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    app: Router,
+    limits: ServeLimits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let tls = tls.map(tokio_rustls::TlsAcceptor::from);
     let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let graceful = GracefulShutdown::new();
     let mut http = http1::Builder::new();
@@ -69,12 +82,31 @@ pub async fn serve(
         if let Err(error) = stream.set_nodelay(true) {
             tracing::debug!(%error, "failed to set TCP_NODELAY");
         }
-        let connection =
-            http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()));
-        let connection = graceful.watch(connection);
+        let service = TowerToHyperService::new(app.clone());
+        let Some(acceptor) = tls.clone() else {
+            let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
+            tokio::spawn(async move {
+                if let Err(error) = connection.await {
+                    tracing::debug!(%error, "connection ended with an error");
+                }
+                drop(permit);
+            });
+            continue;
+        };
+        // The handshake runs in the connection's task, so a slow one holds up nobody else.
+        let http = http.clone();
+        let watcher = graceful.watcher();
+        let handshake_timeout = limits.header_read_timeout;
         tokio::spawn(async move {
-            if let Err(error) = connection.await {
-                tracing::debug!(%error, "connection ended with an error");
+            match tokio::time::timeout(handshake_timeout, acceptor.accept(stream)).await {
+                Ok(Ok(stream)) => {
+                    let connection = http.serve_connection(TokioIo::new(stream), service);
+                    if let Err(error) = watcher.watch(connection).await {
+                        tracing::debug!(%error, "connection ended with an error");
+                    }
+                }
+                Ok(Err(error)) => tracing::debug!(%error, "TLS handshake failed"),
+                Err(_) => tracing::debug!("TLS handshake timed out"),
             }
             drop(permit);
         });

@@ -7,8 +7,10 @@ mod health;
 mod leases;
 mod listener;
 mod monitoring;
+pub mod origin;
 pub mod problem;
 mod resources;
+pub mod scopes;
 mod write_request;
 
 use crate::live::{Live, LiveConfig};
@@ -18,7 +20,8 @@ use crate::store::StoreError;
 use auth::ApiKeys;
 use axum::http::{Method, Uri};
 use axum::Router;
-pub use listener::{serve, ServeLimits};
+pub use listener::{serve, serve_with, ServeLimits};
+use origin::AllowedOrigins;
 use problem::Problem;
 use std::sync::Arc;
 pub use write_request::sha256_hex;
@@ -34,6 +37,15 @@ pub struct SharedState {
     pub live: Live,
     /// When set, every `/v1` request needs one of these keys.
     pub api_keys: Option<Arc<ApiKeys>>,
+    /// The web origins whose pages may call the daemon (`--allow-origin`).
+    pub allowed_origins: AllowedOrigins,
+}
+
+/// Who may reach the API: API keys with their scopes, and the web origins allowed.
+#[derive(Debug, Clone, Default)]
+pub struct Access {
+    pub api_keys: Option<Arc<ApiKeys>>,
+    pub allowed_origins: AllowedOrigins,
 }
 
 impl std::ops::Deref for AppState {
@@ -49,7 +61,7 @@ impl AppState {
     pub async fn start(
         service: FenceService,
         live: LiveConfig,
-        api_keys: Option<Arc<ApiKeys>>,
+        access: Access,
     ) -> Result<Self, StoreError> {
         let metrics = Metrics::for_backend(service.store().backend());
         let live = Live::start(service.store().clone(), live, metrics.clone()).await?;
@@ -58,13 +70,15 @@ impl AppState {
                 .publishing_to(live.tail.feed.clone())
                 .measured(metrics),
             live,
-            api_keys,
+            api_keys: access.api_keys,
+            allowed_origins: access.allowed_origins,
         })))
     }
 }
 
 /// The whole HTTP API, ready to serve or to drive in tests.
 pub fn router(state: AppState) -> Router {
+    let cors = state.allowed_origins.cors();
     let v1 = Router::new()
         .merge(resources::router())
         .merge(audit::router())
@@ -85,8 +99,11 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             settled_reads,
         ))
-        .with_state(state)
+        .with_state(state.clone())
         .layer(axum::middleware::from_fn(limit_headers))
+        .layer(cors)
+        // Outside CORS, so that a foreign origin's preflight is refused rather than answered.
+        .layer(axum::middleware::from_fn_with_state(state, origin::guard))
         // A bug must still answer in the one error shape, never with a dropped connection.
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(panicked))
 }

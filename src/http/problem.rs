@@ -112,6 +112,46 @@ impl Problem {
         )
     }
 
+    /// `403 forbidden`: the API key's scopes do not allow the request.
+    pub fn forbidden(detail: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "Forbidden",
+            detail.into(),
+        )
+    }
+
+    /// `403 reserved-name`: a lease name under `fencewatch/`, which the daemon keeps for itself.
+    pub fn reserved_name(detail: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::FORBIDDEN,
+            "reserved-name",
+            "Reserved lease name",
+            detail.into(),
+        )
+    }
+
+    /// `403 cross-origin`: a browser request from an origin `--allow-origin` does not name.
+    pub fn cross_origin(detail: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::FORBIDDEN,
+            "cross-origin",
+            "Cross-origin request refused",
+            detail.into(),
+        )
+    }
+
+    /// `415 unsupported-media-type`: a lease request whose body is not declared JSON.
+    pub fn unsupported_media_type(detail: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported-media-type",
+            "Unsupported media type",
+            detail.into(),
+        )
+    }
+
     /// `403 unknown-generation`: a token the named lease never issued.
     pub fn unknown_generation(detail: impl Into<String>) -> Self {
         Self::new(
@@ -229,7 +269,7 @@ impl From<StoreError> for Problem {
                      Idempotency-Key"
                 ))
             }
-            StoreError::Internal(_) | StoreError::Open(_) => {
+            StoreError::Internal(_) | StoreError::Open(_) | StoreError::Visitor(_) => {
                 tracing::error!(%error, "request failed");
                 Problem::internal()
             }

@@ -25,6 +25,20 @@ impl Backend {
 /// `--db-timeout`'s default: far above any healthy wait, far below TCP giving up.
 pub const DEFAULT_DB_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// What `Store::open` may do to the database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OpenMode {
+    /// The daemon's: a missing SQLite file is created, and the schema brought up to date.
+    #[default]
+    CreateAndMigrate,
+    /// Read and write a database that exists with a current schema; nothing is created or
+    /// migrated (`audit prune`).
+    Existing,
+    /// Read only: SQLite opened `mode=ro`, every PostgreSQL transaction read-only; nothing is
+    /// created, migrated or written (the audit tools).
+    ReadOnly,
+}
+
 #[derive(Debug, Clone)]
 pub struct StoreOptions {
     /// Connections to PostgreSQL (SQLite always uses one writer and a few readers).
@@ -37,6 +51,7 @@ pub struct StoreOptions {
     /// its row locks would otherwise block every daemon sharing the database until the server
     /// noticed the client gone (TCP keepalive: hours by default).
     pub db_timeout: Duration,
+    pub mode: OpenMode,
 }
 
 impl Default for StoreOptions {
@@ -45,6 +60,7 @@ impl Default for StoreOptions {
             max_connections: 16,
             acquire_timeout: Duration::from_secs(5),
             db_timeout: DEFAULT_DB_TIMEOUT,
+            mode: OpenMode::CreateAndMigrate,
         }
     }
 }
@@ -119,6 +135,50 @@ async fn open_sqlite(path_and_query: &str, options: &StoreOptions) -> Result<Sto
         ));
     }
     let extra = query.map(|q| format!("&{q}")).unwrap_or_default();
+    if options.mode != OpenMode::CreateAndMigrate {
+        // Checked here because SQLite would create the file, and an empty database then
+        // "verifies" as if it were the one the user meant.
+        match std::fs::metadata(path) {
+            Ok(meta) if meta.is_file() => {}
+            Ok(_) => return Err(StoreError::Open(format!("{path} is not a file"))),
+            Err(error) => {
+                return Err(StoreError::Open(format!(
+                    "cannot open the SQLite file {path}: {error}"
+                )))
+            }
+        }
+    }
+    let reader = AnyPoolOptions::new()
+        .max_connections(SQLITE_READERS)
+        .acquire_timeout(options.acquire_timeout)
+        // A connection to a local file does not go stale like a socket; a ping before every
+        // read would be one more round trip to its thread on every read.
+        .test_before_acquire(false)
+        .after_connect(|conn, _| {
+            Box::pin(async move {
+                conn.execute(SQLITE_READER_PRAGMAS).await?;
+                Ok(())
+            })
+        });
+    if options.mode == OpenMode::ReadOnly {
+        let reader = reader
+            .connect(&format!("sqlite://{path}?mode=ro{extra}"))
+            .await
+            .map_err(|e| StoreError::Open(format!("cannot open the SQLite file {path}: {e}")))?;
+        require_current_schema(&reader, &sqlx::migrate!("migrations/sqlite")).await?;
+        return Ok(Store {
+            backend: super::Backend::Sqlite,
+            writer: reader.clone(),
+            reader,
+            wal: None,
+            writer_clean: Arc::new(AtomicBool::new(false)),
+            observe_hook: None,
+        });
+    }
+    let writer_mode = match options.mode {
+        OpenMode::CreateAndMigrate => "rwc",
+        _ => "rw",
+    };
     let writer_clean = Arc::new(AtomicBool::new(false));
     let released_clean = writer_clean.clone();
     let writer = AnyPoolOptions::new()
@@ -138,25 +198,18 @@ async fn open_sqlite(path_and_query: &str, options: &StoreOptions) -> Result<Sto
             let known_clean = released_clean.swap(false, Ordering::SeqCst);
             Box::pin(async move { Ok(known_clean || outside_transaction(conn).await) })
         })
-        .connect(&format!("sqlite://{path}?mode=rwc{extra}"))
+        .connect(&format!("sqlite://{path}?mode={writer_mode}{extra}"))
         .await
-        .map_err(|e| StoreError::Open(format!("cannot open SQLite file {path:?}: {e}")))?;
-    sqlx::migrate!("migrations/sqlite").run(&writer).await?;
-    let reader = AnyPoolOptions::new()
-        .max_connections(SQLITE_READERS)
-        .acquire_timeout(options.acquire_timeout)
-        // A connection to a local file does not go stale like a socket; a ping before every
-        // read would be one more round trip to its thread on every read.
-        .test_before_acquire(false)
-        .after_connect(|conn, _| {
-            Box::pin(async move {
-                conn.execute(SQLITE_READER_PRAGMAS).await?;
-                Ok(())
-            })
-        })
+        .map_err(|e| StoreError::Open(format!("cannot open the SQLite file {path}: {e}")))?;
+    let migrator = sqlx::migrate!("migrations/sqlite");
+    match options.mode {
+        OpenMode::CreateAndMigrate => migrator.run(&writer).await?,
+        _ => require_current_schema(&writer, &migrator).await?,
+    }
+    let reader = reader
         .connect(&format!("sqlite://{path}?mode=ro{extra}"))
         .await
-        .map_err(|e| StoreError::Open(format!("cannot open SQLite file {path:?}: {e}")))?;
+        .map_err(|e| StoreError::Open(format!("cannot open the SQLite file {path}: {e}")))?;
     Ok(Store {
         backend: super::Backend::Sqlite,
         writer,
@@ -190,6 +243,7 @@ async fn outside_transaction(conn: &mut sqlx::AnyConnection) -> bool {
 
 async fn open_postgres(url: &str, options: &StoreOptions) -> Result<Store, StoreError> {
     let orphaned_after_ms = options.db_timeout.as_millis().max(1);
+    let read_only = options.mode == OpenMode::ReadOnly;
     let pool: AnyPool = AnyPoolOptions::new()
         .max_connections(options.max_connections)
         .acquire_timeout(options.acquire_timeout)
@@ -198,14 +252,24 @@ async fn open_postgres(url: &str, options: &StoreOptions) -> Result<Store, Store
                 let orphaned_after =
                     format!("SET idle_in_transaction_session_timeout = {orphaned_after_ms}");
                 conn.execute(orphaned_after.as_str()).await?;
+                if read_only {
+                    // Every transaction of the session, implicit ones included, is read-only:
+                    // the server itself refuses any write.
+                    conn.execute("SET default_transaction_read_only = on")
+                        .await?;
+                }
                 Ok(())
             })
         })
         .connect(url)
         .await
         .map_err(|e| StoreError::Open(format!("cannot connect to {}: {e}", redact(url))))?;
-    // The migrator holds an advisory lock, so daemons starting together migrate once.
-    sqlx::migrate!("migrations/postgres").run(&pool).await?;
+    let migrator = sqlx::migrate!("migrations/postgres");
+    match options.mode {
+        // The migrator holds an advisory lock, so daemons starting together migrate once.
+        OpenMode::CreateAndMigrate => migrator.run(&pool).await?,
+        _ => require_current_schema(&pool, &migrator).await?,
+    }
     Ok(Store {
         backend: super::Backend::Postgres,
         writer: pool.clone(),
@@ -214,6 +278,37 @@ async fn open_postgres(url: &str, options: &StoreOptions) -> Result<Store, Store
         writer_clean: Arc::new(AtomicBool::new(false)),
         observe_hook: None,
     })
+}
+
+/// Refuses a database that is not fencewatch's, or whose schema is older or newer than this
+/// build's: a tool that may not migrate must not misread it either.
+async fn require_current_schema(
+    pool: &AnyPool,
+    migrator: &sqlx::migrate::Migrator,
+) -> Result<(), StoreError> {
+    let expected = migrator.iter().map(|m| m.version).max().unwrap_or_default();
+    let applied: Result<Option<i64>, sqlx::Error> =
+        sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations WHERE success")
+            .fetch_one(pool)
+            .await;
+    match applied {
+        Ok(Some(version)) if version == expected => Ok(()),
+        Ok(Some(version)) if version < expected => Err(StoreError::Open(format!(
+            "the database's schema is older than this fencewatch's ({version} < {expected}); \
+             start `fencewatch serve` on it once to migrate"
+        ))),
+        Ok(Some(version)) => Err(StoreError::Open(format!(
+            "the database's schema is newer than this fencewatch's ({version} > {expected}); \
+             use the fencewatch that wrote it"
+        ))),
+        Ok(None) => Err(StoreError::Open(
+            "not a fencewatch database: no schema".into(),
+        )),
+        Err(error) if super::error::is_unavailable(&error) => Err(StoreError::Unavailable(error)),
+        Err(_) => Err(StoreError::Open(
+            "not a fencewatch database: it has no fencewatch schema".into(),
+        )),
+    }
 }
 
 /// The URL without its password, for messages.

@@ -11,8 +11,12 @@ pub enum StoreError {
     /// Anything else: a bug or a schema that does not match.
     #[error("database error: {0}")]
     Internal(#[source] sqlx::Error),
-    #[error("failed to open the database: {0}")]
+    /// The database could not be opened as asked; the message says what and why.
+    #[error("{0}")]
     Open(String),
+    /// A visitor of the caller's (an export's writer, say) failed; the message says how.
+    #[error("{0}")]
+    Visitor(String),
     /// The database did not answer within the bound on a request's wait (`--db-timeout`): a
     /// stalled network or a frozen server, which TCP alone would report only after minutes.
     /// Whatever the request was doing may still take effect.
@@ -36,6 +40,7 @@ impl StoreError {
                 StoreError::Internal(sqlx::Error::InvalidArgument(error.to_string()))
             }
             StoreError::Open(message) => StoreError::Open(message.clone()),
+            StoreError::Visitor(message) => StoreError::Visitor(message.clone()),
             StoreError::TimedOut(limit) => StoreError::TimedOut(*limit),
         }
     }
@@ -87,7 +92,7 @@ pub(crate) fn is_retryable(error: &sqlx::Error) -> bool {
     )
 }
 
-fn is_unavailable(error: &sqlx::Error) -> bool {
+pub(crate) fn is_unavailable(error: &sqlx::Error) -> bool {
     match error {
         sqlx::Error::Io(_)
         | sqlx::Error::PoolTimedOut

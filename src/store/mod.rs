@@ -26,7 +26,7 @@ pub use alerts::StoredAlert;
 pub use audit_query::{AuditFilter, AuditRecord};
 pub use batch::{CommittedBatch, MAX_BATCH};
 pub use chain::{Breach, PruneReport, VerifyReport};
-pub use connect::{is_sqlite_url, Backend, StoreOptions, DEFAULT_DB_TIMEOUT};
+pub use connect::{is_sqlite_url, Backend, OpenMode, StoreOptions, DEFAULT_DB_TIMEOUT};
 pub use error::{within, StoreError};
 pub use leases::{AcquireResult, LeaseEvent, LeaseState};
 pub use overlaps::OverlapQuery;

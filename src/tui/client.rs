@@ -22,12 +22,18 @@ pub struct DaemonClient {
 }
 
 impl DaemonClient {
-    pub fn new(base: &str, api_key: Option<String>) -> Self {
-        Self {
-            http: reqwest::Client::new(),
+    /// A client of the daemon at `base`; an `https://` daemon is trusted through `ca_cert`
+    /// when given, else through the system's roots.
+    pub fn new(
+        base: &str,
+        api_key: Option<String>,
+        ca_cert: Option<&std::path::Path>,
+    ) -> Result<Self, crate::tls::ClientError> {
+        Ok(Self {
+            http: crate::tls::http_client(reqwest::Client::builder(), ca_cert)?,
             base: base.trim_end_matches('/').to_owned(),
             api_key,
-        }
+        })
     }
 
     pub fn base(&self) -> &str {

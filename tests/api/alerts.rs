@@ -297,7 +297,7 @@ async fn two_daemons_send_one_notification() {
     let path = file.path().to_str().unwrap();
     let first = Daemon::spawn(&db, &["--config", path]).await;
     let second = Daemon::spawn(&db, &["--config", path]).await;
-    let http = reqwest::Client::new();
+    let http = crate::helpers::http_client();
     for (base, token) in [
         (&first.base, 10),
         (&second.base, 9),

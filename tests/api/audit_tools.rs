@@ -29,6 +29,22 @@ async fn audit(db: &TestDb, args: &[&str]) -> (i32, String) {
     )
 }
 
+/// Runs `fencewatch audit --database URL ARGS`; returns the exit code, stdout and stderr.
+async fn audit_output(url: &str, args: &[&str]) -> (i32, String, String) {
+    let output = Command::new(BIN)
+        .args(["audit", "--database", url])
+        .args(args)
+        .env("FENCEWATCH_LOG", "warn")
+        .output()
+        .await
+        .unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
 async fn audit_json(db: &TestDb, args: &[&str]) -> Value {
     let (code, stdout) = audit(db, args).await;
     assert_eq!(code, 0, "{stdout}");
@@ -136,6 +152,15 @@ async fn a_scripted_incident_answers_the_five_questions(#[case] backend: Backend
     let around = incident["id"].to_string();
     let timeline = audit_json(&db, &["timeline", "jobs/a", "--around", &around, "--json"]).await;
     assert_eq!(timeline["leases"], json!(["jobs"]));
+    // Another resource's timeline around this incident would show unrelated rows: refused.
+    let (code, stdout, stderr) =
+        audit_output(&db.url, &["timeline", "jobs/b", "--around", &around]).await;
+    assert_ne!(code, 0, "{stdout}");
+    assert!(stdout.is_empty(), "{stdout}");
+    assert!(
+        stderr.contains(&format!("incident {around} is of resource \"jobs/a\"")),
+        "{stderr}"
+    );
 
     // 1. Who held generation G at time T.
     let holders = timeline["holders"].as_array().unwrap();
@@ -646,4 +671,95 @@ async fn export_round_trips_every_row_and_field(#[case] backend: Backend) {
     )
     .await;
     assert_eq!(only.lines().count(), 1);
+}
+
+/// A mistyped path is an error naming it, for every subcommand, and nothing is created: a
+/// tamper check must never vouch for an empty database it made itself.
+#[tokio::test]
+async fn a_missing_sqlite_file_is_an_error_and_stays_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("typo.db");
+    let url = format!("sqlite://{}", path.display());
+    for args in [
+        vec!["verify"],
+        vec!["incidents"],
+        vec!["log"],
+        vec!["export", "--format", "jsonl"],
+        vec!["timeline", "jobs/a"],
+        vec!["prune", "--before", "1h"],
+    ] {
+        let (code, stdout, stderr) = audit_output(&url, &args).await;
+        assert_ne!(code, 0, "{args:?}: {stdout}");
+        assert!(!stdout.contains("ok:"), "{args:?}: {stdout}");
+        assert!(
+            stderr.contains(&path.display().to_string()),
+            "{args:?}: the message names the path: {stderr}"
+        );
+        assert_eq!(
+            stderr.matches("failed to open the database").count(),
+            1,
+            "{args:?}: the action is named once: {stderr}"
+        );
+        assert!(!path.exists(), "{args:?} created {}", path.display());
+        assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
+    }
+    // A file that is not fencewatch's is refused too, and left as it was.
+    std::fs::write(&path, b"").unwrap();
+    let (code, stdout, stderr) = audit_output(&url, &["verify"]).await;
+    assert_ne!(code, 0, "{stdout}");
+    assert!(stderr.contains("not a fencewatch database"), "{stderr}");
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
+}
+
+/// The audit tools open the database read-only: the database itself refuses their writes, and
+/// a schema they would have to migrate is refused rather than migrated.
+#[rstest::rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_audit_tools_read_and_never_write(#[case] backend: Backend) {
+    use fencewatch::store::{OpenMode, Store, StoreOptions};
+    let db = test_db!(backend);
+    let app = TestApp::spawn(&db).await;
+    populate(&app).await;
+    let read_only = Store::open(
+        &db.url,
+        &StoreOptions {
+            max_connections: 2,
+            mode: OpenMode::ReadOnly,
+            ..StoreOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(read_only.verify_audit().await.unwrap().rows, 9);
+    let future = chrono::Utc::now().timestamp_micros() + 60_000_000;
+    let refused = read_only.prune_audit(future).await;
+    assert!(refused.is_err(), "a read-only store pruned: {refused:?}");
+    read_only.close().await;
+    assert_eq!(
+        audit_json(&db, &["verify", "--json"]).await["rows"],
+        9,
+        "nothing was pruned"
+    );
+
+    // A schema one migration behind: refused, and still behind afterwards.
+    let pool = raw_pool(&db).await;
+    let newest: i64 = sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    sqlx::query("DELETE FROM _sqlx_migrations WHERE version = $1")
+        .bind(newest)
+        .execute(&pool)
+        .await
+        .unwrap();
+    let (code, stdout, stderr) = audit_output(&db.url, &["verify"]).await;
+    assert_ne!(code, 0, "{stdout}");
+    assert!(stderr.contains("schema is older"), "{stderr}");
+    let still: i64 = sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert!(still < newest, "the audit tool migrated the database");
 }

@@ -20,7 +20,7 @@ struct Seen {
 
 /// Runs `CLIENTS` concurrent writers against the given daemons (client i uses daemon i mod n).
 async fn race(bases: &[String], resource: &str) -> Vec<Seen> {
-    let http = reqwest::Client::new();
+    let http = crate::helpers::http_client();
     let mut tasks = Vec::new();
     for client in 0..CLIENTS {
         let http = http.clone();
@@ -67,7 +67,7 @@ async fn race(bases: &[String], resource: &str) -> Vec<Seen> {
 
 /// Checks the history against what the clients saw.
 async fn check(base: &str, resource: &str, seen: &[Seen]) {
-    let http = reqwest::Client::new();
+    let http = crate::helpers::http_client();
     let audit = audit_of(&http, base, resource).await;
     assert_eq!(audit.len(), seen.len(), "exactly one audit row per attempt");
 

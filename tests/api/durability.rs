@@ -13,7 +13,7 @@ use std::time::Duration;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_keeps_the_highest_generation(#[case] backend: Backend) {
     let db = test_db!(backend);
-    let http = reqwest::Client::new();
+    let http = crate::helpers::http_client();
     let daemon = Daemon::spawn(&db, &[]).await;
     let put = |base: &str, token: i64, body: &'static str| {
         http.put(format!("{base}/v1/resources/kept"))
@@ -63,7 +63,7 @@ async fn load_until_gone(
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut writers = tokio::task::JoinSet::new();
     for client in 0..8i64 {
-        let http = reqwest::Client::builder()
+        let http = crate::helpers::http_builder()
             .timeout(Duration::from_secs(10))
             .build()
             .unwrap();
@@ -106,7 +106,7 @@ async fn load_until_gone(
 
 async fn verify_acknowledged(db: &TestDb, acks: &[Ack]) -> usize {
     let daemon = Daemon::spawn(db, &[]).await;
-    let http = reqwest::Client::new();
+    let http = crate::helpers::http_client();
     let mut audit: HashMap<i64, serde_json::Value> = HashMap::new();
     let mut resources: Vec<&str> = acks.iter().map(|a| a.resource.as_str()).collect();
     resources.sort();

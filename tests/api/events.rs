@@ -245,7 +245,7 @@ async fn every_daemon_streams_the_writes_of_all() {
     let watched = crate::helpers::Daemon::spawn(&db, &[]).await;
     let other = crate::helpers::Daemon::spawn(&db, &[]).await;
     let mut events = SseClient::connect(&watched.base, None).await;
-    let http = reqwest::Client::new();
+    let http = crate::helpers::http_client();
     let mut ids = Vec::new();
     for (token, base) in [(1, &other.base), (2, &watched.base), (3, &other.base)] {
         let reply = crate::helpers::Reply::from(

@@ -64,7 +64,7 @@ fn start_load(bases: &[String], cycle: usize, stop: &watch::Receiver<bool>) -> J
         let base = bases[client as usize % bases.len()].clone();
         let stop = stop.clone();
         clients.spawn(async move {
-            let http = reqwest::Client::builder()
+            let http = crate::helpers::http_builder()
                 .timeout(Duration::from_secs(10))
                 .build()
                 .unwrap();
@@ -119,7 +119,7 @@ fn start_load(bases: &[String], cycle: usize, stop: &watch::Receiver<bool>) -> J
         let base = bases[client % bases.len()].clone();
         let stop = stop.clone();
         clients.spawn(async move {
-            let http = reqwest::Client::builder()
+            let http = crate::helpers::http_builder()
                 .timeout(Duration::from_secs(10))
                 .build()
                 .unwrap();
@@ -452,7 +452,7 @@ async fn a_worker_stopped_past_its_lease_is_fenced_when_it_resumes() {
         "the resumed worker is told its generation was superseded"
     );
 
-    let http = reqwest::Client::new();
+    let http = crate::helpers::http_client();
     let value = Reply::from(
         http.get(format!("{}/v1/resources/jobs/totals", daemon.base))
             .send()
@@ -672,7 +672,7 @@ async fn postgres_restarted_under_load_loses_nothing_and_the_daemon_recovers_by_
 async fn live_side_recovered(base: &str) {
     let mut events = SseClient::connect(base, None).await;
     let reply = Reply::from(
-        reqwest::Client::new()
+        crate::helpers::http_client()
             .put(format!("{base}/v1/resources/outage/live"))
             .header("Fencing-Token", "1")
             .body("after")
@@ -725,7 +725,7 @@ async fn outage_under_load(outage: Outage) {
         let stop = stop_rx.clone();
         let restored = restored.clone();
         writers.spawn(async move {
-            let http = reqwest::Client::builder()
+            let http = crate::helpers::http_builder()
                 .timeout(Duration::from_secs(20))
                 .build()
                 .unwrap();
@@ -929,7 +929,7 @@ async fn a_full_disk_fails_writes_cleanly_and_loses_nothing_acknowledged() {
     std::fs::write(&filler, vec![0u8; 512 * 1024]).unwrap();
     let url = format!("sqlite://{}", disk.path().join("fencewatch.db").display());
     let daemon = Daemon::spawn_on(&url, &[]).await;
-    let http = reqwest::Client::new();
+    let http = crate::helpers::http_client();
     let value = "v".repeat(32 * 1024);
 
     let mut acks = Vec::new();

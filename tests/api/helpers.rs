@@ -2,7 +2,7 @@
 //! real process, and a small HTTP client for the contract.
 
 use fencewatch::http::auth::ApiKeys;
-use fencewatch::http::{router, serve, AppState};
+use fencewatch::http::{router, serve, Access, AppState};
 use fencewatch::live::{Live, LiveConfig};
 use fencewatch::service::{FenceService, Limits};
 use fencewatch::store::{Store, StoreOptions};
@@ -224,7 +224,21 @@ impl TestApp {
         live: LiveConfig,
         keys: Option<Arc<ApiKeys>>,
     ) -> TestApp {
-        let state = AppState::start(FenceService::new(store.clone(), limits), live, keys)
+        let access = Access {
+            api_keys: keys,
+            ..Access::default()
+        };
+        Self::spawn_access(store, limits, live, access).await
+    }
+
+    /// The router with API keys and allowed web origins of the test's choosing.
+    pub async fn spawn_access(
+        store: Store,
+        limits: Limits,
+        live: LiveConfig,
+        access: Access,
+    ) -> TestApp {
+        let state = AppState::start(FenceService::new(store.clone(), limits), live, access)
             .await
             .expect("start the live side");
         let live = state.live.clone();
@@ -241,7 +255,7 @@ impl TestApp {
         ));
         TestApp {
             base,
-            http: reqwest::Client::new(),
+            http: http_client(),
             store,
             live,
         }
@@ -477,6 +491,16 @@ impl Daemon {
     }
 }
 
+/// A builder for the tests' own HTTP clients, with the process's TLS provider in place.
+pub fn http_builder() -> reqwest::ClientBuilder {
+    fencewatch::tls::install_crypto_provider();
+    reqwest::Client::builder()
+}
+
+pub fn http_client() -> reqwest::Client {
+    http_builder().build().expect("build an HTTP client")
+}
+
 /// A small deterministic generator so that failures replay exactly.
 pub struct Rng(u64);
 
@@ -515,7 +539,7 @@ pub struct SseClient {
 
 impl SseClient {
     pub async fn connect(base: &str, last_event_id: Option<i64>) -> SseClient {
-        let mut request = reqwest::Client::new().get(format!("{base}/v1/events"));
+        let mut request = http_client().get(format!("{base}/v1/events"));
         if let Some(id) = last_event_id {
             request = request.header("Last-Event-ID", id.to_string());
         }

@@ -222,7 +222,7 @@ impl TestApp {
 /// granted a new generation: every acquire races on the lease's counter. Returns the granted
 /// generations.
 async fn acquire_race(bases: &[String], tasks: usize, rounds: usize) -> Vec<i64> {
-    let http = reqwest::Client::new();
+    let http = crate::helpers::http_client();
     let mut handles = Vec::new();
     for task in 0..tasks {
         let base = bases[task % bases.len()].clone();
@@ -310,7 +310,7 @@ async fn two_daemons_grant_each_generation_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn generations_survive_a_restart(#[case] backend: Backend) {
     let db = test_db!(backend);
-    let http = reqwest::Client::new();
+    let http = crate::helpers::http_client();
     let daemon = Daemon::spawn(&db, &[]).await;
     let reply = post(
         &daemon.base,
@@ -730,15 +730,26 @@ async fn required_leases_leave_no_token_to_invent(#[case] backend: Backend) {
     );
 }
 
-/// The example key file in `assets/` is one the daemon accepts.
+/// The example key file in `assets/` is one the daemon accepts, and its dashboard key only
+/// reads.
 #[test]
 fn the_example_key_file_parses() {
+    use fencewatch::http::auth::{ApiKeys, Authenticated, Caller};
+    use fencewatch::http::scopes::{Grants, Need, Scope};
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/api-keys.example");
-    let keys = fencewatch::http::auth::ApiKeys::load(&path).unwrap();
-    assert_eq!(
-        keys.authenticate("replace-with-a-long-random-key"),
-        Some(fencewatch::http::auth::Caller(Some(
-            "billing-worker".into()
-        )))
-    );
+    let keys = ApiKeys::load(&path).unwrap();
+    let Authenticated::Key { caller, grants } = keys.authenticate("replace-with-a-long-random-key")
+    else {
+        panic!("the worker's key is in the file");
+    };
+    assert_eq!(caller, Caller(Some("billing-worker".into())));
+    assert!(grants.allows(&Need::WriteResource(b"billing/totals".to_vec())));
+    assert!(!grants.allows(&Need::WriteResource(b"payroll".to_vec())));
+    let Authenticated::Key { caller, grants } =
+        keys.authenticate("replace-with-another-long-random-key")
+    else {
+        panic!("the dashboard's key is in the file");
+    };
+    assert_eq!(caller, Caller(Some("ops-dashboard".into())));
+    assert_eq!(grants, &Grants::Scoped(vec![Scope::Read]));
 }

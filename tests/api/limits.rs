@@ -48,7 +48,7 @@ async fn a_client_trickling_its_headers_is_cut_off() {
 
     // Meanwhile everyone else is served.
     let reply = Reply::from(
-        reqwest::Client::new()
+        crate::helpers::http_client()
             .get(format!("{}/v1/resources/slow", daemon.base))
             .send()
             .await
@@ -82,7 +82,8 @@ async fn a_body_that_never_arrives_is_refused_and_audited() {
     assert!(answer.contains("did not arrive within 1s"), "{answer}");
     assert!(started.elapsed() >= Duration::from_millis(500));
 
-    let audit = crate::helpers::audit_of(&reqwest::Client::new(), &daemon.base, "trickle").await;
+    let audit =
+        crate::helpers::audit_of(&crate::helpers::http_client(), &daemon.base, "trickle").await;
     assert_eq!(audit.len(), 1);
     assert_eq!(audit[0]["outcome"], "invalid");
     assert_eq!(audit[0]["token"], 3);
@@ -99,7 +100,7 @@ async fn connections_beyond_the_cap_wait_their_turn() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     let base = daemon.base.clone();
     let third = tokio::spawn(async move {
-        reqwest::Client::new()
+        crate::helpers::http_client()
             .get(format!("{base}/healthz"))
             .send()
             .await
@@ -125,7 +126,7 @@ async fn connections_beyond_the_cap_wait_their_turn() {
 async fn oversized_headers_are_refused_without_a_change() {
     let db = TestDb::new(Backend::Sqlite).await.unwrap();
     let daemon = Daemon::spawn(&db, &[]).await;
-    let http = reqwest::Client::new();
+    let http = crate::helpers::http_client();
     let bloat = "x".repeat(20 * 1024);
     let write = Reply::from(
         http.put(format!("{}/v1/resources/bloated", daemon.base))

@@ -194,7 +194,7 @@ async fn a_superseded_write_overlaps_with_the_leases_holder(#[case] backend: Bac
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn overlaps_survive_a_restart(#[case] backend: Backend) {
     let db = test_db!(backend);
-    let http = reqwest::Client::new();
+    let http = crate::helpers::http_client();
     let daemon = Daemon::spawn(&db, &["--overlap-quiet", "1h"]).await;
     for (token, owner) in [(5, "b"), (4, "a"), (4, "a"), (4, "a")] {
         http.put(format!("{}/v1/resources/kept", daemon.base))

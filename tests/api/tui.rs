@@ -11,7 +11,7 @@ use tokio::process::Command;
 const BIN: &str = env!("CARGO_BIN_EXE_fencewatch");
 
 async fn stale_write_pair(base: &str) {
-    let http = reqwest::Client::new();
+    let http = crate::helpers::http_client();
     for (token, owner) in [(8, "new-owner"), (7, "old-owner")] {
         http.put(format!("{base}/v1/resources/accounts/totals"))
             .header("Fencing-Token", token.to_string())
