@@ -13,6 +13,23 @@ use std::time::Duration;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+
+    /// How logs on stderr look: plain text (coloured only on a terminal) or one JSON object a
+    /// line, for a log collector.
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        env = "FENCEWATCH_LOG_FORMAT",
+        default_value_t = LogFormat::Text
+    )]
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Debug, Subcommand)]
@@ -35,6 +52,13 @@ pub enum Command {
     /// Write stdin as a resource's value, fenced by a token.
     #[command(after_help = crate::client::EXIT_CODES_HELP)]
     Write(WriteArgs),
+    /// Print a shell completion script (e.g. `fencewatch completions bash > /etc/bash_completion.d/fencewatch`).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), e.g. `fencewatch man | man -l -`.
+    Man,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

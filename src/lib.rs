@@ -93,6 +93,22 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             tui::run(daemon, theme).await.map(|()| ExitCode::SUCCESS)
         }
+        Command::Completions { shell } => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            // Into memory first: the generator panics on a write error such as a closed pipe.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut command, "fencewatch", &mut script);
+            std::io::Write::write_all(&mut std::io::stdout(), &script)
+                .map_err(|e| anyhow::anyhow!("failed to write the completion script: {e}"))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man => {
+            let command = <Cli as clap::CommandFactory>::command();
+            clap_mangen::Man::new(command)
+                .render(&mut std::io::stdout())
+                .map_err(|e| anyhow::anyhow!("failed to write the manual page: {e}"))?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Demo(args) => demo::run(demo::DemoOptions {
             database: args.database,
             workers: args.workers,

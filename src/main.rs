@@ -1,5 +1,6 @@
 use clap::Parser;
-use fencewatch::cli::{Cli, Command};
+use fencewatch::cli::{Cli, Command, LogFormat};
+use std::io::IsTerminal;
 use std::process::ExitCode;
 use tracing_subscriber::EnvFilter;
 
@@ -25,10 +26,15 @@ fn main() -> ExitCode {
     } else {
         EnvFilter::try_from_env("FENCEWATCH_LOG").unwrap_or_else(|_| EnvFilter::new(default_filter))
     };
-    tracing_subscriber::fmt()
+    // Colour codes only for a person at a terminal: a file or a journal gets plain text.
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .init();
+        .with_ansi(std::io::stderr().is_terminal());
+    match cli.log_format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     runtime.enable_all();
     if let Command::Serve(args) = &cli.command {

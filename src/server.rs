@@ -79,6 +79,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let state = AppState::start(service, live, access)
         .await
         .context("failed to start the live side")?;
+    let signals = ShutdownSignals::install()?;
     // Bind first, then announce: with port 0 the caller learns the real port from this line.
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "listening on {scheme}://{address}").context("failed to write to stdout")?;
@@ -94,7 +95,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let live = state.live.clone();
     let app = http::router(state);
     let stopping = async move {
-        shutdown_signal().await;
+        signals.received().await;
         live.stop_streams();
     };
     let limits = http::ServeLimits {
@@ -111,27 +112,40 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     served.context("the server failed")
 }
 
-/// Completes on SIGINT or SIGTERM.
-async fn shutdown_signal() {
-    let interrupt = tokio::signal::ctrl_c();
+/// SIGINT and SIGTERM, listened for from the moment this is made: a signal that arrives right
+/// after the address is announced must stop the daemon cleanly, not kill it.
+struct ShutdownSignals {
     #[cfg(unix)]
-    {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut terminate) => {
-                tokio::select! {
-                    _ = interrupt => {}
-                    _ = terminate.recv() => {}
-                }
-            }
-            Err(error) => {
-                tracing::warn!(%error, "cannot listen for SIGTERM; stopping on SIGINT only");
-                let _ = interrupt.await;
-            }
+    interrupt: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl ShutdownSignals {
+    fn install() -> anyhow::Result<Self> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            Ok(Self {
+                interrupt: signal(SignalKind::interrupt())
+                    .context("failed to listen for SIGINT")?,
+                terminate: signal(SignalKind::terminate())
+                    .context("failed to listen for SIGTERM")?,
+            })
         }
+        #[cfg(not(unix))]
+        Ok(Self {})
     }
-    #[cfg(not(unix))]
-    {
-        let _ = interrupt.await;
+
+    /// Completes on SIGINT or SIGTERM.
+    async fn received(mut self) {
+        #[cfg(unix)]
+        tokio::select! {
+            _ = self.interrupt.recv() => {}
+            _ = self.terminate.recv() => {}
+        }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
+        tracing::info!("shutting down: finishing in-flight requests");
     }
-    tracing::info!("shutting down: finishing in-flight requests");
 }

@@ -137,6 +137,10 @@ async fn stale_writes(app: &TestApp, resource: &str, count: usize) {
 
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_alert_fires_after_for_and_resolves_after_recovery(#[case] backend: Backend) {
@@ -221,6 +225,10 @@ async fn an_alert_fires_after_for_and_resolves_after_recovery(#[case] backend: B
 
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn per_resource_rules_fire_for_the_resource(#[case] backend: Backend) {
@@ -288,6 +296,10 @@ async fn a_receiver_that_is_down_delays_no_write() {
 }
 
 /// Two daemons on one PostgreSQL database: one is elected, one notification is sent.
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_daemons_send_one_notification() {
     let db = test_db!(Backend::Postgres);
@@ -328,6 +340,10 @@ async fn two_daemons_send_one_notification() {
 /// deposed one's late write changes nothing and tells it so.
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn a_deposed_evaluator_cannot_write_alert_state(#[case] backend: Backend) {

@@ -73,6 +73,10 @@ async fn acquire(app: &TestApp, holder: &str, ttl_ms: i64) -> i64 {
 /// on a resource that had not yet seen generation 2.
 #[rstest::rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_scripted_incident_answers_the_five_questions(#[case] backend: Backend) {
@@ -345,9 +349,25 @@ const DATA_COLUMNS: &str =
 #[case::sqlite_delete(Backend::Sqlite, "delete")]
 #[case::sqlite_insert(Backend::Sqlite, "insert")]
 #[case::sqlite_swap(Backend::Sqlite, "swap")]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres_update(Backend::Postgres, "update")]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres_delete(Backend::Postgres, "delete")]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres_insert(Backend::Postgres, "insert")]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres_swap(Backend::Postgres, "swap")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tampering_is_detected_and_the_row_named(#[case] backend: Backend, #[case] tamper: &str) {
@@ -441,6 +461,10 @@ async fn tampering_is_detected_and_the_row_named(#[case] backend: Backend, #[cas
 
 #[rstest::rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pruning_keeps_the_rest_verifiable(#[case] backend: Backend) {
@@ -489,6 +513,10 @@ async fn pruning_keeps_the_rest_verifiable(#[case] backend: Backend) {
 
 #[rstest::rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pruning_also_forgets_old_lease_events_closed_overlaps_and_alert_transitions(
@@ -591,6 +619,10 @@ async fn pruning_also_forgets_old_lease_events_closed_overlaps_and_alert_transit
 
 #[rstest::rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn export_round_trips_every_row_and_field(#[case] backend: Backend) {
@@ -715,6 +747,10 @@ async fn a_missing_sqlite_file_is_an_error_and_stays_missing() {
 /// a schema they would have to migrate is refused rather than migrated.
 #[rstest::rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_audit_tools_read_and_never_write(#[case] backend: Backend) {

@@ -40,6 +40,10 @@ async fn assert_unchanged(app: &TestApp) {
 
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn bad_keys_are_refused(#[case] backend: Backend) {
@@ -85,6 +89,10 @@ async fn bad_keys_are_refused(#[case] backend: Backend) {
 
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn bad_headers_are_refused_and_audited(#[case] backend: Backend) {
@@ -160,6 +168,10 @@ async fn bad_headers_are_refused_and_audited(#[case] backend: Backend) {
 
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn values_over_the_limit_get_413(#[case] backend: Backend) {
@@ -251,6 +263,10 @@ async fn unknown_routes_and_methods_are_problems(#[case] backend: Backend) {
 /// runs.
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn readiness_follows_the_database(#[case] backend: Backend) {

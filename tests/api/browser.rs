@@ -131,6 +131,7 @@ events.addEventListener("write", (event) => {
 events.addEventListener("error", () => fetch("/report", {method: "POST", body: "error"}));
 </script>"#;
 
+#[cfg_attr(not(fencewatch_chromium), ignore = "needs chromium on the PATH")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_foreign_page_changes_nothing_and_an_allowed_one_watches_live() {
     let Some(browser) = chromium() else { return };

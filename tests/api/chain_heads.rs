@@ -93,6 +93,10 @@ fn assert_linked(chain: &[(i64, String, String)]) {
 
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_head_moves_into_the_resource_when_it_is_created_and_the_chain_stays_whole(
@@ -213,6 +217,10 @@ fn pausing_hook() -> (ObserveHook, oneshot::Receiver<()>, oneshot::Sender<()>) {
 
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_attempt_that_saw_the_resource_missing_cannot_fork_the_chain_its_creator_moved(
@@ -314,6 +322,10 @@ fn entry(resource: &str, outcome: Outcome, token: i64, highest: i64, revision: i
 
 #[rstest]
 #[case::sqlite(Backend::Sqlite, "migrations/sqlite")]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres, "migrations/postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn heads_kept_apart_before_the_move_carry_on_after_it(

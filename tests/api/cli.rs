@@ -145,6 +145,10 @@ async fn fencewatch(base: &str, args: &[&str], stdin: &str) -> (i32, String, Str
 /// exit code.
 #[rstest::rstest]
 #[case::sqlite(crate::helpers::Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(crate::helpers::Backend::Postgres)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_worker_loop_with_the_cli(#[case] backend: crate::helpers::Backend) {
@@ -345,4 +349,71 @@ async fn the_worker_loop_with_the_cli(#[case] backend: crate::helpers::Backend) 
         1
     );
     assert_eq!(fencewatch(base, &["write", "k"], "").await.0, 2);
+}
+
+/// Shell completions and the manual page come from the same command-line definition.
+#[tokio::test]
+async fn completions_and_the_manual_page() {
+    let run = |args: &'static [&'static str]| async move {
+        let output = Command::new(env!("CARGO_BIN_EXE_fencewatch"))
+            .args(args)
+            .output()
+            .await
+            .unwrap();
+        assert!(output.status.success(), "{args:?}");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    assert!(run(&["completions", "bash"])
+        .await
+        .contains("_fencewatch()"));
+    assert!(run(&["completions", "zsh"])
+        .await
+        .starts_with("#compdef fencewatch"));
+    assert!(run(&["completions", "fish"])
+        .await
+        .contains("complete -c fencewatch"));
+    let man = run(&["man"]).await;
+    assert!(man.contains(".TH fencewatch 1"), "{man}");
+    assert!(man.contains("serve"), "the subcommands are listed");
+}
+
+/// Logs redirected to a file carry no colour codes; `--log-format json` gives one JSON object a
+/// line.
+#[tokio::test]
+async fn logs_are_plain_off_a_terminal_and_json_on_request() {
+    let dir = tempfile::tempdir().unwrap();
+    for (format, db) in [("text", "a.db"), ("json", "b.db")] {
+        let url = format!("sqlite://{}", dir.path().join(db).display());
+        let mut child = Command::new(env!("CARGO_BIN_EXE_fencewatch"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--database", &url])
+            .args(["--log-format", format])
+            .env_remove("FENCEWATCH_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let mut lines = BufReader::new(stdout).lines();
+        let first = lines.next_line().await.unwrap().unwrap();
+        assert!(first.starts_with("listening on http://"), "{first}");
+        let pid = child.id().unwrap().to_string();
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap();
+        let output = child.wait_with_output().await.unwrap();
+        assert!(output.status.success());
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        assert!(stderr.contains("serving"), "{stderr}");
+        assert!(!stderr.contains('\u{1b}'), "no escape codes: {stderr:?}");
+        if format == "json" {
+            for line in stderr.lines() {
+                let entry: serde_json::Value = serde_json::from_str(line)
+                    .unwrap_or_else(|e| panic!("{line:?} is not JSON: {e}"));
+                assert!(entry["level"].is_string(), "{line}");
+            }
+        }
+    }
 }

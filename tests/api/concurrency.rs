@@ -141,6 +141,10 @@ async fn check(base: &str, resource: &str, seen: &[Seen]) {
 
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sixteen_clients_on_one_resource(#[case] backend: Backend) {
@@ -151,6 +155,10 @@ async fn sixteen_clients_on_one_resource(#[case] backend: Backend) {
 }
 
 /// Two `serve` processes on one PostgreSQL database keep one fence.
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_daemons_on_one_postgres_database() {
     let db = test_db!(Backend::Postgres);

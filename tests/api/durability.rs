@@ -9,6 +9,10 @@ use std::time::Duration;
 
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_keeps_the_highest_generation(#[case] backend: Backend) {
@@ -153,8 +157,16 @@ async fn verify_acknowledged(db: &TestDb, acks: &[Ack]) -> usize {
 
 #[rstest]
 #[case::sqlite_sigkill(Backend::Sqlite, "KILL")]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres_sigkill(Backend::Postgres, "KILL")]
 #[case::sqlite_sigterm(Backend::Sqlite, "TERM")]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres_sigterm(Backend::Postgres, "TERM")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_signal_under_load_loses_nothing_acknowledged(

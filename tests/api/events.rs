@@ -13,6 +13,10 @@ const WAIT: Duration = Duration::from_secs(10);
 
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_arrive_as_events_with_their_audit_ids(#[case] backend: Backend) {
@@ -43,6 +47,10 @@ async fn writes_arrive_as_events_with_their_audit_ids(#[case] backend: Backend) 
 
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reconnect_gets_exactly_the_missed_writes(#[case] backend: Backend) {
@@ -94,6 +102,10 @@ async fn a_reconnect_gets_exactly_the_missed_writes(#[case] backend: Backend) {
 
 /// On PostgreSQL a row can commit after a row with a higher id. The stream holds the higher one
 /// back until the lower one is final, so a client resuming from the higher id misses nothing.
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_row_that_commits_late_is_not_skipped() {
     use sqlx::Connection;
@@ -166,6 +178,10 @@ async fn a_row_that_commits_late_is_not_skipped() {
 /// write, refilled from the audit, and what it skipped on the bus is counted.
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_subscriber_blocks_nothing_and_loses_nothing(#[case] backend: Backend) {
@@ -239,6 +255,10 @@ async fn an_http_subscriber_that_never_reads_does_not_block_writes(#[case] backe
 
 /// One stream shows the whole fleet: writes made through another daemon on the same PostgreSQL
 /// database arrive too.
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_daemon_streams_the_writes_of_all() {
     let db = test_db!(Backend::Postgres);
@@ -310,6 +330,10 @@ async fn sigterm_ends_live_streams_and_the_daemon_exits() {
 /// is exactly the row the audit holds, every id once, in order.
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streamed_rows_are_the_rows_the_audit_holds(#[case] backend: Backend) {
@@ -399,6 +423,10 @@ async fn streamed_rows_are_the_rows_the_audit_holds(#[case] backend: Backend) {
 /// did: the tail reads the gap from the audit and keeps the order.
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_row_from_outside_the_feed_is_streamed_in_its_place(#[case] backend: Backend) {

@@ -7,6 +7,10 @@ use rstest::rstest;
 /// The article's program: 7, then 8, then 7 refused as stale with the value kept, 8 again.
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn the_articles_register(#[case] backend: Backend) {
@@ -99,6 +103,10 @@ async fn the_articles_register(#[case] backend: Backend) {
 /// generation 8 accepts 7.
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn a_fresh_resource_accepts_seven_until_it_has_seen_eight(#[case] backend: Backend) {
@@ -142,6 +150,10 @@ async fn a_fresh_resource_accepts_seven_until_it_has_seen_eight(#[case] backend:
 
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn malformed_tokens_are_refused_and_audited(#[case] backend: Backend) {
@@ -201,6 +213,10 @@ async fn malformed_tokens_are_refused_and_audited(#[case] backend: Backend) {
 
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn if_match_guards_the_revision(#[case] backend: Backend) {
@@ -273,6 +289,10 @@ async fn if_match_guards_the_revision(#[case] backend: Backend) {
 
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn reads_return_the_value_with_its_fence(#[case] backend: Backend) {
@@ -336,6 +356,10 @@ async fn reads_return_the_value_with_its_fence(#[case] backend: Backend) {
 
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn the_audit_pages_newest_first(#[case] backend: Backend) {

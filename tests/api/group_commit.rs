@@ -67,6 +67,10 @@ fn seen(result: &WriteResult) -> (Outcome, i64, i64) {
 
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_decides_exactly_as_the_same_writes_one_at_a_time(#[case] backend: Backend) {
@@ -74,7 +78,7 @@ async fn a_batch_decides_exactly_as_the_same_writes_one_at_a_time(#[case] backen
     for seed in 1..=12 {
         let writes = random_writes(seed, 40);
         let one_db = test_db!(backend);
-        let batch_db = TestDb::new(backend).await.unwrap();
+        let batch_db = TestDb::new(backend).await;
         let one_at_a_time = one_db.store().await;
         let batched = batch_db.store().await;
 
@@ -127,6 +131,10 @@ async fn a_batch_decides_exactly_as_the_same_writes_one_at_a_time(#[case] backen
 
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn within_a_batch_later_writes_see_earlier_ones(#[case] backend: Backend) {
@@ -206,6 +214,10 @@ fn second_batch_held(store: Store, held: Duration) -> Store {
 
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_writes_share_a_transaction_and_each_gets_its_own_answer(

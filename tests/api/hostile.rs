@@ -10,6 +10,10 @@ use std::time::Duration;
 
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn hostile_requests_get_problems_and_change_nothing(#[case] backend: Backend) {

@@ -8,6 +8,10 @@ use std::time::Duration;
 
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn a_repeat_returns_the_stored_result_and_applies_nothing(#[case] backend: Backend) {
@@ -114,6 +118,10 @@ async fn a_repeat_returns_the_stored_result_and_applies_nothing(#[case] backend:
 
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn an_older_generation_fails_even_with_a_new_key(#[case] backend: Backend) {
@@ -167,6 +175,10 @@ async fn an_older_generation_fails_even_with_a_new_key(#[case] backend: Backend)
 /// applying twice (the README's promise).
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn after_retention_a_retry_is_new_and_if_match_makes_it_safe(#[case] backend: Backend) {
@@ -221,6 +233,10 @@ async fn after_retention_a_retry_is_new_and_if_match_makes_it_safe(#[case] backe
 /// The daemon prunes by itself.
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn operation_records_are_pruned_in_the_background(#[case] backend: Backend) {

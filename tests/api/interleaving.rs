@@ -175,6 +175,10 @@ fn invariant_holds(observed: &Observed) -> bool {
 
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_older_write_changes_nothing_after_the_newer_commits(#[case] backend: Backend) {
@@ -216,6 +220,10 @@ async fn the_older_write_changes_nothing_after_the_newer_commits(#[case] backend
 /// test above is known to catch the race it is about.
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_same_interleaving_catches_a_read_then_write_fence(#[case] backend: Backend) {

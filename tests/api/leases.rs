@@ -64,6 +64,10 @@ async fn app_with(db: &TestDb, policy: LeasePolicy) -> TestApp {
 
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn the_lease_lifecycle(#[case] backend: Backend) {
@@ -157,6 +161,10 @@ async fn the_lease_lifecycle(#[case] backend: Backend) {
 
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn bad_lease_requests_get_400(#[case] backend: Backend) {
@@ -272,6 +280,10 @@ fn assert_each_generation_once(mut granted: Vec<i64>, events: &[fencewatch::stor
 
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_acquires_grant_each_generation_once(#[case] backend: Backend) {
@@ -287,6 +299,10 @@ async fn concurrent_acquires_grant_each_generation_once(#[case] backend: Backend
     assert_each_generation_once(granted, &events);
 }
 
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_daemons_grant_each_generation_once() {
     let db = test_db!(Backend::Postgres);
@@ -306,6 +322,10 @@ async fn two_daemons_grant_each_generation_once() {
 
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn generations_survive_a_restart(#[case] backend: Backend) {
@@ -340,6 +360,10 @@ async fn generations_survive_a_restart(#[case] backend: Backend) {
 /// resource has seen.
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn the_authority_closes_the_gaps(#[case] backend: Backend) {
@@ -459,6 +483,10 @@ async fn the_authority_closes_the_gaps(#[case] backend: Backend) {
 
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn lapsed_grants_are_flagged_or_refused(#[case] backend: Backend) {
@@ -536,6 +564,10 @@ async fn lapsed_grants_are_flagged_or_refused(#[case] backend: Backend) {
 
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn a_lease_fences_only_its_scope(#[case] backend: Backend) {
@@ -577,6 +609,10 @@ async fn a_lease_fences_only_its_scope(#[case] backend: Backend) {
 
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn api_keys_guard_v1_and_name_the_caller(#[case] backend: Backend) {
@@ -688,6 +724,10 @@ async fn api_keys_guard_v1_and_name_the_caller(#[case] backend: Backend) {
 /// caller can fence a resource out with a generation it invented.
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn required_leases_leave_no_token_to_invent(#[case] backend: Backend) {

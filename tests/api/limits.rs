@@ -26,7 +26,7 @@ async fn until_closed(stream: &mut TcpStream, within: Duration) -> Option<(Vec<u
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_trickling_its_headers_is_cut_off() {
-    let db = TestDb::new(Backend::Sqlite).await.unwrap();
+    let db = TestDb::new(Backend::Sqlite).await;
     let daemon = Daemon::spawn(&db, &["--header-timeout", "1s"]).await;
     let mut slow = TcpStream::connect(address(&daemon)).await.unwrap();
     slow.write_all(b"PUT /v1/resources/slow HTTP/1.1\r\nHost: x\r\nFencing-Token: 1\r\n")
@@ -61,7 +61,7 @@ async fn a_client_trickling_its_headers_is_cut_off() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_body_that_never_arrives_is_refused_and_audited() {
-    let db = TestDb::new(Backend::Sqlite).await.unwrap();
+    let db = TestDb::new(Backend::Sqlite).await;
     let daemon = Daemon::spawn(&db, &["--body-timeout", "1s"]).await;
     let mut slow = TcpStream::connect(address(&daemon)).await.unwrap();
     slow.write_all(
@@ -92,7 +92,7 @@ async fn a_body_that_never_arrives_is_refused_and_audited() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_beyond_the_cap_wait_their_turn() {
-    let db = TestDb::new(Backend::Sqlite).await.unwrap();
+    let db = TestDb::new(Backend::Sqlite).await;
     let daemon = Daemon::spawn(&db, &["--max-connections", "2", "--header-timeout", "60s"]).await;
     let first = TcpStream::connect(address(&daemon)).await.unwrap();
     let second = TcpStream::connect(address(&daemon)).await.unwrap();
@@ -124,7 +124,7 @@ async fn connections_beyond_the_cap_wait_their_turn() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn oversized_headers_are_refused_without_a_change() {
-    let db = TestDb::new(Backend::Sqlite).await.unwrap();
+    let db = TestDb::new(Backend::Sqlite).await;
     let daemon = Daemon::spawn(&db, &[]).await;
     let http = crate::helpers::http_client();
     let bloat = "x".repeat(20 * 1024);

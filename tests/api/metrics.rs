@@ -46,6 +46,10 @@ fn parse(text: &str) -> HashMap<String, f64> {
 
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn metrics_parse_and_match_the_audit(#[case] backend: Backend) {

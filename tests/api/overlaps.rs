@@ -19,6 +19,10 @@ async fn overlaps(app: &TestApp, query: &str) -> Vec<Value> {
 
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn overlaps_open_grow_and_close(#[case] backend: Backend) {
@@ -154,6 +158,10 @@ async fn overlaps_open_grow_and_close(#[case] backend: Backend) {
 /// the resource never saw the newer generation.
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn a_superseded_write_overlaps_with_the_leases_holder(#[case] backend: Backend) {
@@ -190,6 +198,10 @@ async fn a_superseded_write_overlaps_with_the_leases_holder(#[case] backend: Bac
 
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn overlaps_survive_a_restart(#[case] backend: Backend) {

@@ -82,6 +82,10 @@ async fn last_refusal(app: &TestApp, resource: &str) -> Value {
 
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn each_key_does_what_its_scopes_allow_and_nothing_more(#[case] backend: Backend) {
@@ -212,6 +216,10 @@ async fn each_key_does_what_its_scopes_allow_and_nothing_more(#[case] backend: B
 
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn the_daemons_own_leases_are_out_of_every_clients_reach(#[case] backend: Backend) {
@@ -249,6 +257,10 @@ async fn the_daemons_own_leases_are_out_of_every_clients_reach(#[case] backend: 
 
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn lease_bodies_must_be_declared_json(#[case] backend: Backend) {
@@ -305,6 +317,10 @@ async fn origin_app(db: &crate::helpers::TestDb) -> TestApp {
 
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn foreign_origins_are_refused_and_allowed_ones_get_cors(#[case] backend: Backend) {
