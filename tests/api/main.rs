@@ -11,6 +11,7 @@ mod browser;
 mod chain_heads;
 mod cli;
 mod concurrency;
+mod deploy;
 mod durability;
 mod events;
 mod faults;
