@@ -1,5 +1,6 @@
 //! The metrics and the rules as the real `promtool` reads them: the text format that a live
-//! daemon serves, OpenMetrics on request, and the shipped rule and scrape files.
+//! daemon serves, OpenMetrics on request, and the shipped rule and scrape files; `amtool` reads
+//! the documented Alertmanager route.
 
 use crate::helpers::{http_client, peer, Backend, Daemon};
 use crate::test_db;
@@ -12,7 +13,7 @@ fn assets(file: &str) -> String {
     format!("{}/assets/prometheus/{file}", env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Runs promtool with `args`, `stdin` on its standard input; its exit code and output.
+/// Runs a Prometheus tool with `args`, `stdin` on its standard input; its exit code and output.
 fn promtool(promtool: &str, args: &[&str], stdin: &[u8]) -> (i32, String) {
     let mut child = std::process::Command::new(promtool)
         .args(args)
@@ -124,4 +125,27 @@ fn the_shipped_prometheus_files_pass_promtool() {
         let (code, output) = promtool(&promtool_path, &args, b"");
         assert_eq!(code, 0, "promtool {args:?}: {output}");
     }
+}
+
+/// The Alertmanager route that docs/alerting.md tells users to write is one Alertmanager loads,
+/// grouping by alertname and resource.
+#[test]
+fn the_documented_alertmanager_route_passes_amtool() {
+    let Some(amtool) = peer("/usr/bin/amtool") else {
+        return;
+    };
+    let doc = std::fs::read_to_string(format!("{}/docs/alerting.md", env!("CARGO_MANIFEST_DIR")))
+        .unwrap();
+    let route = doc
+        .split("```yaml\n")
+        .filter_map(|block| block.split_once("```").map(|(yaml, _)| yaml))
+        .find(|yaml| yaml.starts_with("route:"))
+        .expect("a route: block in docs/alerting.md");
+    assert!(route.contains("group_by: [alertname, resource]"), "{route}");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("alertmanager.yml");
+    std::fs::write(&file, route).unwrap();
+    let path = file.display().to_string();
+    let (code, output) = promtool(&amtool, &["check-config", &path], b"");
+    assert_eq!(code, 0, "amtool check-config: {output}\n{route}");
 }
