@@ -29,6 +29,26 @@ fn micros(duration: Duration) -> i64 {
     i64::try_from(duration.as_micros()).unwrap_or(i64::MAX)
 }
 
+/// Whether a firing alert that this evaluator last sent at `last_sent_us` (never: `None`) is sent
+/// again at the evaluation at `now_us`: when waiting for the next evaluation would leave it
+/// unsent for longer than `resend_us`. Microseconds throughout.
+pub fn resend_due(
+    last_sent_us: Option<i64>,
+    now_us: i64,
+    resend_us: i64,
+    evaluation_us: i64,
+) -> bool {
+    last_sent_us
+        .is_none_or(|last| now_us.saturating_add(evaluation_us) > last.saturating_add(resend_us))
+}
+
+/// The `endsAt` of a firing alert sent at `now_us`: four re-sends away, as Prometheus does, so
+/// that an Alertmanager keeps the alert active through three lost or late re-sends and times it
+/// out by itself only once its sender is gone.
+pub fn firing_ends_at(now_us: i64, resend_us: i64, evaluation_us: i64) -> i64 {
+    now_us.saturating_add(resend_us.max(evaluation_us).saturating_mul(4))
+}
+
 /// An alert as the API and the live stream show it.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct AlertView {
@@ -119,6 +139,9 @@ impl Evaluator {
             return;
         };
         let mut token: Option<FencingToken> = None;
+        // Empty whenever this daemon is not the evaluator, so that on election it sends every
+        // firing alert it finds stored: the one before may have died before re-sending them.
+        let mut sent: HashMap<(String, String), i64> = HashMap::new();
         let mut ticker = tokio::time::interval(interval);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -156,12 +179,16 @@ impl Evaluator {
                     }
                 },
             };
+            if token.is_none() {
+                sent.clear();
+            }
             if let Some(held) = token {
-                match self.evaluate(held).await {
+                match self.evaluate(held, &mut sent).await {
                     Ok(true) => {}
                     Ok(false) => {
                         tracing::info!("a newer alert evaluator took over");
                         token = None;
+                        sent.clear();
                     }
                     Err(error) => tracing::warn!(%error, "alert evaluation failed"),
                 }
@@ -169,9 +196,17 @@ impl Evaluator {
         }
     }
 
-    /// Evaluates every rule once. `Ok(false)` when a write was fenced off: deposed.
-    async fn evaluate(&self, token: FencingToken) -> Result<bool, StoreError> {
+    /// Evaluates every rule once and sends what is due: each change to firing or resolved, and
+    /// each firing alert not sent for a while (`sent` has when each was last sent by this
+    /// evaluator). `Ok(false)` when a write was fenced off: deposed.
+    async fn evaluate(
+        &self,
+        token: FencingToken,
+        sent: &mut HashMap<(String, String), i64>,
+    ) -> Result<bool, StoreError> {
         let now = chrono::Utc::now().timestamp_micros();
+        let resend_us = micros(self.config.resend_interval);
+        let evaluation_us = micros(self.config.evaluation_interval);
         let stored: HashMap<(String, String), StoredAlert> = self
             .store
             .alert_states()
@@ -208,25 +243,24 @@ impl Evaluator {
                     micros(rule.for_),
                     micros(rule.keep_firing_for),
                 );
-                if next == current {
-                    continue;
-                }
-                let alert = StoredAlert {
-                    rule: rule.name.clone(),
-                    instance: instance.clone(),
-                    alert: next,
-                    value,
-                    updated_at_us: now,
-                };
-                if !self
-                    .store
-                    .put_alert_state(&alert, current.state, token.get())
-                    .await?
-                {
-                    return Ok(false);
+                if next != current {
+                    let alert = StoredAlert {
+                        rule: rule.name.clone(),
+                        instance: instance.clone(),
+                        alert: next,
+                        value,
+                        updated_at_us: now,
+                    };
+                    if !self
+                        .store
+                        .put_alert_state(&alert, current.state, token.get())
+                        .await?
+                    {
+                        return Ok(false);
+                    }
                 }
                 let notification =
-                    |firing: bool, starts_at_us: i64, ends_at_us: Option<i64>| Notification {
+                    |firing: bool, starts_at_us: i64, ends_at_us: i64| Notification {
                         rule: rule.clone(),
                         resource: Some(instance.clone()).filter(|i| !i.is_empty()),
                         firing,
@@ -235,20 +269,28 @@ impl Evaluator {
                         value,
                         external_url: self.external_url.clone(),
                     };
-                let message = match transition {
-                    Some(Transition::Fired) => {
-                        Some(notification(true, next.fired_at_us.unwrap_or(now), None))
-                    }
-                    Some(Transition::Resolved) => Some(notification(
-                        false,
-                        current.fired_at_us.unwrap_or(now),
-                        Some(now),
-                    )),
-                    _ => None,
+                let key = (rule.name.clone(), instance.clone());
+                let message = if transition == Some(Transition::Resolved) {
+                    sent.remove(&key);
+                    Some(notification(false, current.fired_at_us.unwrap_or(now), now))
+                } else if next.state == AlertState::Firing
+                    && resend_due(sent.get(&key).copied(), now, resend_us, evaluation_us)
+                {
+                    Some(notification(
+                        true,
+                        next.fired_at_us.unwrap_or(now),
+                        firing_ends_at(now, resend_us, evaluation_us),
+                    ))
+                } else {
+                    None
                 };
                 if let Some(message) = message {
+                    let firing = message.firing;
                     if self.notifier.try_send(message).is_err() {
+                        // Not marked as sent: the next evaluation tries again.
                         tracing::error!(rule = %rule.name, "the notification queue is full; a notification was dropped");
+                    } else if firing {
+                        sent.insert(key, now);
                     }
                 }
             }
@@ -296,5 +338,42 @@ pub async fn watch_alerts(store: Store, bus: EventBus, config: Arc<AlertConfig>,
             }
         }
         first = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: i64 = 1_000_000;
+
+    #[test]
+    fn a_firing_alert_is_sent_at_once_then_at_least_every_resend_interval() {
+        // Evaluations every 200 ms, re-sends every second.
+        let (resend, evaluation) = (S, S / 5);
+        let mut last = None;
+        let mut sends = Vec::new();
+        for tick in 0..=15 {
+            let now = 10 * S + tick * evaluation;
+            if resend_due(last, now, resend, evaluation) {
+                sends.push(now - 10 * S);
+                last = Some(now);
+            }
+        }
+        assert_eq!(sends, [0, S, 2 * S, 3 * S]);
+        // Never sent by this evaluator (just elected): due whatever the time.
+        assert!(resend_due(None, 0, resend, evaluation));
+        // A late tick sends early rather than leave a gap over the interval.
+        assert!(resend_due(Some(0), S - evaluation + 1, resend, evaluation));
+        assert!(!resend_due(Some(0), S - evaluation, resend, evaluation));
+        // An interval shorter than the evaluations: every evaluation.
+        assert!(resend_due(Some(0), evaluation, S / 10, evaluation));
+    }
+
+    #[test]
+    fn ends_at_is_four_of_the_longer_interval_away() {
+        assert_eq!(firing_ends_at(100 * S, 60 * S, S), 340 * S);
+        assert_eq!(firing_ends_at(100 * S, S, 5 * S), 120 * S);
+        assert_eq!(firing_ends_at(i64::MAX - 1, S, S), i64::MAX);
     }
 }

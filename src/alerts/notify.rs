@@ -1,56 +1,107 @@
-//! Notifications in the Alertmanager webhook format (version 4), delivered off the write path
-//! with a timeout and retries under a capped backoff.
+//! Notifications in the Alertmanager webhook format (version 4) and its `POST /api/v2/alerts`
+//! body, delivered off the write path with a timeout and retries under a capped backoff.
 
 use super::rules::{Rule, Webhook};
 use crate::domain::audit::format_rfc3339_micros;
 use chrono::DateTime;
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
-/// One alert changing to firing or resolved.
+/// One alert instance firing (first or again) or resolved.
 #[derive(Debug, Clone)]
 pub struct Notification {
     pub rule: Rule,
     pub resource: Option<String>,
     pub firing: bool,
     pub starts_at_us: i64,
-    pub ends_at_us: Option<i64>,
+    /// While firing, a time in the future that the next re-send moves on (see
+    /// [`super::firing_ends_at`]); once resolved, when it resolved.
+    pub ends_at_us: i64,
     pub value: i64,
     pub external_url: String,
 }
 
-/// Alertmanager's "zero" time, used for `endsAt` while an alert fires.
-const ZERO_TIME: &str = "0001-01-01T00:00:00Z";
-
 fn time(us: i64) -> String {
     DateTime::from_timestamp_micros(us)
         .map(|at| format_rfc3339_micros(&at))
-        .unwrap_or_else(|| ZERO_TIME.to_owned())
+        .unwrap_or_else(|| "0001-01-01T00:00:00Z".to_owned())
+}
+
+/// Prometheus' `model.LabelSet.Fingerprint()`, which Alertmanager names alerts by: FNV-1a 64
+/// over the pairs in name order, each name and value followed by the byte 0xff.
+pub fn fingerprint(labels: &BTreeMap<String, String>) -> String {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let mut hash = OFFSET;
+    let mut add = |bytes: &[u8]| {
+        for byte in bytes {
+            hash ^= u64::from(*byte);
+            hash = hash.wrapping_mul(PRIME);
+        }
+    };
+    for (name, value) in labels {
+        add(name.as_bytes());
+        add(&[0xff]);
+        add(value.as_bytes());
+        add(&[0xff]);
+    }
+    format!("{hash:016x}")
+}
+
+/// A label set as Alertmanager prints it in a group key: `{a="x", b="y"}`, values quoted as Go's
+/// `%q` quotes them (resource keys have no control characters, so `\` and `"` are what need it).
+fn label_set(labels: &BTreeMap<String, String>) -> String {
+    let mut text = String::from("{");
+    for (index, (name, value)) in labels.iter().enumerate() {
+        if index > 0 {
+            text.push_str(", ");
+        }
+        text.push_str(name);
+        text.push_str("=\"");
+        for c in value.chars() {
+            match c {
+                '"' => text.push_str("\\\""),
+                '\\' => text.push_str("\\\\"),
+                c if c.is_control() => {
+                    let _ = write!(text, "\\u{:04x}", u32::from(c));
+                }
+                c => text.push(c),
+            }
+        }
+        text.push('"');
+    }
+    text.push('}');
+    text
 }
 
 impl Notification {
     pub fn labels(&self) -> BTreeMap<String, String> {
         let mut labels = self.rule.labels.clone();
-        labels.insert("alertname".into(), self.rule.name.clone());
+        labels.extend(self.group_labels());
+        labels
+    }
+
+    /// The labels that tell this rule's instances apart: the rule's name and, per resource, the
+    /// resource. A receiver keying incidents by group key sees one incident per instance.
+    pub fn group_labels(&self) -> BTreeMap<String, String> {
+        let mut labels = BTreeMap::from([("alertname".to_owned(), self.rule.name.clone())]);
         if let Some(resource) = &self.resource {
             labels.insert("resource".into(), resource.clone());
         }
         labels
     }
 
-    /// Alertmanager's identity of an alert: a hash of its labels.
+    /// As Alertmanager's root route would key the group: `{}:{alertname="…", resource="…"}`.
+    pub fn group_key(&self) -> String {
+        format!("{{}}:{}", label_set(&self.group_labels()))
+    }
+
+    /// Alertmanager's identity of the alert.
     pub fn fingerprint(&self) -> String {
-        let mut hasher = Sha256::new();
-        for (name, value) in self.labels() {
-            hasher.update(name.as_bytes());
-            hasher.update([0xff]);
-            hasher.update(value.as_bytes());
-            hasher.update([0xff]);
-        }
-        hex::encode(&hasher.finalize()[..8])
+        fingerprint(&self.labels())
     }
 
     fn annotations(&self) -> Value {
@@ -74,22 +125,16 @@ impl Notification {
         }
     }
 
-    fn ends_at(&self) -> String {
-        self.ends_at_us
-            .map(time)
-            .unwrap_or_else(|| ZERO_TIME.to_owned())
-    }
-
     /// The Alertmanager webhook payload, version 4.
     pub fn webhook_payload(&self) -> Value {
         let labels = self.labels();
         json!({
             "version": "4",
-            "groupKey": format!("{{}}:{{alertname=\"{}\"}}", self.rule.name),
+            "groupKey": self.group_key(),
             "truncatedAlerts": 0,
             "status": self.status(),
             "receiver": "fencewatch",
-            "groupLabels": { "alertname": self.rule.name },
+            "groupLabels": self.group_labels(),
             "commonLabels": labels,
             "commonAnnotations": self.annotations(),
             "externalURL": self.external_url,
@@ -98,7 +143,7 @@ impl Notification {
                 "labels": labels,
                 "annotations": self.annotations(),
                 "startsAt": time(self.starts_at_us),
-                "endsAt": self.ends_at(),
+                "endsAt": time(self.ends_at_us),
                 "generatorURL": format!("{}/v1/alerts", self.external_url),
                 "fingerprint": self.fingerprint(),
             }],
@@ -111,7 +156,7 @@ impl Notification {
             "labels": self.labels(),
             "annotations": self.annotations(),
             "startsAt": time(self.starts_at_us),
-            "endsAt": if self.firing { Value::Null } else { Value::String(self.ends_at()) },
+            "endsAt": time(self.ends_at_us),
             "generatorURL": format!("{}/v1/alerts", self.external_url),
         }])
     }
@@ -195,39 +240,93 @@ mod tests {
         assert_eq!(backoff(1000).as_millis(), 5000);
     }
 
-    #[test]
-    fn payloads_have_the_alertmanager_fields() {
-        let rule = super::super::rules::default_rules().remove(1);
-        let notification = Notification {
-            rule,
-            resource: Some("accounts/totals".into()),
+    fn notification(resource: Option<&str>) -> Notification {
+        Notification {
+            rule: super::super::rules::default_rules().remove(1),
+            resource: resource.map(str::to_owned),
             firing: true,
             starts_at_us: 1_764_474_006_000_000,
-            ends_at_us: None,
+            ends_at_us: 1_764_474_246_000_000,
             value: 12,
             external_url: "http://127.0.0.1:7420".into(),
-        };
+        }
+    }
+
+    #[test]
+    fn payloads_have_the_alertmanager_fields() {
+        let notification = notification(Some("accounts/totals"));
         let payload = notification.webhook_payload();
         assert_eq!(payload["version"], "4");
         assert_eq!(payload["status"], "firing");
         let alert = &payload["alerts"][0];
         assert_eq!(alert["labels"]["alertname"], "StaleOwnerSpikePerResource");
         assert_eq!(alert["labels"]["resource"], "accounts/totals");
-        assert_eq!(alert["endsAt"], ZERO_TIME);
-        assert_eq!(alert["fingerprint"].as_str().unwrap().len(), 16);
+        assert_eq!(alert["startsAt"], "2025-11-30T03:40:06.000000Z");
+        assert_eq!(alert["endsAt"], "2025-11-30T03:44:06.000000Z");
+        assert_eq!(alert["fingerprint"], "bafa0f9b0b2c578b");
+        let posted = &notification.alertmanager_payload()[0];
+        assert_eq!(posted["endsAt"], alert["endsAt"]);
+        assert_eq!(posted["labels"], alert["labels"]);
         let resolved = Notification {
             firing: false,
-            ends_at_us: Some(1_764_474_066_000_000),
             ..notification
         };
+        let payload = resolved.webhook_payload();
+        assert_eq!(payload["status"], "resolved");
+        assert_eq!(payload["alerts"][0]["status"], "resolved");
+    }
+
+    /// Values that Alertmanager 0.25 reported at `GET /api/v2/alerts` for alerts posted with
+    /// these labels.
+    #[test]
+    fn fingerprints_are_alertmanagers() {
+        let labels = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+                .collect()
+        };
         assert_eq!(
-            resolved.webhook_payload()["alerts"][0]["status"],
-            "resolved"
+            fingerprint(&labels(&[
+                ("alertname", "StaleOwnerSpikePerResource"),
+                ("resource", "accounts/totals"),
+                ("severity", "page"),
+            ])),
+            "bafa0f9b0b2c578b"
         );
         assert_eq!(
-            resolved.fingerprint(),
-            resolved.clone().fingerprint(),
-            "same labels, same alert"
+            fingerprint(&labels(&[
+                ("alertname", "StaleOwnerSpike"),
+                ("severity", "page")
+            ])),
+            "bae7bb9b0e1d9a28"
+        );
+        // The empty set hashes to FNV-1a's offset basis, as in Prometheus.
+        assert_eq!(fingerprint(&BTreeMap::new()), "cbf29ce484222325");
+        // The separator keeps `a=bc` and `ab=c` apart.
+        assert_ne!(
+            fingerprint(&labels(&[("a", "bc")])),
+            fingerprint(&labels(&[("ab", "c")]))
+        );
+    }
+
+    #[test]
+    fn group_keys_name_what_tells_instances_apart() {
+        let a = notification(Some("a"));
+        let b = notification(Some("b"));
+        assert_eq!(
+            a.group_key(),
+            r#"{}:{alertname="StaleOwnerSpikePerResource", resource="a"}"#
+        );
+        assert_ne!(a.group_key(), b.group_key());
+        assert_eq!(a.webhook_payload()["groupLabels"]["resource"], "a");
+        let mut fleet = notification(None);
+        fleet.rule.name = "StaleOwnerSpike".into();
+        assert_eq!(fleet.group_key(), r#"{}:{alertname="StaleOwnerSpike"}"#);
+        let odd = notification(Some(r#"say "hi"\now"#));
+        assert_eq!(
+            odd.group_key(),
+            r#"{}:{alertname="StaleOwnerSpikePerResource", resource="say \"hi\"\\now"}"#
         );
     }
 }

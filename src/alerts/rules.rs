@@ -30,6 +30,8 @@ pub struct Webhook {
 #[derive(Debug, Clone, PartialEq)]
 pub struct AlertConfig {
     pub evaluation_interval: Duration,
+    /// How often a firing alert is sent again, so that an Alertmanager never times it out.
+    pub resend_interval: Duration,
     pub rules: Vec<Rule>,
     /// Receivers of the Alertmanager webhook payload (version 4).
     pub webhooks: Vec<Webhook>,
@@ -41,6 +43,7 @@ impl Default for AlertConfig {
     fn default() -> Self {
         Self {
             evaluation_interval: Duration::from_secs(1),
+            resend_interval: Duration::from_secs(60),
             rules: default_rules(),
             webhooks: Vec::new(),
             alertmanager: None,
@@ -88,6 +91,7 @@ struct File {
 #[serde(deny_unknown_fields)]
 struct AlertsSection {
     evaluation_interval: Option<String>,
+    resend_interval: Option<String>,
     rules: Option<Vec<RuleSection>>,
     #[serde(default)]
     webhooks: Vec<WebhookSection>,
@@ -152,6 +156,12 @@ impl AlertConfig {
             config.evaluation_interval = duration(&interval, "evaluation_interval")?;
             if config.evaluation_interval.is_zero() {
                 return Err("evaluation_interval must be positive".into());
+            }
+        }
+        if let Some(interval) = section.resend_interval {
+            config.resend_interval = duration(&interval, "resend_interval")?;
+            if config.resend_interval.is_zero() {
+                return Err("resend_interval must be positive".into());
             }
         }
         if let Some(rules) = section.rules {
@@ -220,18 +230,27 @@ mod tests {
         assert_eq!(config.rules.len(), 2);
         assert!(config.rules.iter().any(|r| r.per_resource));
         assert_eq!(config.webhooks.len(), 1);
+        assert_eq!(config.resend_interval, Duration::from_secs(60));
     }
 
     #[test]
     fn defaults_and_errors() {
         assert_eq!(AlertConfig::parse("").unwrap(), AlertConfig::default());
         assert_eq!(AlertConfig::default().rules.len(), 2);
+        assert_eq!(
+            AlertConfig::default().resend_interval,
+            Duration::from_secs(60)
+        );
+        let parsed = AlertConfig::parse("[alerts]\nresend_interval = \"1s 500ms\"").unwrap();
+        assert_eq!(parsed.resend_interval, Duration::from_millis(1500));
         for bad in [
             "[alerts]\nbogus = 1",
             "[[alerts.rules]]\nname = \"x\"\nthreshold = 1\nwindow = \"soon\"",
             "[[alerts.rules]]\nname = \"x\"\nthreshold = 1\nwindow = \"1m\"\noutcomes = [\"nope\"]",
             "[[alerts.webhooks]]\nurl = \"ftp://x\"",
             "[alerts]\nevaluation_interval = \"0s\"",
+            "[alerts]\nresend_interval = \"0s\"",
+            "[alerts]\nresend_interval = \"often\"",
         ] {
             assert!(AlertConfig::parse(bad).is_err(), "{bad}");
         }

@@ -3,9 +3,10 @@
 use super::problem::{json_ok, Problem};
 use super::AppState;
 use crate::domain::{Overlap, OverlapState, ResourceKey};
+use crate::metrics::Exposition;
 use crate::store::OverlapQuery;
 use axum::extract::{RawQuery, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
@@ -79,7 +80,12 @@ pub fn metrics_router() -> Router<AppState> {
     Router::new().route("/metrics", get(metrics))
 }
 
-async fn metrics(State(state): State<AppState>) -> Response {
+async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let format = Exposition::negotiate(
+        headers
+            .get(header::ACCEPT)
+            .and_then(|accept| accept.to_str().ok()),
+    );
     if let (Some(gauge), Some(size)) = (
         &state.live.metrics.sqlite_wal_bytes,
         state.live.store.wal_bytes().await,
@@ -92,11 +98,13 @@ async fn metrics(State(state): State<AppState>) -> Response {
             Err(error) => tracing::warn!(%error, "cannot read the size of the SQLite WAL"),
         }
     }
-    let mut response = (StatusCode::OK, state.live.metrics.render()).into_response();
-    response.headers_mut().insert(
+    let mut response = (StatusCode::OK, state.live.metrics.render_as(format)).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
         header::CONTENT_TYPE,
-        HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+        HeaderValue::from_static(format.content_type()),
     );
+    headers.insert(header::VARY, HeaderValue::from_static("accept"));
     response
 }
 

@@ -615,3 +615,23 @@ impl SseClient {
         }
     }
 }
+
+/// A program the tests run for real (Alertmanager, promtool), if it is installed: when it is
+/// not, the test is skipped, saying so, unless `FENCEWATCH_REQUIRE_PEERS=1` makes that a failure.
+pub fn peer(path: &str) -> Option<String> {
+    let runs = std::process::Command::new(path)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    if !runs {
+        assert!(
+            std::env::var("FENCEWATCH_REQUIRE_PEERS").as_deref() != Ok("1"),
+            "FENCEWATCH_REQUIRE_PEERS=1 but {path} is not installed"
+        );
+        eprintln!("skipping: {path} is not installed");
+        return None;
+    }
+    Some(path.to_owned())
+}

@@ -25,6 +25,7 @@ mod leases;
 mod limits;
 mod metrics;
 mod overlaps;
+mod prometheus;
 mod security;
 mod tls;
 mod tui;
