@@ -517,6 +517,10 @@ max_retries = 2
 /// A spike that lasts longer than Alertmanager's `resolve_timeout` stays active there, because
 /// fencewatch re-sends it with `endsAt` ahead; it resolves when fencewatch resolves it, with the
 /// `endsAt` fencewatch sent, not by timing out.
+#[cfg_attr(
+    not(fencewatch_alertmanager),
+    ignore = "needs prometheus-alertmanager on the PATH"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spike_outlasting_resolve_timeout_stays_active_in_alertmanager() {
     let db = test_db!(Backend::Sqlite);
@@ -611,6 +615,10 @@ async fn a_spike_outlasting_resolve_timeout_stays_active_in_alertmanager() {
 
 /// Two resources spiking together are two incidents: two group keys at fencewatch's webhook, the
 /// same two at Alertmanager's, and two alerts in Alertmanager under fencewatch's fingerprints.
+#[cfg_attr(
+    not(fencewatch_alertmanager),
+    ignore = "needs prometheus-alertmanager on the PATH"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_resources_spiking_together_are_two_incidents() {
     let db = test_db!(Backend::Sqlite);

@@ -40,6 +40,7 @@ fn promtool(promtool: &str, args: &[&str], stdin: &[u8]) -> (i32, String) {
 /// A live daemon's `/metrics`, after writes of several outcomes, passes `promtool check metrics`
 /// (which reads only the text format) and names counters `…_total`; OpenMetrics is still there
 /// for a scraper that prefers it.
+#[cfg_attr(not(fencewatch_promtool), ignore = "needs promtool on the PATH")]
 #[tokio::test]
 async fn a_live_daemons_metrics_pass_promtool() {
     let Some(promtool_path) = peer(PROMTOOL) else {
@@ -110,6 +111,7 @@ async fn a_live_daemons_metrics_pass_promtool() {
 
 /// The shipped rules and scrape config pass promtool's checks, and the rule fires on a spike
 /// over the fleet and not below the threshold (`rules_test.yml`).
+#[cfg_attr(not(fencewatch_promtool), ignore = "needs promtool on the PATH")]
 #[test]
 fn the_shipped_prometheus_files_pass_promtool() {
     let Some(promtool_path) = peer(PROMTOOL) else {
@@ -129,6 +131,10 @@ fn the_shipped_prometheus_files_pass_promtool() {
 
 /// The Alertmanager route that docs/alerting.md tells users to write is one Alertmanager loads,
 /// grouping by alertname and resource.
+#[cfg_attr(
+    not(fencewatch_alertmanager),
+    ignore = "needs prometheus-alertmanager on the PATH"
+)]
 #[test]
 fn the_documented_alertmanager_route_passes_amtool() {
     let Some(amtool) = peer("/usr/bin/amtool") else {
