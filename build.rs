@@ -16,6 +16,7 @@ fn main() {
         ("fencewatch_alertmanager", Some("prometheus-alertmanager")),
         ("fencewatch_promtool", Some("promtool")),
         ("fencewatch_etcd", Some("etcd")),
+        ("fencewatch_schemathesis", Some("schemathesis")),
     ];
     for (cfg, program) in peers {
         println!("cargo::rustc-check-cfg=cfg({cfg})");

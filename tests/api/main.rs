@@ -23,6 +23,7 @@ mod layering;
 mod leases;
 mod limits;
 mod metrics;
+mod openapi;
 mod overlaps;
 mod security;
 mod tls;
