@@ -652,7 +652,10 @@ enum Outage {
     Restart(String),
 }
 
-#[cfg_attr(not(fencewatch_pg), ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG")]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_going_away_under_load_gives_503s_and_the_daemon_recovers_by_itself() {
     outage_under_load(Outage::Network).await;
@@ -660,7 +663,10 @@ async fn postgres_going_away_under_load_gives_503s_and_the_daemon_recovers_by_it
 
 /// Nothing tells the daemon that the database went away: requests must not wait for TCP to
 /// give up (minutes) but be answered 503 once `--db-timeout` passes.
-#[cfg_attr(not(fencewatch_pg), ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG")]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_that_stops_answering_gives_503s_within_the_timeout_and_the_daemon_recovers() {
     outage_under_load(Outage::Stall).await;
@@ -668,7 +674,10 @@ async fn postgres_that_stops_answering_gives_503s_within_the_timeout_and_the_dae
 
 /// Connections that never answer again must not hold the write path: the batch waiting on one
 /// is abandoned with it, and the next runs on a connection that works.
-#[cfg_attr(not(fencewatch_pg), ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG")]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_connections_that_never_answer_again_are_abandoned_and_writes_resume() {
     outage_under_load(Outage::StallForGood).await;
