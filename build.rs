@@ -17,6 +17,7 @@ fn main() {
         ("fencewatch_promtool", Some("promtool")),
         ("fencewatch_etcd", Some("etcd")),
         ("fencewatch_systemd_analyze", Some("systemd-analyze")),
+        ("fencewatch_schemathesis", Some("schemathesis")),
     ];
     for (cfg, program) in peers {
         println!("cargo::rustc-check-cfg=cfg({cfg})");

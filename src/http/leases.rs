@@ -1,11 +1,12 @@
 //! The lease authority: `POST /v1/leases/{name}/acquire|renew|release`, `GET /v1/leases/{name}`.
 
 use super::problem::{json_ok, Problem};
+use super::write_request::is_length_limit;
 use super::AppState;
 use crate::domain::audit::format_rfc3339_micros;
 use crate::domain::{FencingToken, Holder, LeaseName, LeaseRecord, ParseError, Ttl};
 use crate::store::{AcquireResult, LeaseState};
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
@@ -16,6 +17,9 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 const PREFIX: &str = "/v1/leases/";
+
+/// A lease request's body is a small JSON object; anything longer is refused unread.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
 pub fn router() -> Router<AppState> {
     Router::new().route("/v1/leases/{*rest}", get(show).post(act))
@@ -119,6 +123,22 @@ fn require_json(headers: &HeaderMap) -> Result<(), Problem> {
     }
 }
 
+/// The body, read here rather than by an extractor so that a refusal is a problem like any
+/// other (an extractor answers a too-long body with plain text).
+async fn read_body(body: Body) -> Result<Bytes, Problem> {
+    axum::body::to_bytes(body, MAX_BODY_BYTES)
+        .await
+        .map_err(|error| {
+            if is_length_limit(&error) {
+                Problem::payload_too_large(format!(
+                    "a lease request's body is limited to {MAX_BODY_BYTES} bytes"
+                ))
+            } else {
+                Problem::invalid_request(format!("failed to read the request body: {error}"))
+            }
+        })
+}
+
 fn json_body<T: DeserializeOwned>(body: &Bytes) -> Result<T, Problem> {
     serde_json::from_slice(body)
         .map_err(|e| Problem::invalid_request(format!("invalid JSON body: {e}")))
@@ -139,7 +159,7 @@ async fn act(
     State(state): State<AppState>,
     uri: Uri,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Result<Response, Problem> {
     let rest = uri.path().strip_prefix(PREFIX).unwrap_or_default();
     let Some((raw_name, action)) = rest.rsplit_once('/') else {
@@ -155,6 +175,7 @@ async fn act(
         )));
     }
     require_json(&headers)?;
+    let body = read_body(body).await?;
     let service = &state.service;
     match action {
         "acquire" => {

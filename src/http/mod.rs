@@ -7,6 +7,7 @@ mod health;
 mod leases;
 mod listener;
 mod monitoring;
+pub mod openapi;
 pub mod origin;
 pub mod problem;
 mod resources;
@@ -85,6 +86,7 @@ pub fn router(state: AppState) -> Router {
         .merge(leases::router())
         .merge(events::router())
         .merge(monitoring::router())
+        .merge(openapi::router())
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::require_key,

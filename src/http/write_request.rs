@@ -221,6 +221,13 @@ pub async fn parse(
     })
 }
 
+/// Whether reading a body failed because it was longer than the limit given to `to_bytes`.
+pub(super) fn is_length_limit(error: &axum::Error) -> bool {
+    std::error::Error::source(error)
+        .is_some_and(|source| source.is::<http_body_util::LengthLimitError>())
+        || error.to_string().contains("length limit")
+}
+
 enum BodyError {
     TooLarge { limit: usize, declared: Option<i64> },
     Unreadable(String),
@@ -239,10 +246,7 @@ async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<Byte
         });
     }
     axum::body::to_bytes(body, limit).await.map_err(|error| {
-        let too_large = std::error::Error::source(&error)
-            .is_some_and(|source| source.is::<http_body_util::LengthLimitError>())
-            || error.to_string().contains("length limit");
-        if too_large {
+        if is_length_limit(&error) {
             BodyError::TooLarge {
                 limit,
                 declared: None,

@@ -793,3 +793,37 @@ fn the_example_key_file_parses() {
     assert_eq!(caller, Caller(Some("ops-dashboard".into())));
     assert_eq!(grants, &Grants::Scoped(vec![Scope::Read]));
 }
+
+/// A lease body too long to be a lease request is refused as a problem, like every refusal
+/// (the body extractor used to answer with plain text).
+#[tokio::test]
+async fn an_oversized_lease_body_is_a_413_problem() {
+    let db = test_db!(Backend::Sqlite);
+    let app = TestApp::spawn(&db).await;
+    let long = format!(
+        "{{\"holder\":\"{}\",\"ttl_ms\":1000}}",
+        "h".repeat(64 * 1024) // the daemon reads 64 KiB of a lease body at most
+    );
+    app.acquire_raw("jobs", long)
+        .await
+        .assert_problem(413, "payload-too-large");
+    // Chunked, with no length announced, the same.
+    let chunks =
+        futures_util::stream::iter((0..100).map(|_| Ok::<_, std::io::Error>(vec![b' '; 4096])));
+    let reply = Reply::from(
+        app.http
+            .post(format!("{}/v1/leases/jobs/acquire", app.base))
+            .header("content-type", "application/json")
+            .body(reqwest::Body::wrap_stream(chunks))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    reply.assert_problem(413, "payload-too-large");
+    assert_eq!(
+        app.get("/v1/leases/jobs").await.status,
+        404,
+        "nothing taken"
+    );
+}

@@ -24,6 +24,7 @@ mod layering;
 mod leases;
 mod limits;
 mod metrics;
+mod openapi;
 mod overlaps;
 mod prometheus;
 mod security;
