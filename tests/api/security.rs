@@ -327,6 +327,15 @@ async fn foreign_origins_are_refused_and_allowed_ones_get_cors(#[case] backend: 
     let db = test_db!(backend);
     let app = origin_app(&db).await;
     let from = |origin: &str, request: reqwest::RequestBuilder| request.header("Origin", origin);
+    let write_from = |origin: &'static str, body: &'static str| {
+        let request = app
+            .http
+            .put(format!("{}/v1/resources/doc", app.base))
+            .header("Fencing-Token", "7")
+            .header("Origin", origin)
+            .body(body);
+        async move { Reply::from(request.send().await.unwrap()).await }
+    };
 
     // A page elsewhere: refused, whatever it asks, and nothing changes.
     let evil = "http://evil.example";
@@ -347,19 +356,7 @@ async fn foreign_origins_are_refused_and_allowed_ones_get_cors(#[case] backend: 
         reply.assert_problem(403, "cross-origin");
         assert!(reply.header("access-control-allow-origin").is_none());
     }
-    let write = Reply::from(
-        from(
-            evil,
-            app.http
-                .put(format!("{}/v1/resources/doc", app.base))
-                .header("Fencing-Token", "7")
-                .body("from a page"),
-        )
-        .send()
-        .await
-        .unwrap(),
-    )
-    .await;
+    let write = write_from(evil, "from a page").await;
     write.assert_problem(403, "cross-origin");
     assert_eq!(write.json["outcome"], "unauthorized");
     let audit = app.audit_of("doc").await;
@@ -408,19 +405,7 @@ async fn foreign_origins_are_refused_and_allowed_ones_get_cors(#[case] backend: 
     assert!(header("access-control-allow-headers").contains("fencing-token"));
     assert!(header("access-control-allow-headers").contains("idempotency-key"));
 
-    let written = Reply::from(
-        from(
-            allowed,
-            app.http
-                .put(format!("{}/v1/resources/doc", app.base))
-                .header("Fencing-Token", "7")
-                .body("from the ops page"),
-        )
-        .send()
-        .await
-        .unwrap(),
-    )
-    .await;
+    let written = write_from(allowed, "from the ops page").await;
     assert_eq!(written.status, 201, "{}", written.json);
     assert_eq!(written.header("access-control-allow-origin"), Some(allowed));
     assert!(written
