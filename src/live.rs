@@ -1,8 +1,8 @@
 //! The daemon's live side, shared by the HTTP handlers: the bus, the tail and what is derived
 //! from them.
 
-use crate::api::events::{AlertEvent, OverlapChange, OverlapEvent};
 use crate::alerts::{spawn_notifier, watch_alerts, AlertConfig, Evaluator};
+use crate::api::events::{AlertEvent, OverlapChange, OverlapEvent};
 use crate::domain::{AuditEntry, Holder, OverlapState};
 use crate::events::{spawn_tail, Event, EventBus, StatsView, TailHandle, TailSources};
 use crate::metrics::Metrics;

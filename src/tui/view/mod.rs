@@ -2,14 +2,19 @@
 
 use super::keys::BINDINGS;
 use super::model::{Connection, Model, View};
+use crate::domain::Outcome;
+use chrono::{DateTime, Utc};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{
-    Block, Cell, Clear, Paragraph, Row, Sparkline, Table, TableState, Tabs, Wrap,
-};
+use ratatui::widgets::{Block, Clear, Paragraph, TableState, Tabs, Wrap};
 use ratatui::Frame;
-use serde_json::Value;
+
+mod overview;
+mod tables;
+#[cfg(test)]
+mod tests;
+mod timeline;
 
 /// Colours, or none (`NO_COLOR`, `--no-color`).
 #[derive(Debug, Clone, Copy)]
@@ -30,11 +35,11 @@ impl Theme {
         Style::default().add_modifier(Modifier::BOLD)
     }
 
-    fn outcome(self, outcome: &str) -> Style {
+    fn outcome(self, outcome: Outcome) -> Style {
         self.fg(match outcome {
-            "accepted" | "replayed" => Color::Green,
-            "stale" | "superseded" => Color::Red,
-            "unauthorized" | "lease_expired" => Color::Magenta,
+            Outcome::Accepted | Outcome::Replayed => Color::Green,
+            Outcome::Stale | Outcome::Superseded => Color::Red,
+            Outcome::Unauthorized | Outcome::LeaseExpired => Color::Magenta,
             _ => Color::Yellow,
         })
     }
@@ -59,11 +64,11 @@ pub fn render(frame: &mut Frame, model: &Model, url: &str, theme: Theme) {
     render_header(frame, header, model, url, theme);
     render_tabs(frame, tabs, model, theme);
     match model.view {
-        View::Overview => render_overview(frame, body, model, theme),
-        View::Overlaps => render_overlaps(frame, body, model, theme),
-        View::Rejections => render_rejections(frame, body, model, theme),
-        View::Alerts => render_alerts(frame, body, model, theme),
-        View::Timeline => render_timeline(frame, body, model, theme),
+        View::Overview => overview::render(frame, body, model, theme),
+        View::Overlaps => tables::overlaps(frame, body, model, theme),
+        View::Rejections => tables::rejections(frame, body, model, theme),
+        View::Alerts => tables::alerts(frame, body, model, theme),
+        View::Timeline => timeline::render(frame, body, model, theme),
     }
     render_footer(frame, footer, model, theme);
     if model.help {
@@ -92,9 +97,21 @@ fn render_header(frame: &mut Frame, area: Rect, model: &Model, url: &str, theme:
             theme.fg(Color::Red).add_modifier(Modifier::BOLD),
         ),
     });
-    match model.data_age() {
-        Some(age) => spans.push(Span::raw(format!("  data {age}s old"))),
-        None => spans.push(Span::raw("  no data yet")),
+    // Paused, the screen is as of the pause: say so instead of how fresh the data is.
+    match (model.paused_at, model.data_age()) {
+        (Some(at), _) => spans.push(Span::styled(
+            format!(
+                "  PAUSED {} held, view at {}",
+                model.held.len(),
+                second_clock(at)
+            ),
+            theme
+                .fg(Color::Black)
+                .bg_if(theme, Color::Yellow)
+                .add_modifier(Modifier::BOLD),
+        )),
+        (None, Some(age)) => spans.push(Span::raw(format!("  data {age}s old"))),
+        (None, None) => spans.push(Span::raw("  no data yet")),
     }
     if model.missed > 0 {
         spans.push(Span::styled(
@@ -104,15 +121,6 @@ fn render_header(frame: &mut Frame, area: Rect, model: &Model, url: &str, theme:
     }
     if model.events_dropped > 0 {
         spans.push(Span::raw(format!("  dropped {}", model.events_dropped)));
-    }
-    if model.paused {
-        spans.push(Span::styled(
-            format!("  PAUSED ({} held)", model.held.len()),
-            theme
-                .fg(Color::Black)
-                .bg_if(theme, Color::Yellow)
-                .add_modifier(Modifier::BOLD),
-        ));
     }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
@@ -180,329 +188,83 @@ fn render_footer(frame: &mut Frame, area: Rect, model: &Model, theme: Theme) {
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
-fn clock(text: &Value) -> String {
-    // RFC 3339 with microseconds: keep HH:MM:SS.
-    text.as_str()
-        .and_then(|t| t.get(11..19))
-        .unwrap_or("-")
-        .to_owned()
+/// HH:MM:SS of a time.
+fn clock(at: &DateTime<Utc>) -> String {
+    at.format("%H:%M:%S").to_string()
 }
 
-fn text(value: &Value) -> String {
-    match value {
-        Value::Null => "-".to_owned(),
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
+/// HH:MM:SS.mmm: writes of one incident are often within a second of each other.
+fn clock_millis(at: &DateTime<Utc>) -> String {
+    at.format("%H:%M:%S%.3f").to_string()
+}
+
+fn second_clock(second: i64) -> String {
+    DateTime::from_timestamp(second, 0).map_or_else(|| "-".to_owned(), |at| clock(&at))
+}
+
+fn or_dash(text: Option<&str>) -> &str {
+    text.unwrap_or("-")
+}
+
+/// An outcome in at most 13 columns, in words.
+fn outcome_label(outcome: Outcome) -> &'static str {
+    match outcome {
+        Outcome::RevisionConflict => "rev conflict",
+        Outcome::IdempotencyConflict => "key reuse",
+        Outcome::LeaseExpired => "lease expired",
+        other => other.as_str(),
     }
 }
 
-fn render_overview(frame: &mut Frame, area: Rect, model: &Model, theme: Theme) {
-    // Taller charts when the terminal has the room.
-    let chart = if area.height >= 26 { 7 } else { 4 };
-    let [totals, accepted, rejected, bottom] = Layout::vertical([
-        Constraint::Length(4),
-        Constraint::Length(chart),
-        Constraint::Length(chart),
-        Constraint::Min(3),
-    ])
-    .areas(area);
-    let total = |name: &str| model.totals.get(name).copied().unwrap_or(0);
-    let lines = vec![
-        Line::from(vec![
-            Span::styled(
-                format!("accepted {}", total("accepted")),
-                theme.outcome("accepted"),
-            ),
-            Span::raw(format!("  replayed {}", total("replayed"))),
-            Span::styled(
-                format!("  stale {}", total("stale")),
-                theme.outcome("stale"),
-            ),
-            Span::styled(
-                format!("  superseded {}", total("superseded")),
-                theme.outcome("superseded"),
-            ),
-        ]),
-        Line::from(vec![
-            Span::raw(format!("revision conflicts {}", total("revision_conflict"))),
-            Span::raw(format!("  key reuse {}", total("idempotency_conflict"))),
-            Span::raw(format!("  invalid {}", total("invalid"))),
-            Span::raw(format!("  unauthorized {}", total("unauthorized"))),
-            Span::raw(format!("  lease expired {}", total("lease_expired"))),
-        ]),
-    ];
-    let block = Block::bordered().title(Line::from(vec![
-        Span::styled(" Totals ", theme.bold()),
-        Span::styled(
-            format!(" {} open overlaps ", model.open_overlaps()),
-            theme.state(if model.open_overlaps() > 0 {
-                "open"
-            } else {
-                "closed"
-            }),
-        ),
-        Span::styled(
-            format!(" {} firing alerts ", model.firing_alerts()),
-            theme.state(if model.firing_alerts() > 0 {
-                "firing"
-            } else {
-                "inactive"
-            }),
-        ),
-    ]));
-    frame.render_widget(Paragraph::new(lines).block(block), totals);
-
-    let (ok, refused) = model.series();
-    let window = model.window_seconds();
-    let peak = |series: &[u64]| series.iter().copied().max().unwrap_or(0);
-    let last = |series: &[u64]| series.last().copied().unwrap_or(0);
-    frame.render_widget(
-        Sparkline::default()
-            .block(Block::bordered().title(format!(
-                " accepted/s over {window}s: now {} peak {} ",
-                last(&ok),
-                peak(&ok)
-            )))
-            .data(&ok)
-            .style(theme.fg(Color::Green)),
-        accepted,
-    );
-    frame.render_widget(
-        Sparkline::default()
-            .block(Block::bordered().title(format!(
-                " rejected/s over {window}s: now {} peak {} ",
-                last(&refused),
-                peak(&refused)
-            )))
-            .data(&refused)
-            .style(theme.fg(Color::Red)),
-        rejected,
-    );
-    let recent: Vec<Line> = model
-        .visible_rejections()
-        .into_iter()
-        .take(bottom.height.saturating_sub(2) as usize)
-        .map(|row| rejection_line(row, theme))
-        .collect();
-    let recent = if recent.is_empty() {
-        vec![Line::from("no rejected writes yet")]
-    } else {
-        recent
-    };
-    frame.render_widget(
-        Paragraph::new(recent).block(Block::bordered().title(" Latest rejections ")),
-        bottom,
-    );
-}
-
-fn rejection_line(row: &Value, theme: Theme) -> Line<'static> {
-    let outcome = row["outcome"].as_str().unwrap_or("-").to_owned();
-    Line::from(vec![
-        Span::raw(format!("{} ", clock(&row["at"]))),
-        Span::styled(format!("{outcome:<12}"), theme.outcome(&outcome)),
-        Span::raw(format!(
-            " {} gen {} < {} by {}",
-            text(&row["resource"]),
-            text(&row["token"]),
-            text(&row["highest_token"]),
-            text(&row["owner"])
-        )),
-    ])
+/// "61 < 62": the generation written with, against the highest accepted.
+fn generations(token: Option<i64>, highest: i64) -> String {
+    match token {
+        Some(token) if token < highest => format!("{token} < {highest}"),
+        Some(token) => token.to_string(),
+        None => "-".to_owned(),
+    }
 }
 
 fn table_state(selected: usize) -> TableState {
     TableState::default().with_selected(Some(selected))
 }
 
-fn render_overlaps(frame: &mut Frame, area: Rect, model: &Model, theme: Theme) {
-    let rows: Vec<Row> = model
-        .visible_overlaps()
-        .into_iter()
-        .map(|o| {
-            let state = o["state"].as_str().unwrap_or("-");
-            Row::new(vec![
-                Cell::from(state.to_uppercase()).style(theme.state(state)),
-                Cell::from(text(&o["resource"])),
-                Cell::from(text(&o["stale_token"])),
-                Cell::from(text(&o["superseding_token"])),
-                Cell::from(text(&o["stale_owner"])),
-                Cell::from(text(&o["superseding_owner"])),
-                Cell::from(text(&o["rejected_writes"])),
-                Cell::from(clock(&o["first_seen"])),
-                Cell::from(clock(&o["last_seen"])),
-            ])
-        })
-        .collect();
-    let count = rows.len();
-    let table = Table::new(
-        rows,
-        [
-            Constraint::Length(6),
-            Constraint::Fill(2),
-            Constraint::Length(6),
-            Constraint::Length(6),
-            Constraint::Fill(1),
-            Constraint::Fill(1),
-            Constraint::Length(6),
-            Constraint::Length(8),
-            Constraint::Length(8),
-        ],
-    )
-    .header(
-        Row::new([
-            "STATE",
-            "RESOURCE",
-            "STALE",
-            "NEW",
-            "STALE OWNER",
-            "NEW OWNER",
-            "COUNT",
-            "FIRST",
-            "LAST",
-        ])
-        .style(theme.bold()),
-    )
-    .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED))
-    .block(Block::bordered().title(format!(
-        " Ownership overlaps: {count} (sorted by {}) ",
-        model.sort.label()
-    )));
-    frame.render_stateful_widget(table, area, &mut table_state(model.selected));
-}
-
-fn render_rejections(frame: &mut Frame, area: Rect, model: &Model, theme: Theme) {
-    let rows: Vec<Row> = model
-        .visible_rejections()
-        .into_iter()
-        .map(|r| {
-            let outcome = r["outcome"].as_str().unwrap_or("-");
-            Row::new(vec![
-                Cell::from(clock(&r["at"])),
-                Cell::from(outcome.to_owned()).style(theme.outcome(outcome)),
-                Cell::from(text(&r["resource"])),
-                Cell::from(text(&r["token"])),
-                Cell::from(text(&r["highest_token"])),
-                Cell::from(text(&r["owner"])),
-            ])
-        })
-        .collect();
-    let count = rows.len();
-    let table = Table::new(
-        rows,
-        [
-            Constraint::Length(8),
-            Constraint::Length(18),
-            Constraint::Fill(2),
-            Constraint::Length(7),
-            Constraint::Length(7),
-            Constraint::Fill(1),
-        ],
-    )
-    .header(
-        Row::new(["TIME", "OUTCOME", "RESOURCE", "TOKEN", "HIGHEST", "OWNER"]).style(theme.bold()),
-    )
-    .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED))
-    .block(Block::bordered().title(format!(" Rejected writes: {count} ")));
-    frame.render_stateful_widget(table, area, &mut table_state(model.selected));
-}
-
-fn render_alerts(frame: &mut Frame, area: Rect, model: &Model, theme: Theme) {
-    let rows: Vec<Row> = model
-        .alerts
-        .values()
-        .map(|a| {
-            let state = a["state"].as_str().unwrap_or("-");
-            Row::new(vec![
-                Cell::from(state.to_uppercase()).style(theme.state(state)),
-                Cell::from(text(&a["rule"])),
-                Cell::from(text(&a["resource"])),
-                Cell::from(format!("{} > {}", text(&a["value"]), text(&a["threshold"]))),
-                Cell::from(clock(&a["since"])),
-            ])
-        })
-        .collect();
-    let table = Table::new(
-        rows,
-        [
-            Constraint::Length(9),
-            Constraint::Fill(2),
-            Constraint::Fill(2),
-            Constraint::Length(10),
-            Constraint::Length(8),
-        ],
-    )
-    .header(Row::new(["STATE", "RULE", "RESOURCE", "VALUE", "SINCE"]).style(theme.bold()))
-    .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED))
-    .block(Block::bordered().title(" Alerts "));
-    frame.render_stateful_widget(table, area, &mut table_state(model.selected));
-}
-
-fn render_timeline(frame: &mut Frame, area: Rect, model: &Model, theme: Theme) {
-    let Some((resource, rows)) = &model.timeline else {
-        return;
-    };
-    let table_rows: Vec<Row> = rows
-        .iter()
-        .map(|r| {
-            let outcome = r["outcome"].as_str().unwrap_or("-");
-            Row::new(vec![
-                Cell::from(clock(&r["at"])),
-                Cell::from(outcome.to_owned()).style(theme.outcome(outcome)),
-                Cell::from(text(&r["token"])),
-                Cell::from(text(&r["highest_token"])),
-                Cell::from(text(&r["revision"])),
-                Cell::from(text(&r["owner"])),
-                Cell::from(text(&r["detail"])),
-            ])
-        })
-        .collect();
-    let title = if rows.is_empty() {
-        format!(" Timeline of {resource}: loading… (Esc back) ")
-    } else {
-        format!(
-            " Timeline of {resource}: {} writes, oldest first (Esc back) ",
-            rows.len()
-        )
-    };
-    let table = Table::new(
-        table_rows,
-        [
-            Constraint::Length(8),
-            Constraint::Length(18),
-            Constraint::Length(6),
-            Constraint::Length(7),
-            Constraint::Length(4),
-            Constraint::Length(10),
-            Constraint::Fill(1),
-        ],
-    )
-    .header(
-        Row::new([
-            "TIME", "OUTCOME", "TOKEN", "HIGHEST", "REV", "OWNER", "DETAIL",
-        ])
-        .style(theme.bold()),
-    )
-    .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED))
-    .block(Block::bordered().title(title));
-    frame.render_stateful_widget(table, area, &mut table_state(model.selected));
+/// Whether a table has room for its optional columns.
+fn wide(area: Rect) -> bool {
+    area.width >= 120
 }
 
 fn render_help(frame: &mut Frame, area: Rect, theme: Theme) {
-    let width = 44.min(area.width);
-    let height = (BINDINGS.len() as u16 + 2).min(area.height);
+    // Two columns of keys when one does not fit the height.
+    let halves = if BINDINGS.len() as u16 + 2 > area.height {
+        2
+    } else {
+        1
+    };
+    let per_column = BINDINGS.len().div_ceil(halves);
+    let width = (40 * halves as u16).min(area.width);
+    let height = (per_column as u16 + 2).min(area.height);
     let popup = Rect {
         x: area.x + (area.width.saturating_sub(width)) / 2,
         y: area.y + (area.height.saturating_sub(height)) / 2,
         width,
         height,
     };
-    let lines: Vec<Line> = BINDINGS
-        .iter()
-        .map(|b| {
-            Line::from(vec![
-                Span::styled(format!("{:>7}  ", b.label), theme.bold()),
-                Span::raw(b.description),
-            ])
+    let entry = |b: &super::keys::Binding| {
+        vec![
+            Span::styled(format!("{:>7}  ", b.label), theme.bold()),
+            Span::raw(format!("{:<29}", b.description)),
+        ]
+    };
+    let lines: Vec<Line> = (0..per_column)
+        .map(|i| {
+            let mut spans = Vec::new();
+            for column in 0..halves {
+                if let Some(binding) = BINDINGS.get(column * per_column + i) {
+                    spans.extend(entry(binding));
+                }
+            }
+            Line::from(spans)
         })
         .collect();
     frame.render_widget(Clear, popup);
@@ -512,130 +274,4 @@ fn render_help(frame: &mut Frame, area: Rect, theme: Theme) {
             .block(Block::bordered().title(" Keys (? or Esc to close) ")),
         popup,
     );
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::tui::fixtures::incident;
-    use crate::tui::keys::Action;
-    use crate::tui::model::Msg;
-    use ratatui::backend::TestBackend;
-    use ratatui::Terminal;
-    use std::time::Duration;
-
-    const URL: &str = "http://127.0.0.1:7420";
-
-    fn draw(model: &Model, width: u16, height: u16, color: bool) -> Terminal<TestBackend> {
-        let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
-        terminal
-            .draw(|frame| render(frame, model, URL, Theme { color }))
-            .unwrap();
-        terminal
-    }
-
-    fn snapshot(name: &str, model: &Model) {
-        for (width, height) in [(100, 30), (80, 24)] {
-            let terminal = draw(model, width, height, true);
-            insta::assert_snapshot!(format!("{name}_{width}x{height}"), terminal.backend());
-        }
-    }
-
-    fn in_view(action: Action) -> Model {
-        let mut model = incident();
-        model.update(Msg::Key(action));
-        model
-    }
-
-    #[test]
-    fn overview() {
-        snapshot("overview", &incident());
-    }
-
-    #[test]
-    fn overlaps() {
-        snapshot("overlaps", &in_view(Action::Show(View::Overlaps)));
-    }
-
-    #[test]
-    fn rejections() {
-        snapshot("rejections", &in_view(Action::Show(View::Rejections)));
-    }
-
-    #[test]
-    fn alerts() {
-        snapshot("alerts", &in_view(Action::Show(View::Alerts)));
-    }
-
-    #[test]
-    fn timeline() {
-        let mut model = in_view(Action::Show(View::Overlaps));
-        model.update(Msg::Key(Action::Open));
-        model.update(Msg::Timeline {
-            resource: "accounts/totals".into(),
-            rows: model.rejections.iter().rev().cloned().collect(),
-        });
-        snapshot("timeline", &model);
-    }
-
-    #[test]
-    fn paused() {
-        let mut model = incident();
-        model.update(Msg::Key(Action::Pause));
-        model.update(crate::tui::fixtures::write(
-            9,
-            "stale",
-            "accounts/totals",
-            6,
-            8,
-            "worker-6",
-        ));
-        snapshot("paused", &model);
-    }
-
-    #[test]
-    fn reconnecting() {
-        let mut model = incident();
-        model.update(Msg::Disconnected {
-            attempt: 4,
-            retry_in: Duration::from_millis(2000),
-            error: "connection refused".into(),
-        });
-        snapshot("reconnecting", &model);
-    }
-
-    #[test]
-    fn help_open() {
-        snapshot("help", &in_view(Action::Help));
-    }
-
-    #[test]
-    fn filtering() {
-        let mut model = in_view(Action::Show(View::Rejections));
-        model.update(Msg::Key(Action::Filter));
-        for c in "billing".chars() {
-            model.update(Msg::FilterInput(c));
-        }
-        snapshot("filtering", &model);
-    }
-
-    /// Without colour the screen says the same, and no cell carries a colour.
-    #[test]
-    fn no_colour() {
-        let model = incident();
-        let colored = draw(&model, 100, 30, true);
-        let plain = draw(&model, 100, 30, false);
-        assert_eq!(colored.backend().to_string(), plain.backend().to_string());
-        let cells = &plain.backend().buffer().content;
-        assert!(cells
-            .iter()
-            .all(|cell| cell.fg == Color::Reset && cell.bg == Color::Reset));
-        assert!(colored
-            .backend()
-            .buffer()
-            .content
-            .iter()
-            .any(|cell| cell.fg != Color::Reset));
-        insta::assert_snapshot!("no_colour_100x30", plain.backend());
-    }
 }
