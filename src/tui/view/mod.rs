@@ -231,7 +231,7 @@ fn table_state(selected: usize) -> TableState {
 
 /// Whether a table has room for its optional columns.
 fn wide(area: Rect) -> bool {
-    area.width >= 120
+    area.width >= 100
 }
 
 fn render_help(frame: &mut Frame, area: Rect, theme: Theme) {
