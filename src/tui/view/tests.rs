@@ -79,7 +79,8 @@ async fn drive(width: u16, height: u16, steps: Vec<Step>, color: bool) -> (TestB
         for msg in incident_messages() {
             sender.send(msg).await.unwrap();
         }
-        tokio::time::sleep(Duration::from_secs(2)).await;
+        // Off the second boundary, so that a key never races the clock's tick.
+        tokio::time::sleep(Duration::from_millis(2_450)).await;
         for step in steps {
             match step {
                 Step::Key(code) => keys_in.send(KeyEvent::from(code)).await.unwrap(),
