@@ -764,11 +764,8 @@ pub async fn run_dashboard(events: usize) -> anyhow::Result<DashboardReport> {
     let mut seen = 0;
     while let Some(event) = stream.next().await {
         let event = event.context("the bench's own stream did not decode")?;
-        let data: serde_json::Value = serde_json::from_str(&event.data)?;
-        model.update(Msg::Event {
-            kind: event.event,
-            data,
-        });
+        let parsed = crate::api::events::DaemonEvent::parse(&event.event, &event.data)?;
+        model.update(Msg::Event(parsed));
         seen += 1;
     }
     let seconds = started.elapsed().as_secs_f64();

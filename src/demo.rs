@@ -88,17 +88,15 @@ pub async fn run(options: DemoOptions) -> anyhow::Result<()> {
     let alert_watch = tokio::spawn(async move {
         while let Ok(event) = alert_events.recv().await {
             if let Event::Alert(alert) = event {
-                if alert["state"] == "firing" {
+                if alert.state == crate::domain::alert::AlertState::Firing {
                     counter.fetch_add(1, Ordering::Relaxed);
                     if let Ok(mut names) = names.lock() {
-                        let resource = alert["resource"]
-                            .as_str()
+                        let resource = alert
+                            .resource
+                            .as_deref()
                             .map(|r| format!(" on {r}"))
                             .unwrap_or_default();
-                        names.push(format!(
-                            "{}{resource}",
-                            alert["rule"].as_str().unwrap_or("?")
-                        ));
+                        names.push(format!("{}{resource}", alert.rule));
                     }
                 }
             }

@@ -4,6 +4,7 @@
 //! it, never the other way round.
 
 pub mod alerts;
+pub mod api;
 pub mod audit_cli;
 pub mod bench;
 pub mod cli;

@@ -2,6 +2,7 @@
 //! from them.
 
 use crate::alerts::{spawn_notifier, watch_alerts, AlertConfig, Evaluator};
+use crate::api::events::{AlertEvent, OverlapChange, OverlapEvent};
 use crate::domain::{AuditEntry, Holder, OverlapState};
 use crate::events::{spawn_tail, Event, EventBus, StatsView, TailHandle, TailSources};
 use crate::metrics::Metrics;
@@ -20,8 +21,8 @@ const REPLAY_PAGE: u32 = 500;
 #[derive(Debug, Clone)]
 pub enum LiveMessage {
     Write(Arc<AuditEntry>),
-    Overlap(Arc<serde_json::Value>),
-    Alert(Arc<serde_json::Value>),
+    Overlap(Arc<OverlapEvent>),
+    Alert(Arc<AlertEvent>),
     Stats(StatsView),
 }
 
@@ -210,16 +211,18 @@ async fn watch_overlaps(store: Store, bus: EventBus, quiet: Duration, open: Gaug
                     continue;
                 }
                 let change = match (overlap.state, previous) {
-                    (OverlapState::Closed, _) => "closed",
-                    (OverlapState::Open, None) if overlap.rejected_writes == 1 => "opened",
-                    (OverlapState::Open, _) => "grew",
+                    (OverlapState::Closed, _) => OverlapChange::Closed,
+                    (OverlapState::Open, None) if overlap.rejected_writes == 1 => {
+                        OverlapChange::Opened
+                    }
+                    (OverlapState::Open, _) => OverlapChange::Grew,
                 };
-                let mut event = serde_json::to_value(&overlap).unwrap_or_default();
-                if let Some(object) = event.as_object_mut() {
-                    object.insert("change".into(), change.into());
-                }
-                bus.publish(Event::Overlap(Arc::new(event)));
-                published.insert(overlap.id, (version, updated));
+                let id = overlap.id;
+                bus.publish(Event::Overlap(Arc::new(OverlapEvent {
+                    overlap,
+                    change: Some(change),
+                })));
+                published.insert(id, (version, updated));
                 since = since.max(updated);
             }
             published.retain(|_, (_, updated)| *updated >= since - 2 * OVERLAP_MARGIN_US);

@@ -16,7 +16,7 @@ use crate::events::{Event, EventBus};
 use crate::store::{AcquireResult, Store, StoreError, StoredAlert};
 use chrono::DateTime;
 use prometheus_client::metrics::gauge::Gauge;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -50,7 +50,7 @@ pub fn firing_ends_at(now_us: i64, resend_us: i64, evaluation_us: i64) -> i64 {
 }
 
 /// An alert as the API and the live stream show it.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct AlertView {
     pub rule: String,
     /// The resource, for per-resource rules.
@@ -331,10 +331,7 @@ pub async fn watch_alerts(store: Store, bus: EventBus, config: Arc<AlertConfig>,
                 continue; // the state at start-up is not a change
             }
             if let Some(rule) = config.rules.iter().find(|r| r.name == stored.rule) {
-                let view = AlertView::new(rule, Some(stored));
-                if let Ok(value) = serde_json::to_value(&view) {
-                    bus.publish(Event::Alert(Arc::new(value)));
-                }
+                bus.publish(Event::Alert(Arc::new(AlertView::new(rule, Some(stored)))));
             }
         }
         first = false;

@@ -2,9 +2,9 @@
 //! an alert fires; a firing alert keeps firing for `keep_firing_for` after the condition stops
 //! holding, then resolves. Pure: the evaluator feeds it the condition and the time.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AlertState {
     Inactive,

@@ -1,12 +1,15 @@
 use super::Outcome;
 use chrono::{DateTime, SecondsFormat, Utc};
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// One row of the audit: one write attempt and what became of it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuditEntry {
     pub id: i64,
-    #[serde(serialize_with = "serialize_rfc3339_micros")]
+    #[serde(
+        serialize_with = "serialize_rfc3339_micros",
+        deserialize_with = "deserialize_rfc3339"
+    )]
     pub at: DateTime<Utc>,
     pub resource: String,
     pub outcome: Outcome,
@@ -59,6 +62,29 @@ pub fn serialize_rfc3339_micros<S: Serializer>(
     serializer: S,
 ) -> Result<S::Ok, S::Error> {
     serializer.serialize_str(&format_rfc3339_micros(at))
+}
+
+/// Reads what `serialize_rfc3339_micros` wrote (any RFC 3339 time, in fact).
+pub fn deserialize_rfc3339<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<DateTime<Utc>, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    DateTime::parse_from_rfc3339(&text)
+        .map(|at| at.with_timezone(&Utc))
+        .map_err(serde::de::Error::custom)
+}
+
+/// The optional form of `deserialize_rfc3339`: `null` is `None`.
+pub fn deserialize_optional_rfc3339<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<DateTime<Utc>>, D::Error> {
+    Option::<String>::deserialize(deserializer)?
+        .map(|text| {
+            DateTime::parse_from_rfc3339(&text)
+                .map(|at| at.with_timezone(&Utc))
+                .map_err(serde::de::Error::custom)
+        })
+        .transpose()
 }
 
 #[cfg(test)]

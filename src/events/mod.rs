@@ -10,6 +10,7 @@ pub use feed::{CommitFeed, Taken};
 pub use stats::{Rates, StatsView, StatsWindow};
 pub use tail::{spawn_tail, TailHandle, TailSources};
 
+use crate::api::events::{AlertEvent, OverlapEvent};
 use crate::domain::AuditEntry;
 use prometheus_client::metrics::counter::Counter;
 use std::sync::Arc;
@@ -20,10 +21,10 @@ use tokio::sync::broadcast;
 pub enum Event {
     /// An audit row, delivered in id order once every lower id is final.
     Write(Arc<AuditEntry>),
-    /// An ownership overlap opened, grew or closed (its state as JSON).
-    Overlap(Arc<serde_json::Value>),
-    /// An alert changed state (as JSON).
-    Alert(Arc<serde_json::Value>),
+    /// An ownership overlap opened, grew or closed.
+    Overlap(Arc<OverlapEvent>),
+    /// An alert changed state.
+    Alert(Arc<AlertEvent>),
 }
 
 /// A bounded broadcast: a subscriber that falls behind loses its place (and refills from the

@@ -2,7 +2,7 @@
 //! a ring of one-second buckets.
 
 use crate::domain::Outcome;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 const SECONDS: usize = 300;
@@ -17,16 +17,16 @@ pub struct StatsWindow {
 }
 
 /// Writes per second over one window, per outcome and in all.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Rates {
     pub total: f64,
-    pub by_outcome: BTreeMap<&'static str, f64>,
+    pub by_outcome: BTreeMap<String, f64>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct StatsView {
-    pub totals: BTreeMap<&'static str, u64>,
-    pub rates: BTreeMap<&'static str, Rates>,
+    pub totals: BTreeMap<String, u64>,
+    pub rates: BTreeMap<String, Rates>,
     pub open_overlaps: u64,
     pub firing_alerts: u64,
     pub events_dropped: u64,
@@ -86,11 +86,11 @@ impl StatsWindow {
     }
 
     pub fn rates(&self, now: i64, seconds: usize) -> Rates {
-        let by_outcome: BTreeMap<&'static str, f64> = Outcome::ALL
+        let by_outcome: BTreeMap<String, f64> = Outcome::ALL
             .iter()
             .map(|o| {
                 (
-                    o.as_str(),
+                    o.as_str().to_owned(),
                     self.count_since(*o, now, seconds) as f64 / seconds as f64,
                 )
             })
@@ -105,11 +105,11 @@ impl StatsWindow {
         StatsView {
             totals: Outcome::ALL
                 .iter()
-                .map(|o| (o.as_str(), self.total(*o)))
+                .map(|o| (o.as_str().to_owned(), self.total(*o)))
                 .collect(),
             rates: [("10s", 10), ("1m", 60), ("5m", 300)]
                 .into_iter()
-                .map(|(name, seconds)| (name, self.rates(now, seconds)))
+                .map(|(name, seconds)| (name.to_owned(), self.rates(now, seconds)))
                 .collect(),
             open_overlaps: 0,
             firing_alerts: 0,

@@ -75,9 +75,22 @@ pub fn parse_query(raw: &str) -> Result<AuditQuery, Problem> {
                         })?,
                 );
             }
+            "after" => {
+                query.after = Some(
+                    value
+                        .parse::<i64>()
+                        .ok()
+                        .filter(|after| *after >= 0)
+                        .ok_or_else(|| {
+                            Problem::invalid_request(
+                                "after must be an audit id (an integer from 0)",
+                            )
+                        })?,
+                );
+            }
             other => {
                 return Err(Problem::invalid_request(format!(
-                    "unknown parameter {other:?}; known: resource, limit, before"
+                    "unknown parameter {other:?}; known: resource, limit, before, after"
                 )))
             }
         }
@@ -98,6 +111,8 @@ mod tests {
         let query = parse_query("resource=accounts%2Ftotals&limit=1000&before=42").unwrap();
         assert_eq!(query.resource.unwrap().as_str(), "accounts/totals");
         assert_eq!((query.limit, query.before), (1000, Some(42)));
+        let query = parse_query("after=0&before=9").unwrap();
+        assert_eq!((query.after, query.before), (Some(0), Some(9)));
         assert_eq!(
             parse_query("resource=a+b%2Fc")
                 .unwrap()
@@ -115,6 +130,9 @@ mod tests {
             "limit=",
             "before=0",
             "before=-3",
+            "after=-1",
+            "after=x",
+            "after=1&after=2",
             "before=99999999999999999999",
             "resource=",
             "resource=%00",

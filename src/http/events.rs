@@ -61,8 +61,10 @@ fn sse_event(message: LiveMessage) -> SseEvent {
             .data(serde_json::to_string(&row).unwrap_or_default()),
         LiveMessage::Overlap(overlap) => SseEvent::default()
             .event("overlap")
-            .data(overlap.to_string()),
-        LiveMessage::Alert(alert) => SseEvent::default().event("alert").data(alert.to_string()),
+            .data(serde_json::to_string(&*overlap).unwrap_or_default()),
+        LiveMessage::Alert(alert) => SseEvent::default()
+            .event("alert")
+            .data(serde_json::to_string(&*alert).unwrap_or_default()),
         LiveMessage::Stats(stats) => SseEvent::default()
             .event("stats")
             .data(serde_json::to_string(&stats).unwrap_or_default()),

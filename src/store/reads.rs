@@ -19,6 +19,9 @@ pub struct AuditQuery {
     pub resource: Option<ResourceKey>,
     /// Only rows with an id below this one (exclusive).
     pub before: Option<i64>,
+    /// Only rows with an id above this one (exclusive): the page is then the `limit` oldest
+    /// such rows (still returned newest first).
+    pub after: Option<i64>,
     pub limit: u32,
 }
 
@@ -54,7 +57,12 @@ impl Store {
             sql.push_str(&format!(" AND id < ${next_param}"));
             next_param += 1;
         }
-        sql.push_str(&format!(" ORDER BY id DESC LIMIT ${next_param}"));
+        if query.after.is_some() {
+            sql.push_str(&format!(" AND id > ${next_param}"));
+            next_param += 1;
+        }
+        let order = if query.after.is_some() { "ASC" } else { "DESC" };
+        sql.push_str(&format!(" ORDER BY id {order} LIMIT ${next_param}"));
         let mut statement = sqlx::query(&sql);
         if let Some(resource) = &query.resource {
             statement = statement.bind(resource.as_str());
@@ -62,11 +70,19 @@ impl Store {
         if let Some(before) = query.before {
             statement = statement.bind(before);
         }
+        if let Some(after) = query.after {
+            statement = statement.bind(after);
+        }
         let rows = statement
             .bind(i64::from(query.limit))
             .fetch_all(&self.reader)
             .await?;
-        rows.iter().map(audit_entry).collect()
+        let mut entries: Vec<AuditEntry> =
+            rows.iter().map(audit_entry).collect::<Result<_, _>>()?;
+        if query.after.is_some() {
+            entries.reverse();
+        }
+        Ok(entries)
     }
 }
 

@@ -19,6 +19,10 @@ pub enum Action {
     Sort,
     Up,
     Down,
+    PageUp,
+    PageDown,
+    Home,
+    End,
     Open,
 }
 
@@ -150,6 +154,34 @@ pub const BINDINGS: &[Binding] = &[
         label: "↓/j",
         description: "down",
         action: Action::Down,
+        footer: false,
+    },
+    Binding {
+        keys: &[KeyCode::PageUp],
+        label: "PgUp",
+        description: "page up (older)",
+        action: Action::PageUp,
+        footer: false,
+    },
+    Binding {
+        keys: &[KeyCode::PageDown],
+        label: "PgDn",
+        description: "page down (newer)",
+        action: Action::PageDown,
+        footer: false,
+    },
+    Binding {
+        keys: &[KeyCode::Home, KeyCode::Char('g')],
+        label: "Home/g",
+        description: "first row (oldest)",
+        action: Action::Home,
+        footer: false,
+    },
+    Binding {
+        keys: &[KeyCode::End, KeyCode::Char('G')],
+        label: "End/G",
+        description: "last row (newest, live)",
+        action: Action::End,
         footer: false,
     },
 ];

@@ -9,6 +9,7 @@ pub mod view;
 use client::DaemonClient;
 use crossterm::event::{Event as TermEvent, EventStream, KeyCode, KeyEventKind};
 use futures_util::{Stream, StreamExt};
+use model::timeline::Fetch;
 use model::{Command, Model, Msg};
 use ratatui::backend::Backend;
 use ratatui::Terminal;
@@ -35,38 +36,70 @@ pub async fn run(client: DaemonClient, theme: Theme) -> anyhow::Result<()> {
             _ => None,
         }
     }));
+    let url = client.base().to_owned();
     let result = run_loop(
         &mut terminal.terminal,
         Model::new(),
         messages,
         keys,
-        client,
-        to_model,
-        theme,
+        Loop {
+            effects: &client,
+            to_model,
+            url: &url,
+            theme,
+            clock: &|| chrono::Utc::now().timestamp(),
+        },
     )
     .await;
     follower.abort();
     drop(terminal);
-    result
+    result.map(drop)
+}
+
+/// What the loop does for the model's commands: the daemon client, or a script in tests.
+pub trait Effects {
+    /// Fetches timeline rows and sends them to the model as `Msg::Timeline`.
+    fn fetch_timeline(&self, resource: String, fetch: Fetch, to_model: mpsc::Sender<Msg>);
+}
+
+impl Effects for DaemonClient {
+    fn fetch_timeline(&self, resource: String, fetch: Fetch, to_model: mpsc::Sender<Msg>) {
+        let client = self.clone();
+        tokio::spawn(async move {
+            match client.timeline(&resource, fetch).await {
+                Ok(page) => {
+                    let _ = to_model.send(Msg::Timeline { resource, page }).await;
+                }
+                Err(error) => tracing::debug!(%error, "cannot load the timeline"),
+            }
+        });
+    }
+}
+
+/// The loop's surroundings.
+pub struct Loop<'a, E: Effects> {
+    pub effects: &'a E,
+    pub to_model: mpsc::Sender<Msg>,
+    pub url: &'a str,
+    pub theme: Theme,
+    /// Seconds since the epoch (tests give a clock that follows paused tokio time).
+    pub clock: &'a (dyn Fn() -> i64 + Sync),
 }
 
 /// The loop, generic over the backend so that tests can drive it headless.
-pub async fn run_loop<B: Backend>(
+pub async fn run_loop<B: Backend, E: Effects>(
     terminal: &mut Terminal<B>,
     mut model: Model,
     mut messages: mpsc::Receiver<Msg>,
     keys: impl Stream<Item = crossterm::event::KeyEvent> + Unpin,
-    client: DaemonClient,
-    to_model: mpsc::Sender<Msg>,
-    theme: Theme,
-) -> anyhow::Result<()>
+    env: Loop<'_, E>,
+) -> anyhow::Result<Model>
 where
     B::Error: Send + Sync + 'static,
 {
     let mut keys = keys;
     let mut frames = tokio::time::interval(FRAME);
     frames.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    let url = client.base().to_owned();
     loop {
         let command = tokio::select! {
             message = messages.recv() => match message {
@@ -88,23 +121,18 @@ where
                 None => Some(Command::Quit),
             },
             _ = frames.tick() => {
-                model.update(Msg::Tick { now: chrono::Utc::now().timestamp() });
+                model.update(Msg::Tick { now: (env.clock)() });
                 terminal
-                    .draw(|frame| view::render(frame, &model, &url, theme))
+                    .draw(|frame| view::render(frame, &model, env.url, env.theme))
                     .map_err(|e| anyhow::anyhow!("failed to draw: {e}"))?;
                 None
             }
         };
         match command {
-            Some(Command::Quit) => return Ok(()),
-            Some(Command::FetchTimeline(resource)) => {
-                let client = client.clone();
-                let to_model = to_model.clone();
-                tokio::spawn(async move {
-                    if let Ok(rows) = client.timeline(&resource).await {
-                        let _ = to_model.send(Msg::Timeline { resource, rows }).await;
-                    }
-                });
+            Some(Command::Quit) => return Ok(model),
+            Some(Command::FetchTimeline { resource, fetch }) => {
+                env.effects
+                    .fetch_timeline(resource, fetch, env.to_model.clone());
             }
             None => {}
         }
@@ -172,10 +200,49 @@ pub async fn overview_json(client: &DaemonClient) -> Result<serde_json::Value, S
 #[cfg(test)]
 pub(crate) mod fixtures {
     //! A dashboard mid-incident, at a fixed time, for model tests and snapshots.
-    use super::model::{Model, Msg};
-    use serde_json::{json, Value};
+    use super::model::{Model, Msg, Snapshot};
+    use crate::alerts::AlertView;
+    use crate::api::events::{DaemonEvent, OverlapEvent, StatsEvent, WriteEvent};
+    use crate::domain::alert::AlertState;
+    use crate::domain::{Outcome, Overlap, OverlapState};
+    use chrono::{DateTime, Utc};
+    use std::sync::Arc;
 
     pub const NOW: i64 = 1_764_474_000; // 2025-11-30T03:40:00Z
+
+    pub fn at(seconds_before_now: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(NOW - seconds_before_now, 123_456_000).unwrap_or_default()
+    }
+
+    pub fn row(
+        id: i64,
+        outcome: &str,
+        resource: &str,
+        token: i64,
+        highest: i64,
+        owner: &str,
+    ) -> Arc<WriteEvent> {
+        let outcome = Outcome::parse(outcome).unwrap_or(Outcome::Invalid);
+        Arc::new(WriteEvent {
+            id,
+            at: at(2),
+            resource: resource.into(),
+            outcome,
+            token: Some(token),
+            highest_token: highest,
+            revision: id,
+            idempotency_key: None,
+            expected_revision: None,
+            owner: Some(owner.into()),
+            lease: None,
+            body_sha256: None,
+            body_len: None,
+            detail: outcome
+                .is_rejection()
+                .then(|| "generation was superseded".to_owned()),
+            caller: None,
+        })
+    }
 
     pub fn write(
         id: i64,
@@ -185,14 +252,9 @@ pub(crate) mod fixtures {
         highest: i64,
         owner: &str,
     ) -> Msg {
-        Msg::Event {
-            kind: "write".into(),
-            data: json!({
-                "id": id, "at": "2025-11-30T03:39:58.123456Z", "resource": resource, "outcome": outcome,
-                "token": token, "highest_token": highest, "revision": id, "owner": owner,
-                "detail": if outcome == "accepted" { Value::Null } else { json!("generation was superseded") },
-            }),
-        }
+        Msg::Event(DaemonEvent::Write(row(
+            id, outcome, resource, token, highest, owner,
+        )))
     }
 
     pub fn overlap(
@@ -202,38 +264,94 @@ pub(crate) mod fixtures {
         newer: i64,
         count: i64,
         state: &str,
-    ) -> Value {
-        json!({
-            "id": id, "resource": resource, "stale_token": stale, "superseding_token": newer,
-            "stale_owner": format!("worker-{stale}"), "superseding_owner": format!("worker-{newer}"),
-            "first_seen": "2025-11-30T03:39:50.000000Z", "last_seen": format!("2025-11-30T03:39:5{id}.000000Z"),
-            "rejected_writes": count, "state": state, "closed_at": null,
-        })
+    ) -> OverlapEvent {
+        OverlapEvent {
+            overlap: Overlap {
+                id,
+                resource: resource.into(),
+                stale_token: stale,
+                superseding_token: newer,
+                stale_owner: Some(format!("worker-{stale}")),
+                superseding_owner: Some(format!("worker-{newer}")),
+                first_seen: at(10),
+                last_seen: at(id),
+                rejected_writes: count,
+                state: OverlapState::parse(state).unwrap_or(OverlapState::Open),
+                closed_at: None,
+            },
+            change: None,
+        }
+    }
+
+    fn alert(rule: &str, resource: Option<&str>, state: AlertState, value: i64) -> AlertView {
+        AlertView {
+            rule: rule.into(),
+            resource: resource.map(str::to_owned),
+            state,
+            since: Some("2025-11-30T03:39:55.000000Z".into()),
+            fired_at: None,
+            value,
+            threshold: 20,
+            window_seconds: 60.0,
+            for_seconds: 0.0,
+            keep_firing_for_seconds: 0.0,
+            labels: Default::default(),
+            summary: String::new(),
+        }
     }
 
     pub fn incident() -> Model {
         let mut model = Model::new();
         model.update(Msg::Tick { now: NOW - 2 });
-        model.update(Msg::Connected {
+        for msg in incident_messages() {
+            model.update(msg);
+        }
+        model.update(Msg::Tick { now: NOW });
+        model
+    }
+
+    /// What the daemon sends in the incident: attach, then a few writes.
+    pub fn incident_messages() -> Vec<Msg> {
+        let mut messages = vec![Msg::Connected {
             replayed_from: None,
-        });
-        model.update(Msg::Snapshot {
+        }];
+        messages.push(Msg::Snapshot(Snapshot {
             overlaps: vec![
                 overlap(1, "accounts/totals", 7, 8, 4, "open"),
                 overlap(2, "billing/ledger", 3, 5, 1, "closed"),
             ],
             alerts: vec![
-                json!({"rule": "StaleOwnerSpike", "resource": null, "state": "firing", "since": "2025-11-30T03:39:55.000000Z", "value": 25, "threshold": 20}),
-                json!({"rule": "StaleOwnerSpikePerResource", "resource": "accounts/totals", "state": "pending", "since": "2025-11-30T03:39:57.000000Z", "value": 11, "threshold": 10}),
+                alert("StaleOwnerSpike", None, AlertState::Firing, 25),
+                alert(
+                    "StaleOwnerSpikePerResource",
+                    Some("accounts/totals"),
+                    AlertState::Pending,
+                    11,
+                ),
             ],
-            stats: Some(json!({"totals": {"accepted": 1200, "stale": 31, "superseded": 7, "replayed": 3}, "events_dropped": 0})),
-        });
+            stats: Some(StatsEvent {
+                totals: [
+                    ("accepted", 1200),
+                    ("stale", 31),
+                    ("superseded", 7),
+                    ("replayed", 3),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v))
+                .collect(),
+                rates: Default::default(),
+                open_overlaps: 1,
+                firing_alerts: 1,
+                events_dropped: 0,
+                through_audit_id: 0,
+            }),
+            writes: Vec::new(),
+        }));
         for id in 1..=6 {
-            model.update(write(id, "accepted", "accounts/totals", 8, 8, "worker-8"));
+            messages.push(write(id, "accepted", "accounts/totals", 8, 8, "worker-8"));
         }
-        model.update(write(7, "stale", "accounts/totals", 7, 8, "worker-7"));
-        model.update(write(8, "superseded", "billing/ledger", 3, 5, "worker-3"));
-        model.update(Msg::Tick { now: NOW });
-        model
+        messages.push(write(7, "stale", "accounts/totals", 7, 8, "worker-7"));
+        messages.push(write(8, "superseded", "billing/ledger", 3, 5, "worker-3"));
+        messages
     }
 }

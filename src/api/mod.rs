@@ -1,0 +1,3 @@
+//! What the daemon sends and its clients read: one set of serde types for both sides.
+
+pub mod events;

@@ -1,0 +1,828 @@
+//! The dashboard's state and how messages change it. Knows nothing of ratatui: the view is a
+//! pure function of this model, and every rule here is tested by feeding it messages.
+
+pub mod chart;
+pub mod timeline;
+
+use crate::api::events::{AlertEvent, DaemonEvent, OverlapEvent, StatsEvent, WriteEvent};
+use crate::domain::alert::AlertState;
+use crate::domain::{Outcome, OverlapState};
+use chart::{Rates, Series};
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+use timeline::{Anchor, Fetch, Page, Timeline};
+
+/// Rejected writes kept for the log.
+pub const REJECTION_LOG: usize = 2000;
+/// The chart's time windows, in seconds.
+pub const WINDOWS: [u64; 4] = [30, 60, 120, 300];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum View {
+    Overview,
+    Overlaps,
+    Rejections,
+    Alerts,
+    /// A resource's writes around an incident.
+    Timeline,
+}
+
+impl View {
+    pub const TABS: [View; 4] = [
+        View::Overview,
+        View::Overlaps,
+        View::Rejections,
+        View::Alerts,
+    ];
+
+    pub fn title(self) -> &'static str {
+        match self {
+            View::Overview => "Overview",
+            View::Overlaps => "Overlaps",
+            View::Rejections => "Rejections",
+            View::Alerts => "Alerts",
+            View::Timeline => "Timeline",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Connection {
+    Connecting,
+    Live,
+    /// Lost; the next attempt is in `retry_in` (attempt counts from 1).
+    Reconnecting {
+        attempt: u32,
+        retry_in: Duration,
+        error: String,
+    },
+}
+
+/// How the overlaps table is sorted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OverlapSort {
+    LastSeen,
+    Count,
+    Resource,
+}
+
+impl OverlapSort {
+    pub fn next(self) -> Self {
+        match self {
+            OverlapSort::LastSeen => OverlapSort::Count,
+            OverlapSort::Count => OverlapSort::Resource,
+            OverlapSort::Resource => OverlapSort::LastSeen,
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            OverlapSort::LastSeen => "last seen",
+            OverlapSort::Count => "count",
+            OverlapSort::Resource => "resource",
+        }
+    }
+}
+
+/// Everything that can happen to the dashboard.
+#[derive(Debug, Clone)]
+pub enum Msg {
+    /// A live event.
+    Event(DaemonEvent),
+    /// The state at attach, consistent as of one audit id.
+    Snapshot(Snapshot),
+    Connected {
+        replayed_from: Option<i64>,
+    },
+    Disconnected {
+        attempt: u32,
+        retry_in: Duration,
+        error: String,
+    },
+    /// Rows for the open timeline.
+    Timeline {
+        resource: String,
+        page: Page,
+    },
+    /// The clock, once per frame: seconds since the epoch.
+    Tick {
+        now: i64,
+    },
+    Key(crate::tui::keys::Action),
+    /// Typed into the filter while it is being edited.
+    FilterInput(char),
+    FilterBackspace,
+}
+
+/// What the daemon showed at attach: totals through `stats.through_audit_id`, and the audit's
+/// recent writes up to that same id.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    pub stats: Option<StatsEvent>,
+    /// Recent writes up to the stats' audit id, oldest first.
+    pub writes: Vec<Arc<WriteEvent>>,
+    pub overlaps: Vec<OverlapEvent>,
+    pub alerts: Vec<AlertEvent>,
+}
+
+/// A request from the model to the outside world.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    Quit,
+    FetchTimeline { resource: String, fetch: Fetch },
+}
+
+/// Rows a page key moves.
+pub const PAGE_ROWS: isize = 10;
+
+pub struct Model {
+    pub view: View,
+    /// The view to go back to from the timeline.
+    pub previous: View,
+    pub connection: Connection,
+    /// Seconds since the epoch of the last event received.
+    pub last_event: Option<i64>,
+    pub now: i64,
+    /// The second the charts stopped at, while paused.
+    pub paused_at: Option<i64>,
+    /// Events received while paused, applied on resume.
+    pub held: VecDeque<DaemonEvent>,
+    pub help: bool,
+    pub filter: String,
+    pub editing_filter: bool,
+    pub window_index: usize,
+    pub sort: OverlapSort,
+    pub selected: usize,
+    /// Writes per second, by each write's own time.
+    pub rates: Rates,
+    /// Totals per outcome, from the latest stats.
+    pub totals: BTreeMap<String, u64>,
+    pub events_dropped: u64,
+    pub overlaps: BTreeMap<i64, OverlapEvent>,
+    pub alerts: BTreeMap<(String, String), AlertEvent>,
+    pub rejections: VecDeque<Arc<WriteEvent>>,
+    /// The highest write id applied: where a reconnect resumes, and below which a write is
+    /// already counted.
+    pub last_write_id: Option<i64>,
+    /// Writes replayed from the audit after the last reconnect.
+    pub missed: u64,
+    pub replaying_from: Option<i64>,
+    pub timeline: Option<Timeline>,
+    pub writes_seen: u64,
+}
+
+impl Default for Model {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Model {
+    pub fn new() -> Self {
+        Self {
+            view: View::Overview,
+            previous: View::Overview,
+            connection: Connection::Connecting,
+            last_event: None,
+            now: 0,
+            paused_at: None,
+            held: VecDeque::new(),
+            help: false,
+            filter: String::new(),
+            editing_filter: false,
+            window_index: 1,
+            sort: OverlapSort::LastSeen,
+            selected: 0,
+            rates: Rates::default(),
+            totals: BTreeMap::new(),
+            events_dropped: 0,
+            overlaps: BTreeMap::new(),
+            alerts: BTreeMap::new(),
+            rejections: VecDeque::new(),
+            last_write_id: None,
+            missed: 0,
+            replaying_from: None,
+            timeline: None,
+            writes_seen: 0,
+        }
+    }
+
+    pub fn paused(&self) -> bool {
+        self.paused_at.is_some()
+    }
+
+    pub fn window_seconds(&self) -> u64 {
+        WINDOWS[self.window_index.min(WINDOWS.len() - 1)]
+    }
+
+    /// The second at the charts' right edge: now, or when the view was paused.
+    pub fn chart_now(&self) -> i64 {
+        self.paused_at.unwrap_or(self.now)
+    }
+
+    /// The chart over `columns` columns, the newest second at the right.
+    pub fn series(&self, columns: usize) -> Series {
+        self.rates
+            .series(self.chart_now(), self.window_seconds(), columns)
+    }
+
+    /// Applies a message; returns what the outside world must do, if anything.
+    pub fn update(&mut self, msg: Msg) -> Option<Command> {
+        match msg {
+            Msg::Event(event) => {
+                self.last_event = Some(self.now);
+                if self.paused() {
+                    self.held.push_back(event);
+                } else {
+                    self.apply(event);
+                }
+            }
+            Msg::Snapshot(snapshot) => self.apply_snapshot(snapshot),
+            Msg::Connected { replayed_from } => {
+                self.connection = Connection::Live;
+                self.replaying_from = replayed_from;
+                self.missed = 0;
+            }
+            Msg::Disconnected {
+                attempt,
+                retry_in,
+                error,
+            } => {
+                self.connection = Connection::Reconnecting {
+                    attempt,
+                    retry_in,
+                    error,
+                };
+            }
+            Msg::Timeline { resource, page } => {
+                if let Some(timeline) = self.timeline.as_mut().filter(|t| t.resource == resource) {
+                    timeline.apply(page);
+                }
+            }
+            Msg::Tick { now } => self.now = now,
+            Msg::FilterInput(c) => {
+                self.filter.push(c);
+                self.selected = 0;
+            }
+            Msg::FilterBackspace => {
+                self.filter.pop();
+            }
+            Msg::Key(action) => return self.act(action),
+        }
+        None
+    }
+
+    fn apply_snapshot(&mut self, snapshot: Snapshot) {
+        for overlap in snapshot.overlaps {
+            self.apply_overlap(overlap);
+        }
+        for alert in snapshot.alerts {
+            self.apply_alert(alert);
+        }
+        if let Some(stats) = snapshot.stats {
+            self.apply_stats(&stats);
+        }
+        // The audit up to the stats' id: the rejections and charts the totals include.
+        for row in snapshot.writes {
+            self.apply_write(row);
+        }
+    }
+
+    fn apply(&mut self, event: DaemonEvent) {
+        match event {
+            DaemonEvent::Write(row) => self.apply_write(row),
+            DaemonEvent::Overlap(overlap) => self.apply_overlap((*overlap).clone()),
+            DaemonEvent::Alert(alert) => self.apply_alert((*alert).clone()),
+            DaemonEvent::Stats(stats) => self.apply_stats(&stats),
+        }
+    }
+
+    fn apply_overlap(&mut self, overlap: OverlapEvent) {
+        self.overlaps.insert(overlap.overlap.id, overlap);
+    }
+
+    fn apply_alert(&mut self, alert: AlertEvent) {
+        let resource = alert.resource.clone().unwrap_or_default();
+        if !resource.is_empty() {
+            // A per-resource rule's "no instance yet" placeholder gives way to its first.
+            let placeholder = (alert.rule.clone(), String::new());
+            if self
+                .alerts
+                .get(&placeholder)
+                .is_some_and(|a| a.state == AlertState::Inactive)
+            {
+                self.alerts.remove(&placeholder);
+            }
+        }
+        self.alerts.insert((alert.rule.clone(), resource), alert);
+    }
+
+    fn apply_stats(&mut self, stats: &StatsEvent) {
+        self.totals = stats.totals.clone();
+        self.events_dropped = stats.events_dropped;
+    }
+
+    /// Constant work per write: a bucket increment and, for a rejection, one log entry. A
+    /// write already applied (a snapshot overlapping a replay) is skipped.
+    fn apply_write(&mut self, row: Arc<WriteEvent>) {
+        if self.last_write_id.is_some_and(|last| row.id <= last) {
+            return;
+        }
+        if self.replaying_from.is_some_and(|from| row.id > from) {
+            self.missed += 1;
+        }
+        self.last_write_id = Some(row.id);
+        self.writes_seen += 1;
+        let rejected = row.outcome.is_rejection();
+        self.rates.record(row.at.timestamp(), rejected);
+        if let Some(timeline) = self.timeline.as_mut() {
+            timeline.append_live(&row);
+        }
+        if rejected {
+            self.rejections.push_front(row);
+            self.rejections.truncate(REJECTION_LOG);
+        }
+    }
+
+    fn fetch(&self, fetch: Option<Fetch>) -> Option<Command> {
+        let resource = self.timeline.as_ref()?.resource.clone();
+        fetch.map(|fetch| Command::FetchTimeline { resource, fetch })
+    }
+
+    fn act(&mut self, action: crate::tui::keys::Action) -> Option<Command> {
+        use crate::tui::keys::Action;
+        if self.help && !matches!(action, Action::Help | Action::Quit | Action::Back) {
+            return None;
+        }
+        match action {
+            Action::Quit => return Some(Command::Quit),
+            Action::Help => self.help = !self.help,
+            Action::Back => {
+                if self.help {
+                    self.help = false;
+                } else if self.editing_filter {
+                    self.editing_filter = false;
+                } else if self.view == View::Timeline {
+                    self.view = self.previous;
+                    self.timeline = None;
+                    self.selected = 0;
+                } else if !self.filter.is_empty() {
+                    self.filter.clear();
+                }
+            }
+            Action::NextView | Action::PreviousView => {
+                let tabs = View::TABS;
+                let current = tabs.iter().position(|v| *v == self.view).unwrap_or(0);
+                let next = if action == Action::NextView {
+                    (current + 1) % tabs.len()
+                } else {
+                    (current + tabs.len() - 1) % tabs.len()
+                };
+                self.view = tabs[next];
+                self.timeline = None;
+                self.selected = 0;
+            }
+            Action::Show(view) => {
+                self.view = view;
+                self.timeline = None;
+                self.selected = 0;
+            }
+            Action::Pause => {
+                if self.paused() {
+                    self.paused_at = None;
+                    while let Some(event) = self.held.pop_front() {
+                        self.apply(event);
+                    }
+                } else {
+                    self.paused_at = Some(self.now);
+                }
+            }
+            Action::ZoomIn => self.window_index = self.window_index.saturating_sub(1),
+            Action::ZoomOut => self.window_index = (self.window_index + 1).min(WINDOWS.len() - 1),
+            Action::Filter => self.editing_filter = true,
+            Action::Sort => self.sort = self.sort.next(),
+            Action::Up => return self.move_by(-1),
+            Action::Down => return self.move_by(1),
+            Action::PageUp => return self.move_by(-PAGE_ROWS),
+            Action::PageDown => return self.move_by(PAGE_ROWS),
+            Action::Home => {
+                if let Some(timeline) = self.timeline.as_mut() {
+                    let fetch = timeline.home();
+                    return self.fetch(fetch);
+                }
+                self.selected = 0;
+            }
+            Action::End => {
+                if let Some(timeline) = self.timeline.as_mut() {
+                    let fetch = timeline.end();
+                    return self.fetch(fetch);
+                }
+                self.selected = self.rows().saturating_sub(1);
+            }
+            Action::Open => return self.open(),
+        }
+        None
+    }
+
+    fn move_by(&mut self, delta: isize) -> Option<Command> {
+        if let Some(timeline) = self.timeline.as_mut() {
+            let fetch = timeline.scroll(delta);
+            return self.fetch(fetch);
+        }
+        let last = self.rows().saturating_sub(1);
+        self.selected = self.selected.saturating_add_signed(delta).min(last);
+        None
+    }
+
+    /// Enter: the timeline of the selected overlap (at its first stale write) or rejection.
+    fn open(&mut self) -> Option<Command> {
+        let (resource, anchor) = match self.view {
+            View::Overlaps => {
+                let o = &self.visible_overlaps().get(self.selected)?.overlap;
+                (
+                    o.resource.clone(),
+                    Anchor::Overlap {
+                        first_seen: o.first_seen,
+                        stale_token: o.stale_token,
+                        superseding_token: o.superseding_token,
+                    },
+                )
+            }
+            View::Rejections => {
+                let r = self.visible_rejections().get(self.selected).copied()?;
+                (r.resource.clone(), Anchor::Write { id: r.id })
+            }
+            _ => return None,
+        };
+        self.previous = self.view;
+        self.view = View::Timeline;
+        self.timeline = Some(Timeline::new(resource.clone(), Some(anchor.clone())));
+        Some(Command::FetchTimeline {
+            resource,
+            fetch: Fetch::Around(anchor),
+        })
+    }
+
+    fn rows(&self) -> usize {
+        match self.view {
+            View::Overlaps => self.visible_overlaps().len(),
+            View::Rejections => self.visible_rejections().len(),
+            View::Alerts => self.alerts.len(),
+            View::Timeline => self.timeline.as_ref().map_or(0, |t| t.rows.len()),
+            View::Overview => 0,
+        }
+    }
+
+    fn matches_filter(&self, fields: &[Option<&str>], numbers: &[Option<i64>]) -> bool {
+        if self.filter.is_empty() {
+            return true;
+        }
+        let needle = self.filter.to_lowercase();
+        fields
+            .iter()
+            .flatten()
+            .any(|text| text.to_lowercase().contains(&needle))
+            || numbers.iter().flatten().any(|n| n.to_string() == needle)
+    }
+
+    /// Overlaps that pass the filter, in the chosen order.
+    pub fn visible_overlaps(&self) -> Vec<&OverlapEvent> {
+        let mut overlaps: Vec<&OverlapEvent> = self
+            .overlaps
+            .values()
+            .filter(|o| {
+                let o = &o.overlap;
+                self.matches_filter(
+                    &[
+                        Some(&o.resource),
+                        o.stale_owner.as_deref(),
+                        o.superseding_owner.as_deref(),
+                        Some(o.state.as_str()),
+                    ],
+                    &[Some(o.stale_token), Some(o.superseding_token)],
+                )
+            })
+            .collect();
+        match self.sort {
+            OverlapSort::LastSeen => {
+                overlaps.sort_by_key(|o| std::cmp::Reverse(o.overlap.last_seen))
+            }
+            OverlapSort::Count => {
+                overlaps.sort_by_key(|o| std::cmp::Reverse(o.overlap.rejected_writes))
+            }
+            OverlapSort::Resource => {
+                overlaps.sort_by(|a, b| a.overlap.resource.cmp(&b.overlap.resource))
+            }
+        }
+        overlaps
+    }
+
+    /// Rejected writes that pass the filter (resource, owner or outcome), newest first.
+    pub fn visible_rejections(&self) -> Vec<&WriteEvent> {
+        self.rejections
+            .iter()
+            .map(|r| &**r)
+            .filter(|r| {
+                self.matches_filter(
+                    &[
+                        Some(&r.resource),
+                        r.owner.as_deref(),
+                        Some(r.outcome.as_str()),
+                    ],
+                    &[r.token],
+                )
+            })
+            .collect()
+    }
+
+    pub fn open_overlaps(&self) -> usize {
+        self.overlaps
+            .values()
+            .filter(|o| o.overlap.state == OverlapState::Open)
+            .count()
+    }
+
+    pub fn firing_alerts(&self) -> usize {
+        self.alerts
+            .values()
+            .filter(|a| a.state == AlertState::Firing)
+            .count()
+    }
+
+    pub fn total(&self, outcome: Outcome) -> u64 {
+        self.totals.get(outcome.as_str()).copied().unwrap_or(0)
+    }
+
+    /// Seconds since the last event, if any.
+    pub fn data_age(&self) -> Option<i64> {
+        self.last_event.map(|at| (self.now - at).max(0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::fixtures::{incident, row, write, NOW};
+    use crate::tui::keys::Action;
+
+    #[test]
+    fn events_build_the_picture() {
+        let model = incident();
+        assert_eq!(model.connection, Connection::Live);
+        assert_eq!(model.open_overlaps(), 1);
+        assert_eq!(model.firing_alerts(), 1);
+        assert_eq!(model.total(Outcome::Accepted), 1200);
+        assert_eq!(model.rejections.len(), 2);
+        assert_eq!(
+            model.rejections[0].outcome,
+            Outcome::Superseded,
+            "newest first"
+        );
+        assert_eq!(model.last_write_id, Some(8));
+        assert_eq!(model.data_age(), Some(2));
+        let series = model.series(60);
+        assert_eq!(series.accepted.len(), 60);
+        assert_eq!((series.total_accepted, series.total_rejected), (6, 2));
+        // The writes were 2 s old: two columns from the right edge.
+        assert_eq!(series.accepted[57], 6);
+        assert_eq!(series.rejection_percent(), Some(25.0));
+    }
+
+    #[test]
+    fn an_overlap_event_replaces_its_earlier_state() {
+        let mut model = incident();
+        let grown = crate::tui::fixtures::overlap(1, "accounts/totals", 7, 8, 9, "closed");
+        model.update(Msg::Event(DaemonEvent::Overlap(Arc::new(grown))));
+        assert_eq!(model.overlaps.len(), 2);
+        assert_eq!(model.overlaps[&1].overlap.rejected_writes, 9);
+        assert_eq!(model.open_overlaps(), 0);
+    }
+
+    #[test]
+    fn pausing_freezes_the_charts_and_holds_events() {
+        let mut model = incident();
+        model.update(Msg::Key(Action::Pause));
+        let frozen = model.series(60);
+        model.update(Msg::Tick { now: NOW + 30 });
+        model.update(write(9, "stale", "accounts/totals", 6, 8, "worker-6"));
+        assert!(model.paused());
+        assert_eq!((model.rejections.len(), model.held.len()), (2, 1));
+        assert_eq!(
+            model.series(60),
+            frozen,
+            "the chart does not move while paused"
+        );
+        model.update(Msg::Key(Action::Pause));
+        assert_eq!((model.rejections.len(), model.held.len()), (3, 0));
+        // The held write counts at its own second, not at the resume.
+        let resumed = model.series(60);
+        assert_eq!(resumed.rejected[59], 0);
+        assert_eq!(resumed.total_rejected, 3);
+    }
+
+    #[test]
+    fn a_replayed_stream_draws_the_same_charts_as_the_live_one() {
+        let rows: Vec<_> = (1..=50)
+            .map(|id| {
+                let mut r = (*row(
+                    id,
+                    if id % 5 == 0 { "stale" } else { "accepted" },
+                    "a",
+                    1,
+                    2,
+                    "w",
+                ))
+                .clone();
+                r.at = chrono::DateTime::from_timestamp(NOW - 50 + id, 0).unwrap_or_default();
+                Arc::new(r)
+            })
+            .collect();
+        let mut live = Model::new();
+        for r in &rows {
+            live.update(Msg::Tick {
+                now: r.at.timestamp(),
+            });
+            live.update(Msg::Event(DaemonEvent::Write(r.clone())));
+        }
+        // Disconnected after 20, reconnected at the end and replayed from the audit.
+        let mut replayed = Model::new();
+        for r in &rows[..20] {
+            replayed.update(Msg::Tick {
+                now: r.at.timestamp(),
+            });
+            replayed.update(Msg::Event(DaemonEvent::Write(r.clone())));
+        }
+        replayed.update(Msg::Tick { now: NOW });
+        replayed.update(Msg::Connected {
+            replayed_from: Some(20),
+        });
+        for r in &rows[15..] {
+            replayed.update(Msg::Event(DaemonEvent::Write(r.clone())));
+        }
+        live.update(Msg::Tick { now: NOW });
+        for columns in [30, 78, 156] {
+            assert_eq!(live.series(columns), replayed.series(columns));
+        }
+        assert_eq!(replayed.missed, 30);
+        assert_eq!(live.writes_seen, replayed.writes_seen, "overlap skipped");
+    }
+
+    #[test]
+    fn filters_narrow_by_resource_owner_or_outcome() {
+        let mut model = incident();
+        model.update(Msg::Key(Action::Filter));
+        for c in "billing".chars() {
+            model.update(Msg::FilterInput(c));
+        }
+        assert_eq!(model.visible_rejections().len(), 1);
+        assert_eq!(model.visible_overlaps().len(), 1);
+        model.update(Msg::Key(Action::Back));
+        assert!(!model.editing_filter);
+        model.filter = "stale".into();
+        assert_eq!(model.visible_rejections().len(), 1);
+        model.filter = "worker-7".into();
+        assert_eq!(model.visible_rejections()[0].token, Some(7));
+        model.update(Msg::Key(Action::Back));
+        assert!(model.filter.is_empty());
+    }
+
+    #[test]
+    fn enter_opens_the_overlap_at_its_first_stale_write() {
+        let mut model = incident();
+        model.update(Msg::Key(Action::Show(View::Overlaps)));
+        model.update(Msg::Key(Action::Sort));
+        assert_eq!(model.sort, OverlapSort::Count);
+        let command = model.update(Msg::Key(Action::Open));
+        let Some(Command::FetchTimeline { resource, fetch }) = command else {
+            panic!("no fetch: {command:?}")
+        };
+        assert_eq!(resource, "accounts/totals");
+        assert!(matches!(
+            fetch,
+            Fetch::Around(Anchor::Overlap {
+                stale_token: 7,
+                superseding_token: 8,
+                ..
+            })
+        ));
+        assert_eq!(model.view, View::Timeline);
+        let rows: Vec<_> = (1..=30)
+            .map(|id| {
+                row(
+                    id,
+                    if id == 20 { "stale" } else { "accepted" },
+                    "accounts/totals",
+                    8,
+                    8,
+                    "w",
+                )
+            })
+            .collect();
+        model.update(Msg::Timeline {
+            resource: "accounts/totals".into(),
+            page: Page {
+                rows,
+                fetch: fetch.clone(),
+                at_start: false,
+                at_end: true,
+                focus: Some(20),
+            },
+        });
+        let timeline = model.timeline.as_ref().unwrap();
+        assert_eq!(timeline.selected_row().map(|r| r.id), Some(20));
+        // Scrolling past the top asks for the page before; live writes append at the end.
+        model.update(Msg::Key(Action::PageUp));
+        let command = model.update(Msg::Key(Action::PageUp));
+        assert_eq!(
+            command,
+            Some(Command::FetchTimeline {
+                resource: "accounts/totals".into(),
+                fetch: Fetch::Before(1)
+            })
+        );
+        model.update(write(31, "accepted", "accounts/totals", 8, 8, "w"));
+        model.update(write(32, "accepted", "elsewhere", 8, 8, "w"));
+        assert_eq!(model.timeline.as_ref().unwrap().rows.len(), 31);
+        model.update(Msg::Key(Action::Back));
+        assert_eq!(model.view, View::Overlaps);
+        assert!(model.timeline.is_none());
+    }
+
+    #[test]
+    fn views_cycle_and_the_window_zooms_within_bounds() {
+        let mut model = incident();
+        for expected in [
+            View::Overlaps,
+            View::Rejections,
+            View::Alerts,
+            View::Overview,
+        ] {
+            model.update(Msg::Key(Action::NextView));
+            assert_eq!(model.view, expected);
+        }
+        model.update(Msg::Key(Action::PreviousView));
+        assert_eq!(model.view, View::Alerts);
+        for _ in 0..10 {
+            model.update(Msg::Key(Action::ZoomOut));
+        }
+        assert_eq!(model.window_seconds(), 300);
+        for _ in 0..10 {
+            model.update(Msg::Key(Action::ZoomIn));
+        }
+        assert_eq!(model.window_seconds(), 30);
+        assert_eq!(model.update(Msg::Key(Action::Quit)), Some(Command::Quit));
+    }
+
+    #[test]
+    fn a_reconnect_shows_the_retry_and_counts_what_was_missed() {
+        let mut model = incident();
+        model.update(Msg::Disconnected {
+            attempt: 3,
+            retry_in: Duration::from_secs(2),
+            error: "refused".into(),
+        });
+        assert!(matches!(
+            model.connection,
+            Connection::Reconnecting { attempt: 3, .. }
+        ));
+        model.update(Msg::Connected {
+            replayed_from: Some(8),
+        });
+        model.update(write(8, "accepted", "accounts/totals", 8, 8, "worker-8"));
+        model.update(write(9, "accepted", "accounts/totals", 8, 8, "worker-8"));
+        model.update(write(10, "accepted", "accounts/totals", 8, 8, "worker-8"));
+        assert_eq!(
+            (model.connection.clone(), model.missed),
+            (Connection::Live, 2)
+        );
+    }
+
+    /// A firehose leaves the model bounded: the log keeps its newest entries, counts are kept
+    /// in per-second buckets.
+    #[test]
+    fn a_firehose_keeps_memory_bounded() {
+        let mut model = incident();
+        for id in 100..100_100 {
+            let outcome = if id % 4 == 0 { "stale" } else { "accepted" };
+            model.update(write(id, outcome, "hot", 1, 2, "w"));
+        }
+        assert_eq!(model.rejections.len(), REJECTION_LOG);
+        assert_eq!(
+            model.rejections[0].id, 100_096,
+            "the newest rejection first"
+        );
+        assert_eq!(model.writes_seen, 100_008);
+        assert_eq!(model.series(60).total_rejected, 25_002);
+    }
+
+    #[test]
+    fn the_help_overlay_swallows_other_keys() {
+        let mut model = incident();
+        model.update(Msg::Key(Action::Help));
+        model.update(Msg::Key(Action::NextView));
+        assert_eq!(model.view, View::Overview);
+        model.update(Msg::Key(Action::Back));
+        assert!(!model.help);
+    }
+}

@@ -1,0 +1,146 @@
+//! The overview: totals, the two rate charts, the latest rejections.
+
+use super::{clock, generations, or_dash, outcome_label, Theme};
+use crate::api::events::WriteEvent;
+use crate::domain::Outcome;
+use crate::tui::model::Model;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Color;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Paragraph, Sparkline};
+use ratatui::Frame;
+
+/// "45s", "2m36s": the span a chart covers.
+pub fn span_label(seconds: u64) -> String {
+    match (seconds / 60, seconds % 60) {
+        (0, s) => format!("{s}s"),
+        (m, 0) => format!("{m}m"),
+        (m, s) => format!("{m}m{s:02}s"),
+    }
+}
+
+pub fn render(frame: &mut Frame, area: Rect, model: &Model, theme: Theme) {
+    // Taller charts when the terminal has the room.
+    let chart = if area.height >= 26 { 8 } else { 4 };
+    let [totals, accepted, rejected, bottom] = Layout::vertical([
+        Constraint::Length(4),
+        Constraint::Length(chart),
+        Constraint::Length(chart),
+        Constraint::Min(3),
+    ])
+    .areas(area);
+    let total = |outcome| model.total(outcome);
+    let lines = vec![
+        Line::from(vec![
+            Span::styled(
+                format!("accepted {}", total(Outcome::Accepted)),
+                theme.outcome(Outcome::Accepted),
+            ),
+            Span::raw(format!("  replayed {}", total(Outcome::Replayed))),
+            Span::styled(
+                format!("  stale {}", total(Outcome::Stale)),
+                theme.outcome(Outcome::Stale),
+            ),
+            Span::styled(
+                format!("  superseded {}", total(Outcome::Superseded)),
+                theme.outcome(Outcome::Superseded),
+            ),
+        ]),
+        Line::from(vec![
+            Span::raw(format!(
+                "rev conflicts {}",
+                total(Outcome::RevisionConflict)
+            )),
+            Span::raw(format!(
+                "  key reuse {}",
+                total(Outcome::IdempotencyConflict)
+            )),
+            Span::raw(format!("  invalid {}", total(Outcome::Invalid))),
+            Span::raw(format!("  unauthorized {}", total(Outcome::Unauthorized))),
+            Span::raw(format!("  lease expired {}", total(Outcome::LeaseExpired))),
+        ]),
+    ];
+    let (open, firing) = (model.open_overlaps(), model.firing_alerts());
+    let block = Block::bordered().title(Line::from(vec![
+        Span::styled(" Totals ", theme.bold()),
+        Span::styled(
+            format!(" {open} open overlaps "),
+            theme.state(if open > 0 { "open" } else { "closed" }),
+        ),
+        Span::styled(
+            format!(" {firing} firing alerts "),
+            theme.state(if firing > 0 { "firing" } else { "inactive" }),
+        ),
+    ]));
+    frame.render_widget(Paragraph::new(lines).block(block), totals);
+
+    // One value per inner column, so the newest second is the rightmost cell.
+    let columns = usize::from(accepted.width.saturating_sub(2));
+    let series = model.series(columns);
+    let span = span_label(series.span);
+    let per = if series.step == 1 {
+        String::new()
+    } else {
+        format!(", busiest second per {}s", series.step)
+    };
+    let peak = |values: &[u64]| values.iter().copied().max().unwrap_or(0);
+    let last = |values: &[u64]| values.last().copied().unwrap_or(0);
+    frame.render_widget(
+        Sparkline::default()
+            .block(Block::bordered().title(format!(
+                " accepted/s, last {span}{per}: now {} peak {} ",
+                last(&series.accepted),
+                peak(&series.accepted)
+            )))
+            .data(&series.accepted)
+            .style(theme.fg(Color::Green)),
+        accepted,
+    );
+    let ratio = series
+        .rejection_percent()
+        .map_or_else(|| "no writes".to_owned(), |p| format!("{p:.1}% of writes"));
+    frame.render_widget(
+        Sparkline::default()
+            .block(Block::bordered().title(format!(
+                " rejected/s, last {span}: now {} peak {}, {ratio} ",
+                last(&series.rejected),
+                peak(&series.rejected)
+            )))
+            .data(&series.rejected)
+            .style(theme.fg(Color::Red)),
+        rejected,
+    );
+    let recent: Vec<Line> = model
+        .visible_rejections()
+        .into_iter()
+        .take(usize::from(bottom.height.saturating_sub(2)))
+        .map(|row| rejection_line(row, theme))
+        .collect();
+    let recent = if recent.is_empty() {
+        vec![Line::from(
+            "no rejected writes since the dashboard attached",
+        )]
+    } else {
+        recent
+    };
+    frame.render_widget(
+        Paragraph::new(recent).block(Block::bordered().title(" Latest rejections ")),
+        bottom,
+    );
+}
+
+fn rejection_line(row: &WriteEvent, theme: Theme) -> Line<'static> {
+    Line::from(vec![
+        Span::raw(format!("{} ", clock(&row.at))),
+        Span::styled(
+            format!("{:<13}", outcome_label(row.outcome)),
+            theme.outcome(row.outcome),
+        ),
+        Span::raw(format!(
+            " {} gen {} by {}",
+            row.resource,
+            generations(row.token, row.highest_token),
+            or_dash(row.owner.as_deref())
+        )),
+    ])
+}

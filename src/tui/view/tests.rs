@@ -1,0 +1,251 @@
+//! The dashboard as a user drives it: the real event loop on a `TestBackend`, with scripted
+//! keys and daemon messages under paused tokio time, snapshotted at 80×24 and 160×45.
+
+use crate::tui::fixtures::{at, incident_messages, row, NOW};
+use crate::tui::model::timeline::{Fetch, Page};
+use crate::tui::model::{Model, Msg};
+use crate::tui::view::Theme;
+use crate::tui::{run_loop, Effects, Loop};
+use crossterm::event::{KeyCode, KeyEvent};
+use futures_util::StreamExt;
+use ratatui::backend::TestBackend;
+use ratatui::style::Color;
+use ratatui::Terminal;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+const URL: &str = "http://127.0.0.1:7420";
+const SIZES: [(u16, u16); 2] = [(80, 24), (160, 45)];
+
+/// One step of a script.
+#[derive(Clone)]
+enum Step {
+    Key(KeyCode),
+    Msg(Msg),
+    Wait(u64),
+}
+
+/// Answers timeline requests from a canned audit of `accounts/totals`: generation 7's writes,
+/// then generation 8's, then 7 again (refused, the overlap's first stale write, id 31).
+struct Audit;
+
+pub fn audit_rows() -> Vec<Arc<crate::api::events::WriteEvent>> {
+    (1..=40)
+        .map(|id| {
+            let (outcome, token, owner) = match id {
+                1..=20 => ("accepted", 7, "worker-7"),
+                31 => ("stale", 7, "worker-7"),
+                _ => ("accepted", 8, "worker-8"),
+            };
+            let highest = if id <= 20 { 7 } else { 8 };
+            let mut r = (*row(id, outcome, "accounts/totals", token, highest, owner)).clone();
+            r.at = at(40 - id / 4);
+            Arc::new(r)
+        })
+        .collect()
+}
+
+impl Effects for Audit {
+    fn fetch_timeline(&self, resource: String, fetch: Fetch, to_model: mpsc::Sender<Msg>) {
+        let page = Page {
+            rows: audit_rows(),
+            at_start: true,
+            at_end: true,
+            focus: matches!(fetch, Fetch::Around(_)).then_some(31),
+            fetch,
+        };
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            let _ = to_model.send(Msg::Timeline { resource, page }).await;
+        });
+    }
+}
+
+/// Runs the loop through `steps` (after the incident's messages), then quits; returns the
+/// last screen and the model.
+async fn drive(width: u16, height: u16, steps: Vec<Step>, color: bool) -> (TestBackend, Model) {
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+    let (to_model, messages) = mpsc::channel(100);
+    let (keys_in, keys_out) = mpsc::channel::<KeyEvent>(10);
+    let keys = Box::pin(futures_util::stream::unfold(
+        keys_out,
+        |mut rx| async move { rx.recv().await.map(|key| (key, rx)) },
+    ));
+    let start = tokio::time::Instant::now();
+    let clock = move || NOW - 2 + start.elapsed().as_secs() as i64;
+    let sender = to_model.clone();
+    let script = async move {
+        for msg in incident_messages() {
+            sender.send(msg).await.unwrap();
+        }
+        // Off the second boundary, so that a key never races the clock's tick.
+        tokio::time::sleep(Duration::from_millis(2_450)).await;
+        for step in steps {
+            match step {
+                Step::Key(code) => keys_in.send(KeyEvent::from(code)).await.unwrap(),
+                Step::Msg(msg) => sender.send(msg).await.unwrap(),
+                Step::Wait(ms) => tokio::time::sleep(Duration::from_millis(ms)).await,
+            }
+            tokio::time::sleep(Duration::from_millis(150)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        keys_in
+            .send(KeyEvent::from(KeyCode::Char('q')))
+            .await
+            .unwrap();
+        keys_in
+    };
+    let run = run_loop(
+        &mut terminal,
+        Model::new(),
+        messages,
+        keys,
+        Loop {
+            effects: &Audit,
+            to_model,
+            url: URL,
+            theme: Theme { color },
+            clock: &clock,
+        },
+    );
+    let (model, _keys) = tokio::join!(run, script);
+    let model = model.unwrap();
+    (terminal.backend().clone(), model)
+}
+
+async fn snapshot(name: &str, steps: Vec<Step>) {
+    for (width, height) in SIZES {
+        let (screen, _) = drive(width, height, steps.clone(), true).await;
+        insta::assert_snapshot!(format!("{name}_{width}x{height}"), screen);
+    }
+}
+
+fn keys(text: &str) -> Vec<Step> {
+    text.chars().map(|c| Step::Key(KeyCode::Char(c))).collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn overview() {
+    snapshot("overview", vec![]).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn overlaps() {
+    snapshot("overlaps", keys("2")).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn rejections() {
+    snapshot("rejections", keys("3")).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn alerts() {
+    snapshot("alerts", keys("4")).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn help() {
+    snapshot("help", keys("?")).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn filtering() {
+    let mut steps = keys("3/billing");
+    steps.push(Step::Key(KeyCode::Enter));
+    snapshot("filtering", steps).await;
+}
+
+/// Enter on the overlap opens its timeline at the first stale write, with both generations
+/// on the first screen.
+#[tokio::test(start_paused = true)]
+async fn timeline_opens_at_the_overlap() {
+    let steps = vec![Step::Key(KeyCode::Char('2')), Step::Key(KeyCode::Enter)];
+    for (width, height) in SIZES {
+        let (screen, model) = drive(width, height, steps.clone(), true).await;
+        let timeline = model.timeline.as_ref().unwrap();
+        assert_eq!(timeline.selected_row().map(|r| r.id), Some(31));
+        let text = screen.to_string();
+        assert!(text.contains("◀ stale") && text.contains("  new"), "{text}");
+        insta::assert_snapshot!(format!("timeline_{width}x{height}"), screen);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn paused_says_so_and_freezes_the_charts() {
+    let mut steps = keys("p");
+    steps.push(Step::Wait(3000));
+    for id in 9..=12 {
+        steps.push(Step::Msg(crate::tui::fixtures::write(
+            id,
+            "stale",
+            "accounts/totals",
+            6,
+            8,
+            "worker-6",
+        )));
+    }
+    for (width, height) in SIZES {
+        let (screen, model) = drive(width, height, steps.clone(), true).await;
+        assert_eq!(model.held.len(), 4);
+        assert!(screen.to_string().contains("PAUSED 4 held"));
+        insta::assert_snapshot!(format!("paused_{width}x{height}"), screen);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn reconnecting() {
+    snapshot(
+        "reconnecting",
+        vec![Step::Msg(Msg::Disconnected {
+            attempt: 4,
+            retry_in: Duration::from_millis(2000),
+            error: "connection refused".into(),
+        })],
+    )
+    .await;
+}
+
+/// The newest second is the rightmost column of the chart at either size.
+#[tokio::test(start_paused = true)]
+async fn the_newest_write_is_at_the_right_edge() {
+    let (_, model) = drive(80, 24, vec![], true).await;
+    for columns in [78, 158] {
+        let series = model.series(columns);
+        assert_eq!(series.accepted.len(), columns);
+        // Written 2 s before the clock started; the loop ran about 3 s.
+        let newest = series.accepted.iter().rposition(|n| *n > 0).unwrap();
+        assert!(
+            columns - newest <= 6,
+            "{columns} columns, newest at {newest}"
+        );
+    }
+}
+
+/// Without colour the screen says the same, and no cell carries a colour.
+#[tokio::test(start_paused = true)]
+async fn no_colour() {
+    let (colored, _) = drive(160, 45, vec![], true).await;
+    let (plain, _) = drive(160, 45, vec![], false).await;
+    assert_eq!(colored.to_string(), plain.to_string());
+    assert!(plain
+        .buffer()
+        .content
+        .iter()
+        .all(|cell| cell.fg == Color::Reset && cell.bg == Color::Reset));
+    assert!(colored
+        .buffer()
+        .content
+        .iter()
+        .any(|cell| cell.fg != Color::Reset));
+}
+
+#[test]
+fn span_labels() {
+    use super::overview::span_label;
+    assert_eq!(span_label(45), "45s");
+    assert_eq!(span_label(120), "2m");
+    assert_eq!(span_label(156), "2m36s");
+    let _ = StreamExt::boxed(futures_util::stream::empty::<()>());
+}
