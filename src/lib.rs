@@ -5,6 +5,7 @@
 
 pub mod alerts;
 pub mod audit_cli;
+pub mod authority;
 pub mod bench;
 pub mod cli;
 pub mod client;
