@@ -386,10 +386,10 @@ mod tests {
                 prop_assert_eq!(token, latest);
             }
             if token > latest {
-                prop_assert_eq!(decision, Decision::UnknownGeneration);
+                prop_assert_eq!(&decision, &Decision::UnknownGeneration);
             }
             if token < latest {
-                prop_assert_eq!(decision, Decision::Superseded);
+                prop_assert_eq!(&decision, &Decision::Superseded);
             }
         }
 

@@ -127,15 +127,16 @@ pub(super) async fn observe(
     Ok(recorded)
 }
 
-/// Writes back what the batch advanced. Never lowers a record: a row inserted by a concurrent
+/// Writes back what the batch advanced, returning how many rows it changed. Never lowers a record: a row inserted by a concurrent
 /// transaction since the observation keeps the higher generation.
 pub(super) async fn store(
     conn: &mut AnyConnection,
     changed: &HashMap<String, RecordedLock>,
-) -> Result<(), StoreError> {
+) -> Result<i64, StoreError> {
+    let mut rows = 0;
     let now = chrono::Utc::now().timestamp_micros();
     for (lock, record) in changed {
-        sqlx::query(
+        let done = sqlx::query(
             "INSERT INTO authority_locks (lock, highest_holder_revision, holder_key, owner, \
              seen_at_us) VALUES ($1, $2, $3, $4, $5) \
              ON CONFLICT (lock) DO UPDATE SET \
@@ -157,8 +158,9 @@ pub(super) async fn store(
         .bind(now)
         .execute(&mut *conn)
         .await?;
+        rows += i64::try_from(done.rows_affected()).unwrap_or(i64::MAX);
     }
-    Ok(())
+    Ok(rows)
 }
 
 /// What the batch's decision of one write needs from the lock, and what it leaves recorded.

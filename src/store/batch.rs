@@ -231,7 +231,7 @@ impl Store {
             resources: observed,
             operations,
             unwritten_heads,
-            audit,
+            mut audit,
         } = match self.backend {
             Backend::Postgres => batch_postgres::observe(conn, &keys, writes).await?,
             Backend::Sqlite => batch_sqlite::observe(conn, opening, &keys, writes).await?,
@@ -326,7 +326,12 @@ impl Store {
             anomalies.push(anomaly);
         }
         if !locks.is_empty() {
-            authority::store(conn, &locks).await?;
+            let stored = authority::store(conn, &locks).await?;
+            // SQLite's application checks the rows it changed against a count taken when the
+            // batch observed; these were changed since, on purpose.
+            if let AuditPosition::Sqlite(position) = &mut audit {
+                position.changes_before += stored;
+            }
         }
         if let Some(hook) = &self.observe_hook {
             hook().await;

@@ -13,6 +13,7 @@ mod cli;
 mod concurrency;
 mod deploy;
 mod durability;
+mod etcd;
 mod events;
 mod faults;
 mod fence;
