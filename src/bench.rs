@@ -664,6 +664,7 @@ async fn run_store(
             body_sha256: crate::http::sha256_hex(format!("value from client {client}").as_bytes()),
             content_type: None,
             caller: None,
+            authority: None,
         })
     };
     for resource in 0..options.resources {

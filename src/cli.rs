@@ -101,6 +101,12 @@ pub struct ServeArgs {
     #[arg(long)]
     pub strict_leases: bool,
 
+    /// etcd endpoints (comma-separated `http://HOST:PORT`): writes may then name an etcd lock
+    /// as their authority (`Fencing-Lease: etcd:PREFIX`, the lock's create revision as the
+    /// token), checked against etcd within --db-timeout.
+    #[arg(long, env = "FENCEWATCH_ETCD", value_delimiter = ',')]
+    pub etcd: Vec<String>,
+
     /// Refuse every write that does not name a lease of this daemon's authority
     /// (403 unknown-generation), so that no caller can present a token it made up.
     #[arg(long)]

@@ -6,6 +6,7 @@
 pub mod alerts;
 pub mod api;
 pub mod audit_cli;
+pub mod authority;
 pub mod bench;
 pub mod cli;
 pub mod client;
@@ -20,6 +21,9 @@ pub mod server;
 pub mod service;
 pub mod store;
 pub mod tls;
+/// The etcd client, for the tests of the etcd authority.
+#[cfg(feature = "etcd")]
+pub use etcd_client;
 pub mod tui;
 
 use cli::{Cli, Command};
@@ -37,7 +41,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if let Some(events) = args.dashboard {
                 let report = bench::run_dashboard(events.max(1)).await?;
                 if args.json {
-                    println!("{}", serde_json::to_string(&report)?);
+                    print_line(&serde_json::to_string(&report)?)?;
                 } else {
                     println!(
                         "dashboard event path: {} events in {:.2} s, {:.0} events/s",
@@ -63,7 +67,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             })
             .await?;
             if args.json {
-                println!("{}", serde_json::to_string(&report)?);
+                print_line(&serde_json::to_string(&report)?)?;
             } else {
                 bench::print(&report);
             }
@@ -79,14 +83,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 let overview = tui::overview_json(&daemon)
                     .await
                     .map_err(anyhow::Error::msg)?;
-                println!(
-                    "{}",
-                    if args.json {
-                        overview.to_string()
-                    } else {
-                        serde_json::to_string_pretty(&overview)?
-                    }
-                );
+                let text = if args.json {
+                    overview.to_string()
+                } else {
+                    serde_json::to_string_pretty(&overview)?
+                };
+                print_line(&text)?;
                 return Ok(ExitCode::SUCCESS);
             }
             let theme = tui::view::Theme {
@@ -121,5 +123,18 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         })
         .await
         .map(|()| ExitCode::SUCCESS),
+    }
+}
+
+/// Prints one line of a command's answer. A reader that went away (`| head`) is not an error:
+/// the command has nothing more to say to it.
+fn print_line(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{text}").and_then(|()| out.flush()) {
+        Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(anyhow::anyhow!("failed to write the output: {error}"))
+        }
+        _ => Ok(()),
     }
 }

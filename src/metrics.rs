@@ -22,6 +22,11 @@ pub struct SourceLabels {
     pub source: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KindLabels {
+    pub kind: &'static str,
+}
+
 /// Everything the daemon exports; cheap to clone (the metrics are shared).
 #[derive(Clone)]
 pub struct Metrics {
@@ -39,6 +44,8 @@ pub struct Metrics {
     /// Audit rows the live tail published, by where it took them from: `feed` (handed over
     /// by this daemon's group commit) or `audit` (read back: other daemons' rows, gaps).
     pub live_rows: Family<SourceLabels, Counter>,
+    /// What external lock services were caught doing wrong, by kind.
+    pub authority_anomalies: Family<KindLabels, Counter>,
     /// SQLite only: the WAL file's size, read at each scrape.
     pub sqlite_wal_bytes: Option<Gauge>,
 }
@@ -115,6 +122,18 @@ impl Metrics {
             "Audit rows published to the live stream, by where the tail took them from",
             live_rows.clone(),
         );
+        let authority_anomalies = Family::<KindLabels, Counter>::default();
+        for anomaly in crate::domain::authority::Anomaly::ALL {
+            let _ = authority_anomalies.get_or_create(&KindLabels {
+                kind: anomaly.as_str(),
+            });
+        }
+        registry.register(
+            "authority_anomalies",
+            "Anomalies of external lock services (generations gone backwards, one generation \
+             presented by two owners), by kind",
+            authority_anomalies.clone(),
+        );
         let sqlite_wal_bytes = (backend == Some(Backend::Sqlite)).then(|| {
             let gauge = Gauge::default();
             registry.register_with_unit(
@@ -136,6 +155,7 @@ impl Metrics {
             alerts_firing,
             events_dropped,
             live_rows,
+            authority_anomalies,
             sqlite_wal_bytes,
         }
     }

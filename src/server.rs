@@ -1,6 +1,7 @@
 //! `fencewatch serve`: open the store, bind, announce the address, serve until a signal.
 
 use crate::alerts::AlertConfig;
+use crate::authority::Authorities;
 use crate::cli::{LeaseScopeArg, ServeArgs};
 use crate::domain::LeaseScope;
 use crate::http::auth::ApiKeys;
@@ -56,6 +57,19 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             },
         },
     );
+    let service = if args.etcd.is_empty() {
+        service
+    } else {
+        let authorities = Authorities::with_etcd(args.etcd.clone(), args.db_timeout)?;
+        // A daemon whose etcd is down still starts (its own leases work); /readyz says so.
+        match authorities.ready().await {
+            Ok(()) => tracing::info!(endpoints = ?args.etcd, "etcd answers"),
+            Err(error) => {
+                tracing::error!(endpoints = ?args.etcd, %error, "etcd does not answer; writes naming etcd locks get 503 until it does")
+            }
+        }
+        service.with_authorities(authorities)
+    };
     let listener = TcpListener::bind(&args.listen)
         .await
         .with_context(|| format!("failed to listen on {}", args.listen))?;

@@ -1,13 +1,15 @@
 //! The use cases, between the HTTP edge and the store. Later work (events, overlaps, metrics)
 //! hooks in here, after the store has committed.
 
+use crate::authority::{Authorities, AuthorityError};
+use crate::domain::authority::{self, Anomaly, ExternalLock, Progress};
 use crate::domain::{AuditEntry, FencingToken, Holder, LeaseName, LeaseRecord, ResourceKey, Ttl};
 use crate::events::CommitFeed;
 use crate::group_commit::GroupCommit;
 use crate::metrics::Metrics;
 use crate::store::{
-    AcquireResult, AuditQuery, FencedWrite, LeasePolicy, LeaseState, PruneReport, RefusedAttempt,
-    Store, StoreError, StoredValue, WriteResult,
+    AcquireResult, AuditQuery, AuthorityView, FencedWrite, LeasePolicy, LeaseState, PruneReport,
+    RefusedAttempt, RegressedLock, Store, StoreError, StoredValue, WriteResult,
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -47,6 +49,34 @@ pub struct FenceService {
     /// Where audit rows go once durable, so the live tail publishes them at once.
     feed: Option<Arc<CommitFeed>>,
     metrics: Metrics,
+    /// External lock services writes may name as their authority (`serve --etcd`).
+    authorities: Arc<Authorities>,
+}
+
+/// Why a write naming an external lock could not be decided.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The write names an authority this daemon is not configured with (`400`).
+    #[error("{0}")]
+    NoAuthority(AuthorityError),
+    /// The lock service did not answer in time: nothing is accepted unchecked (`503`).
+    #[error("{lock} could not be checked: {source}")]
+    AuthorityUnavailable {
+        lock: String,
+        source: AuthorityError,
+    },
+    /// The lock service answered below what was recorded (`503`, `AuthorityRegressed`).
+    #[error(
+        "{lock} went backwards: it answered with generation {observed}, but generation \
+         {recorded} was seen holding it; a restored or replaced lock service is not obeyed"
+    )]
+    AuthorityRegressed {
+        lock: String,
+        recorded: i64,
+        observed: i64,
+    },
 }
 
 impl FenceService {
@@ -58,7 +88,85 @@ impl FenceService {
             limits,
             feed: None,
             metrics: Metrics::new(),
+            authorities: Arc::new(Authorities::default()),
         }
+    }
+
+    /// The same service, with external lock services writes may name.
+    pub fn with_authorities(mut self, authorities: Authorities) -> Self {
+        self.authorities = Arc::new(authorities);
+        self
+    }
+
+    pub fn authorities(&self) -> &Authorities {
+        &self.authorities
+    }
+
+    /// A write from the edge: when it names an external lock, the lock is read first (within
+    /// the database timeout) and judged in the write's transaction.
+    pub async fn write_checked(&self, mut write: FencedWrite) -> Result<WriteResult, WriteError> {
+        let lock = write
+            .lease
+            .as_ref()
+            .and_then(ExternalLock::from_lease)
+            .and_then(Result::ok);
+        if let Some(lock) = lock {
+            if !self.authorities.has(lock.kind) {
+                return Err(WriteError::NoAuthority(AuthorityError::NotConfigured(
+                    lock.kind.scheme(),
+                )));
+            }
+            // Read before asking the service: what was committed before the question is what a
+            // healthy service's answer can never be below.
+            let recorded = self.bounded(self.store.authority_floor(&lock)).await?;
+            let observation = self.authorities.observe(&lock).await.map_err(|source| {
+                WriteError::AuthorityUnavailable {
+                    lock: lock.lease_name(),
+                    source,
+                }
+            })?;
+            if let Progress::Regressed { recorded, observed } =
+                authority::progress(recorded, &observation)
+            {
+                self.metrics
+                    .authority_anomalies
+                    .get_or_create(&crate::metrics::KindLabels {
+                        kind: Anomaly::Regressed.as_str(),
+                    })
+                    .inc();
+                tracing::error!(
+                    lock = %lock.lease_name(),
+                    recorded,
+                    observed,
+                    "the external lock service went backwards; its answers are refused"
+                );
+                if let Err(error) = self
+                    .bounded(
+                        self.store
+                            .record_regression(&lock, RegressedLock { recorded, observed }),
+                    )
+                    .await
+                {
+                    tracing::warn!(%error, "failed to record the lock service's regression");
+                }
+                return Err(WriteError::AuthorityRegressed {
+                    lock: lock.lease_name(),
+                    recorded,
+                    observed,
+                });
+            }
+            write.authority = Some(AuthorityView { lock, observation });
+        }
+        let result = self.write(&write).await?;
+        if let Some(anomaly) = result.anomaly {
+            self.metrics
+                .authority_anomalies
+                .get_or_create(&crate::metrics::KindLabels {
+                    kind: anomaly.as_str(),
+                })
+                .inc();
+        }
+        Ok(result)
     }
 
     /// The same service, counting into `metrics`.

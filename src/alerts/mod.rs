@@ -22,6 +22,30 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
+/// The built-in rule over external lock services caught going backwards (recorded by the store
+/// when a write's lock answered below a generation seen holding it), one alert per lock. It
+/// counts no outcomes: its value is 1 for each lock that regressed within its window.
+pub const AUTHORITY_REGRESSED: &str = "AuthorityRegressed";
+
+static AUTHORITY_RULE: std::sync::LazyLock<Rule> = std::sync::LazyLock::new(|| Rule {
+    name: AUTHORITY_REGRESSED.to_owned(),
+    outcomes: Vec::new(),
+    threshold: 0,
+    window: Duration::from_secs(300),
+    for_: Duration::ZERO,
+    keep_firing_for: Duration::from_secs(300),
+    per_resource: true,
+    labels: std::collections::BTreeMap::from([("severity".to_owned(), "page".to_owned())]),
+    summary: "An external lock service's generations went backwards (a restore or a new \
+              cluster): writes naming its locks are refused with 503"
+        .to_owned(),
+});
+
+/// The configured rules, then the built-in ones.
+fn all_rules(config: &AlertConfig) -> impl Iterator<Item = &Rule> {
+    config.rules.iter().chain(std::iter::once(&*AUTHORITY_RULE))
+}
+
 /// The lease whose holder evaluates the rules.
 pub const EVALUATOR_LEASE: &str = "fencewatch/alert-evaluator";
 
@@ -96,7 +120,7 @@ impl AlertView {
 /// Every rule with its instances' states: a rule never triggered shows as inactive.
 pub fn views(config: &AlertConfig, stored: &[StoredAlert]) -> Vec<AlertView> {
     let mut views = Vec::new();
-    for rule in &config.rules {
+    for rule in all_rules(config) {
         let instances: Vec<&StoredAlert> = stored.iter().filter(|s| s.rule == rule.name).collect();
         if instances.is_empty() {
             views.push(AlertView::new(rule, None));
@@ -214,11 +238,14 @@ impl Evaluator {
             .into_iter()
             .map(|s| ((s.rule.clone(), s.instance.clone()), s))
             .collect();
-        for rule in &self.config.rules {
-            let counts = self
-                .store
-                .rejection_counts(&rule.outcomes, now - micros(rule.window))
-                .await?;
+        for rule in all_rules(&self.config) {
+            let since = now - micros(rule.window);
+            let counts = if std::ptr::eq(rule, &*AUTHORITY_RULE) {
+                let locks = self.store.authority_regressions(since).await?;
+                locks.into_iter().map(|(lock, _)| (lock, 1)).collect()
+            } else {
+                self.store.rejection_counts(&rule.outcomes, since).await?
+            };
             let mut instances: HashMap<String, i64> = if rule.per_resource {
                 counts.into_iter().collect()
             } else {
@@ -330,7 +357,7 @@ pub async fn watch_alerts(store: Store, bus: EventBus, config: Arc<AlertConfig>,
             if first {
                 continue; // the state at start-up is not a change
             }
-            if let Some(rule) = config.rules.iter().find(|r| r.name == stored.rule) {
+            if let Some(rule) = all_rules(&config).find(|r| r.name == stored.rule) {
                 bus.publish(Event::Alert(Arc::new(AlertView::new(rule, Some(stored)))));
             }
         }

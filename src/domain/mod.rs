@@ -3,6 +3,7 @@
 
 pub mod alert;
 pub mod audit;
+pub mod authority;
 pub mod chain;
 pub mod fence;
 pub mod idempotency;

@@ -20,7 +20,19 @@ async fn healthz() -> Json<Value> {
 
 async fn readyz(State(state): State<AppState>) -> Result<Json<Value>, Problem> {
     match tokio::time::timeout(Duration::from_secs(2), state.service.store().ping()).await {
-        Ok(Ok(())) => Ok(Json(json!({ "status": "ready" }))),
+        Ok(Ok(())) => {
+            match tokio::time::timeout(Duration::from_secs(2), state.service.authorities().ready())
+                .await
+            {
+                Ok(Ok(())) => Ok(Json(json!({ "status": "ready" }))),
+                Ok(Err(error)) => Err(Problem::unavailable(format!(
+                    "the lock service does not answer: {error}"
+                ))),
+                Err(_) => Err(Problem::unavailable(
+                    "the lock service did not answer within 2 s",
+                )),
+            }
+        }
         Ok(Err(error)) => Err(Problem::from(error)),
         Err(_) => Err(Problem::unavailable(
             "the database did not answer within 2 s",

@@ -174,6 +174,12 @@ async fn act(
             LeaseName::RESERVED_PREFIX
         )));
     }
+    if crate::domain::authority::ExternalLock::from_lease(&name).is_some() {
+        return Err(Problem::reserved_name(format!(
+            "lease {:?} names a lock of an external authority, which this daemon does not grant",
+            name.as_str()
+        )));
+    }
     require_json(&headers)?;
     let body = read_body(body).await?;
     let service = &state.service;

@@ -4,8 +4,9 @@ use super::auth::Caller;
 use super::problem::{json_bytes, Problem, WriteMembers};
 use super::write_request::{self, Refusal};
 use super::AppState;
-use crate::domain::{AuditEntry, Decision, ResourceKey, Revision};
-use crate::store::{RefusedAttempt, WriteResult};
+use crate::domain::{AuditEntry, Decision, Outcome, ResourceKey, Revision};
+use crate::service::WriteError;
+use crate::store::{FencedWrite, RefusedAttempt, WriteResult};
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode, Uri};
@@ -47,11 +48,42 @@ async fn write(
     };
     let caller = caller.and_then(|Extension(Caller(name))| name);
     match write_request::parse(key, &headers, body, body_limits, caller).await {
-        Ok(write) => {
-            let result = state.service.write(&write).await?;
-            Ok(write_response(result))
-        }
+        Ok(write) => match state.service.write_checked(write.clone()).await {
+            Ok(result) => Ok(write_response(result)),
+            Err(WriteError::Store(error)) => Err(Problem::from(error)),
+            Err(WriteError::NoAuthority(error)) => {
+                let attempt = refused_write(&write, error.to_string());
+                Err(refused_response(&state, attempt, Refusal::Invalid(error.to_string())).await)
+            }
+            Err(error @ WriteError::AuthorityUnavailable { .. }) => {
+                tracing::warn!(%error, "request failed: the lock service is unavailable");
+                Err(Problem::unavailable(error.to_string()))
+            }
+            Err(error @ WriteError::AuthorityRegressed { .. }) => {
+                Err(Problem::unavailable(error.to_string()))
+            }
+        },
         Err((attempt, refusal)) => Err(refused_response(&state, attempt, refusal).await),
+    }
+}
+
+/// A well-formed write refused before the fence was consulted, as the audit records it.
+fn refused_write(write: &FencedWrite, detail: String) -> RefusedAttempt {
+    RefusedAttempt {
+        key: write.key.clone(),
+        outcome: Outcome::Invalid,
+        token: Some(write.token.get()),
+        idempotency_key: write
+            .idempotency_key
+            .as_ref()
+            .map(|k| k.as_str().to_owned()),
+        expected_revision: write.expected_revision.map(Revision::get),
+        owner: write.owner.as_ref().map(|o| o.as_str().to_owned()),
+        lease: write.lease.as_ref().map(|l| l.as_str().to_owned()),
+        body_sha256: Some(write.body_sha256.clone()),
+        body_len: i64::try_from(write.body.len()).ok(),
+        detail,
+        caller: write.caller.clone(),
     }
 }
 

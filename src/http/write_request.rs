@@ -1,6 +1,7 @@
 //! Reads a PUT's headers and body into a `FencedWrite`, or says what is wrong with them while
 //! keeping every part that could be read, for the audit.
 
+use crate::domain::authority::ExternalLock;
 use crate::domain::Outcome;
 use crate::domain::{
     FencingToken, IdempotencyKey, LeaseName, OwnerLabel, ParseError, ResourceKey, Revision,
@@ -193,6 +194,9 @@ pub async fn parse(
         let expected_revision = expected_revision.map_err(invalid)?;
         let owner = owner.map_err(invalid)?;
         let lease = lease.map_err(invalid)?;
+        if let Some(Err(error)) = lease.as_ref().and_then(ExternalLock::from_lease) {
+            return Err(invalid(error));
+        }
         let content_type = content_type.map_err(invalid)?;
         let body = body.map_err(|error| match error {
             BodyError::TooLarge { limit, .. } => Refusal::TooLarge(format!(
@@ -211,6 +215,7 @@ pub async fn parse(
             body,
             content_type,
             caller,
+            authority: None,
         })
     })();
     parsed.map_err(|refusal| {

@@ -13,6 +13,7 @@
 //! concurrent commit came between, and the whole batch is rolled back and decided again. On SQLite a transaction
 //! whose read snapshot went stale cannot write at all (`SQLITE_BUSY_SNAPSHOT`) and runs again.
 
+use super::authority;
 use super::batch_rows::Plan;
 use super::batch_sqlite::{Closing, Opening};
 use super::chain_heads::{LockedHeads, StartingHeads, UnwrittenMoves};
@@ -21,6 +22,7 @@ use super::tx::{begin_batch, clock_us, retrying};
 use super::wal_sync::{CommitTicket, Durability, WalSync};
 use super::writes::{audit_entry, FencedWrite, LeasePolicy, WriteResult};
 use super::{batch_postgres, batch_sqlite, Backend, Store, StoreError};
+use crate::domain::authority::Anomaly;
 use crate::domain::chain;
 use crate::domain::{
     decide, AuditEntry, Decision, FencingToken, LeaseCheck, LeaseRecord, RecordedOperation,
@@ -229,12 +231,17 @@ impl Store {
             resources: observed,
             operations,
             unwritten_heads,
-            audit,
+            mut audit,
         } = match self.backend {
             Backend::Postgres => batch_postgres::observe(conn, &keys, writes).await?,
             Backend::Sqlite => batch_sqlite::observe(conn, opening, &keys, writes).await?,
         };
         let leases = observe_leases(conn, self.backend, writes).await?;
+        let lock_names: BTreeSet<String> = writes
+            .iter()
+            .filter_map(|w| w.authority.as_ref().map(|view| view.lock.lease_name()))
+            .collect();
+        let mut locks = authority::observe(conn, self.backend, &lock_names).await?;
 
         let mut working: HashMap<&str, Working> = keys
             .iter()
@@ -253,6 +260,7 @@ impl Store {
         let mut decisions = Vec::with_capacity(writes.len());
         let mut entries = Vec::with_capacity(writes.len());
         let mut sightings = Vec::new();
+        let mut anomalies = Vec::with_capacity(writes.len());
         for (index, write) in writes.iter().enumerate() {
             let resource = working
                 .get_mut(write.key.as_str())
@@ -260,7 +268,28 @@ impl Store {
             let recorded = write.idempotency_key.as_ref().and_then(|key| {
                 operations.get(&(write.key.as_str().to_owned(), key.as_str().to_owned()))
             });
-            let lease = lease_observation(write, policy, &leases);
+            let mut anomaly = None;
+            let lease = match &write.authority {
+                Some(view) => {
+                    let working = locks.entry(view.lock.lease_name()).or_default();
+                    let judged = authority::judge(
+                        view,
+                        write.token.get(),
+                        write.owner.as_ref().map(|o| o.as_str()),
+                        policy.strict,
+                        working,
+                    );
+                    anomaly = judged
+                        .shared_generation
+                        .then_some(Anomaly::SharedGeneration);
+                    Some(LeaseObservation {
+                        check: judged.check,
+                        note: Some(judged.note),
+                        holder: judged.holder,
+                    })
+                }
+                None => lease_observation(write, policy, &leases),
+            };
             let decision = decide(
                 resource.state,
                 recorded,
@@ -294,6 +323,15 @@ impl Store {
             let note = lease.and_then(|observed| observed.note);
             entries.push(audit_entry(write, &decision, after, at, note));
             decisions.push(decision);
+            anomalies.push(anomaly);
+        }
+        if !locks.is_empty() {
+            let stored = authority::store(conn, &locks).await?;
+            // SQLite's application checks the rows it changed against a count taken when the
+            // batch observed; these were changed since, on purpose.
+            if let AuditPosition::Sqlite(position) = &mut audit {
+                position.changes_before += stored;
+            }
         }
         if let Some(hook) = &self.observe_hook {
             hook().await;
@@ -357,13 +395,15 @@ impl Store {
             .into_iter()
             .zip(entries)
             .zip(ids)
-            .map(|((decision, mut entry), id)| {
+            .zip(anomalies)
+            .map(|(((decision, mut entry), id), anomaly)| {
                 entry.id = id;
                 WriteResult {
                     decision,
                     entry,
                     observations: 0,
                     batch_size: 0,
+                    anomaly,
                 }
             })
             .collect();
@@ -556,6 +596,7 @@ async fn observe_leases(
 ) -> Result<ObservedLeases, StoreError> {
     let names: BTreeSet<&str> = writes
         .iter()
+        .filter(|w| w.authority.is_none())
         .filter_map(|w| w.lease.as_ref().map(|l| l.as_str()))
         .collect();
     if names.is_empty() {
@@ -862,6 +903,7 @@ mod tests {
             body_sha256: "x".into(),
             content_type: None,
             caller: None,
+            authority: None,
         }
     }
 

@@ -5,6 +5,7 @@
 
 mod alerts;
 mod audit_query;
+mod authority;
 mod batch;
 mod batch_postgres;
 mod batch_rows;
@@ -24,6 +25,7 @@ mod writes;
 
 pub use alerts::StoredAlert;
 pub use audit_query::{AuditFilter, AuditRecord};
+pub use authority::{AuthorityView, RecordedLock, RegressedLock};
 pub use batch::{CommittedBatch, MAX_BATCH};
 pub use chain::{Breach, PruneReport, VerifyReport};
 pub use connect::{is_sqlite_url, Backend, OpenMode, StoreOptions, DEFAULT_DB_TIMEOUT};

@@ -1,6 +1,7 @@
 //! The fenced write's types, a single write (a batch of one, see `batch`), and refused
 //! attempts, which are audited without a decision.
 
+use super::authority::AuthorityView;
 use super::batch::append_audit;
 use super::tx::{begin_audited, retrying};
 use super::{Store, StoreError};
@@ -26,6 +27,8 @@ pub struct FencedWrite {
     pub content_type: Option<String>,
     /// The authenticated caller, when API keys are configured.
     pub caller: Option<String>,
+    /// The external lock the write names, as its service answered just before.
+    pub authority: Option<AuthorityView>,
 }
 
 impl FencedWrite {
@@ -75,6 +78,8 @@ pub struct WriteResult {
     pub observations: u32,
     /// How many writes were committed in the same transaction (group commit).
     pub batch_size: usize,
+    /// What the write showed of its external authority's issuing, if anything was wrong.
+    pub anomaly: Option<crate::domain::authority::Anomaly>,
 }
 
 impl Store {
@@ -186,8 +191,24 @@ pub(crate) fn audit_entry(
             lease_name(),
             write.token
         )),
-        Decision::LeaseExpired => lease_note,
-        Decision::Accept { lease_lapsed, .. } => lease_note.filter(|_| *lease_lapsed),
+        Decision::LeaseExpired => lease_note.clone(),
+        Decision::Accept { lease_lapsed, .. } => lease_note
+            .clone()
+            .filter(|_| *lease_lapsed || write.authority.is_some()),
+    };
+    // An external lock's holder goes into every decided row, so that who held a generation
+    // when can be read back from the audit alone.
+    let detail = match (&write.authority, decision, detail, lease_note) {
+        (
+            Some(_),
+            Decision::Stale
+            | Decision::Superseded
+            | Decision::UnknownGeneration
+            | Decision::RevisionMismatch,
+            Some(detail),
+            Some(note),
+        ) => Some(format!("{detail}; {note}")),
+        (_, _, detail, _) => detail,
     };
     AuditEntry {
         id: 0,

@@ -23,6 +23,7 @@ fn write(key: &str, token: i64, body: &str) -> FencedWrite {
         body_sha256: fencewatch::http::sha256_hex(body.as_bytes()),
         content_type: None,
         caller: None,
+        authority: None,
     }
 }
 

@@ -314,7 +314,7 @@ pub struct Put {
 }
 
 impl Put {
-    fn new(http: &reqwest::Client, url: String) -> Self {
+    pub fn new(http: &reqwest::Client, url: String) -> Self {
         Self {
             request: http.put(url),
         }

@@ -28,6 +28,7 @@ pub fn write_for(key: &str, token: i64, body: &'static str) -> FencedWrite {
         body_sha256: "unused".into(),
         content_type: None,
         caller: None,
+        authority: None,
     }
 }
 

@@ -1,0 +1,225 @@
+//! The durable record of external locks (`authority_locks`): the highest holder generation seen
+//! per lock, read before a lock service is asked (to catch one that went backwards) and
+//! advanced in each write's transaction.
+
+use super::batch::{padded, placeholders};
+use super::{Backend, Store, StoreError};
+use crate::domain::authority::{self, ExternalLock, LockObservation};
+use sqlx::{AnyConnection, Row};
+use std::collections::{BTreeSet, HashMap};
+
+/// A lock as recorded.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecordedLock {
+    /// 0 when never seen held.
+    pub highest: i64,
+    pub holder_key: String,
+    /// The Fencing-Owner that first presented `highest`.
+    pub owner: Option<String>,
+}
+
+/// A lock of an external authority as read just before the write (`Fencing-Lease: etcd:…`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthorityView {
+    pub lock: ExternalLock,
+    pub observation: LockObservation,
+}
+
+/// A lock whose service answered below what was recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RegressedLock {
+    pub recorded: i64,
+    pub observed: i64,
+}
+
+impl Store {
+    /// The highest holder generation committed for `lock`; 0 when none.
+    pub async fn authority_floor(&self, lock: &ExternalLock) -> Result<i64, StoreError> {
+        let highest: Option<i64> = sqlx::query_scalar(
+            "SELECT highest_holder_revision FROM authority_locks WHERE lock = $1",
+        )
+        .bind(lock.lease_name())
+        .fetch_optional(&self.reader)
+        .await?;
+        Ok(highest.unwrap_or(0))
+    }
+
+    /// Marks `lock` as having gone backwards now (the `AuthorityRegressed` alert reads it).
+    pub async fn record_regression(
+        &self,
+        lock: &ExternalLock,
+        regressed: RegressedLock,
+    ) -> Result<(), StoreError> {
+        let now = chrono::Utc::now().timestamp_micros();
+        sqlx::query(
+            "INSERT INTO authority_locks (lock, highest_holder_revision, holder_key, owner, \
+             seen_at_us, regressed_at_us, regressed_revision) VALUES ($1, $2, '', NULL, $3, $3, $4) \
+             ON CONFLICT (lock) DO UPDATE SET regressed_at_us = excluded.regressed_at_us, \
+             regressed_revision = excluded.regressed_revision",
+        )
+        .bind(lock.lease_name())
+        .bind(regressed.recorded)
+        .bind(now)
+        .bind(regressed.observed)
+        .execute(&self.writer)
+        .await?;
+        Ok(())
+    }
+
+    /// Locks caught going backwards since `since_us`, with the generation they answered.
+    pub async fn authority_regressions(
+        &self,
+        since_us: i64,
+    ) -> Result<Vec<(String, i64)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT lock, regressed_revision FROM authority_locks WHERE regressed_at_us >= $1",
+        )
+        .bind(since_us)
+        .fetch_all(&self.reader)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok((
+                    row.try_get("lock")?,
+                    row.try_get::<Option<i64>, _>("regressed_revision")?
+                        .unwrap_or(0),
+                ))
+            })
+            .collect()
+    }
+}
+
+/// The batch's locks as recorded, locked on PostgreSQL until the batch commits so that
+/// concurrent batches (of any daemon) advance each one in turn.
+pub(super) async fn observe(
+    conn: &mut AnyConnection,
+    backend: Backend,
+    locks: &BTreeSet<String>,
+) -> Result<HashMap<String, RecordedLock>, StoreError> {
+    if locks.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let lock = match backend {
+        Backend::Postgres => " ORDER BY lock FOR UPDATE",
+        Backend::Sqlite => "",
+    };
+    let names = padded(locks.iter().map(String::as_str).collect());
+    let sql = format!(
+        "SELECT lock, highest_holder_revision, holder_key, owner FROM authority_locks \
+         WHERE lock IN ({}){lock}",
+        placeholders(1, names.len())
+    );
+    let mut query = sqlx::query(&sql);
+    for name in names {
+        query = query.bind(name);
+    }
+    let mut recorded = HashMap::new();
+    for row in query.fetch_all(&mut *conn).await? {
+        recorded.insert(
+            row.try_get("lock")?,
+            RecordedLock {
+                highest: row.try_get("highest_holder_revision")?,
+                holder_key: row.try_get("holder_key")?,
+                owner: row.try_get("owner")?,
+            },
+        );
+    }
+    Ok(recorded)
+}
+
+/// Writes back what the batch advanced, returning how many rows it changed. Never lowers a record: a row inserted by a concurrent
+/// transaction since the observation keeps the higher generation.
+pub(super) async fn store(
+    conn: &mut AnyConnection,
+    changed: &HashMap<String, RecordedLock>,
+) -> Result<i64, StoreError> {
+    let mut rows = 0;
+    let now = chrono::Utc::now().timestamp_micros();
+    for (lock, record) in changed {
+        let done = sqlx::query(
+            "INSERT INTO authority_locks (lock, highest_holder_revision, holder_key, owner, \
+             seen_at_us) VALUES ($1, $2, $3, $4, $5) \
+             ON CONFLICT (lock) DO UPDATE SET \
+             holder_key = CASE WHEN excluded.highest_holder_revision >= \
+                 authority_locks.highest_holder_revision THEN excluded.holder_key \
+                 ELSE authority_locks.holder_key END, \
+             owner = CASE WHEN excluded.highest_holder_revision >= \
+                 authority_locks.highest_holder_revision THEN excluded.owner \
+                 ELSE authority_locks.owner END, \
+             highest_holder_revision = CASE WHEN excluded.highest_holder_revision >= \
+                 authority_locks.highest_holder_revision THEN excluded.highest_holder_revision \
+                 ELSE authority_locks.highest_holder_revision END, \
+             seen_at_us = excluded.seen_at_us",
+        )
+        .bind(lock.as_str())
+        .bind(record.highest)
+        .bind(record.holder_key.as_str())
+        .bind(record.owner.as_deref())
+        .bind(now)
+        .execute(&mut *conn)
+        .await?;
+        rows += i64::try_from(done.rows_affected()).unwrap_or(i64::MAX);
+    }
+    Ok(rows)
+}
+
+/// What the batch's decision of one write needs from the lock, and what it leaves recorded.
+pub(super) struct Judged {
+    pub check: crate::domain::LeaseCheck,
+    pub note: String,
+    pub holder: Option<String>,
+    pub shared_generation: bool,
+}
+
+/// Judges a write's view of its lock against the record so far (`working`), and advances it.
+pub(super) fn judge(
+    view: &AuthorityView,
+    token: i64,
+    owner: Option<&str>,
+    strict: bool,
+    working: &mut RecordedLock,
+) -> Judged {
+    let observation = &view.observation;
+    let check = authority::lease_check(observation, working.highest, strict);
+    let name = view.lock.lease_name();
+    let mut note = match &observation.holder {
+        Some(holder) => format!(
+            "{name} held by {} (generation {}) at etcd revision {}",
+            holder.key, holder.generation, observation.revision
+        ),
+        None if working.highest > 0 => format!(
+            "{name} lock lapsed: nobody held it at etcd revision {}; generation {} was last held by {}",
+            observation.revision, working.highest, working.holder_key
+        ),
+        None => format!(
+            "{name} lock lapsed: nobody held it at etcd revision {}",
+            observation.revision
+        ),
+    };
+    let shared =
+        authority::shared_generation(working.owner.as_deref(), working.highest, token, owner);
+    if shared {
+        note.push_str(&format!(
+            "; anomaly: generation {token} was presented before by owner {}",
+            working.owner.as_deref().unwrap_or_default()
+        ));
+    }
+    let highest = authority::advanced(observation, working.highest);
+    if highest > working.highest {
+        if let Some(holder) = &observation.holder {
+            working.holder_key = holder.key.clone();
+        }
+        working.highest = highest;
+        working.owner = None;
+    }
+    // The first owner to present the holder's generation is the one it is recorded for.
+    if token == working.highest && working.owner.is_none() {
+        working.owner = owner.map(str::to_owned);
+    }
+    Judged {
+        check,
+        note,
+        holder: observation.holder.as_ref().map(|h| h.key.clone()),
+        shared_generation: shared,
+    }
+}

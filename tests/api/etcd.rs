@@ -1,0 +1,571 @@
+//! etcd locks as the authority of writes (`serve --etcd`, `Fencing-Lease: etcd:PREFIX`), against
+//! a real etcd started per test on free loopback ports.
+
+use crate::helpers::{audit_of, http_client, Backend, Daemon, Put, Reply, TestDb};
+use fencewatch::etcd_client::{Client, GetOptions, LockOptions};
+use rstest::rstest;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+use tokio::process::{Child, Command};
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// One etcd member, killed when dropped.
+struct Etcd {
+    child: Option<Child>,
+    url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Etcd {
+    async fn start() -> Etcd {
+        Self::start_on(free_port()).await
+    }
+
+    /// A fresh member (new data, revisions from 1) listening for clients on `port`.
+    async fn start_on(port: u16) -> Etcd {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("http://127.0.0.1:{port}");
+        let peer = format!("http://127.0.0.1:{}", free_port());
+        let child = Command::new("etcd")
+            .arg("--data-dir")
+            .arg(dir.path().join("data"))
+            .args([
+                "--listen-client-urls",
+                &url,
+                "--advertise-client-urls",
+                &url,
+            ])
+            .args([
+                "--listen-peer-urls",
+                &peer,
+                "--initial-advertise-peer-urls",
+                &peer,
+            ])
+            .args([
+                "--initial-cluster",
+                &format!("default={peer}"),
+                "--name",
+                "default",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start etcd");
+        let etcd = Etcd {
+            child: Some(child),
+            url,
+            _dir: dir,
+        };
+        let started = Instant::now();
+        loop {
+            if let Ok(mut client) = etcd.try_client().await {
+                if client.status().await.is_ok() {
+                    return etcd;
+                }
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "etcd did not start"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn try_client(&self) -> Result<Client, fencewatch::etcd_client::Error> {
+        let options = fencewatch::etcd_client::ConnectOptions::new()
+            .with_connect_timeout(Duration::from_secs(1))
+            .with_timeout(Duration::from_secs(2));
+        Client::connect([self.url.as_str()], Some(options)).await
+    }
+
+    async fn client(&self) -> Client {
+        self.try_client().await.unwrap()
+    }
+
+    async fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            child.kill().await.unwrap();
+        }
+    }
+
+    /// Takes `prefix`'s lock under a lease of `ttl_s` seconds (never kept alive) and returns
+    /// the lock key with its create revision, the token.
+    async fn lock(&self, prefix: &str, ttl_s: i64) -> (String, i64) {
+        let mut client = self.client().await;
+        let lease = client.lease_grant(ttl_s, None).await.unwrap().id();
+        let locked = client
+            .lock(prefix, Some(LockOptions::new().with_lease(lease)))
+            .await
+            .unwrap();
+        let key = String::from_utf8(locked.key().to_vec()).unwrap();
+        (key.clone(), create_revision(&mut client, &key).await)
+    }
+
+    async fn unlock(&self, key: &str) {
+        self.client().await.unlock(key).await.unwrap();
+    }
+
+    /// A contender's key under the lock that does not hold it (as a waiting `Lock` leaves).
+    async fn waiter(&self, prefix: &str) -> i64 {
+        let mut client = self.client().await;
+        let lease = client.lease_grant(60, None).await.unwrap().id();
+        let key = format!("{prefix}/{lease:x}");
+        client
+            .put(
+                key.as_str(),
+                "",
+                Some(fencewatch::etcd_client::PutOptions::new().with_lease(lease)),
+            )
+            .await
+            .unwrap();
+        create_revision(&mut client, &key).await
+    }
+
+    /// Moves the cluster's revision on by `count` writes elsewhere.
+    async fn bump(&self, count: usize) {
+        let mut client = self.client().await;
+        for i in 0..count {
+            client.put("unrelated", i.to_string(), None).await.unwrap();
+        }
+    }
+}
+
+async fn create_revision(client: &mut Client, key: &str) -> i64 {
+    let got = client.get(key, None::<GetOptions>).await.unwrap();
+    got.kvs()[0].create_revision()
+}
+
+async fn daemon(db: &TestDb, etcd: &Etcd, extra: &[&str]) -> Daemon {
+    let mut args = vec!["--etcd", etcd.url.as_str(), "--db-timeout", "2s"];
+    args.extend_from_slice(extra);
+    Daemon::spawn(db, &args).await
+}
+
+fn put(daemon: &Daemon, key: &str, lock: &str, token: i64) -> Put {
+    Put::new(
+        &http_client(),
+        format!("{}/v1/resources/{key}", daemon.base),
+    )
+    .token(token)
+    .lease(&format!("etcd:{lock}"))
+}
+
+async fn last_audit(daemon: &Daemon, resource: &str) -> serde_json::Value {
+    audit_of(&http_client(), &daemon.base, resource)
+        .await
+        .last()
+        .cloned()
+        .unwrap()
+}
+
+async fn metric(daemon: &Daemon, line_start: &str) -> f64 {
+    let text = http_client()
+        .get(format!("{}/metrics", daemon.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .find(|line| line.starts_with(line_start))
+        .and_then(|line| line.rsplit(' ').next())
+        .and_then(|value| value.parse().ok())
+        .unwrap_or_else(|| panic!("no {line_start} in\n{text}"))
+}
+
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
+#[case::postgres(Backend::Postgres)]
+#[cfg_attr(not(fencewatch_etcd), ignore = "needs etcd on the PATH")]
+#[tokio::test]
+async fn every_row_of_the_contract(#[case] backend: Backend) {
+    let etcd = Etcd::start().await;
+    let db = TestDb::new(backend).await;
+    let fw = daemon(&db, &etcd, &[]).await;
+
+    let (first_key, first) = etcd.lock("jobs", 60).await;
+    // The holder's token is decided as usual, and the audit names the lock and its holder.
+    put(&fw, "a", "jobs", first)
+        .owner("w1")
+        .body("one")
+        .send()
+        .await;
+    let row = last_audit(&fw, "a").await;
+    assert_eq!(row["outcome"], "accepted", "{row}");
+    assert_eq!(row["lease"], "etcd:jobs");
+    assert!(
+        row["detail"].as_str().unwrap().contains(&first_key),
+        "{row}"
+    );
+
+    // A waiter's key, or a made-up number above the holder's: not a holder's.
+    let waiter = etcd.waiter("jobs").await;
+    assert!(waiter > first);
+    let reply = put(&fw, "a", "jobs", waiter).send().await;
+    reply.assert_problem(403, "unknown-generation");
+    assert_eq!(reply.json["outcome"], "unauthorized");
+    put(&fw, "a", "jobs", first + 1_000_000)
+        .send()
+        .await
+        .assert_problem(403, "unknown-generation");
+
+    // A new holder: the old token is superseded even where the new one never wrote.
+    etcd.unlock(&first_key).await;
+    // The waiter would hold it next; it gives up instead.
+    let mut client = etcd.client().await;
+    let waiters = client
+        .get("jobs/", Some(GetOptions::new().with_prefix()))
+        .await
+        .unwrap();
+    for kv in waiters.kvs() {
+        client.delete(kv.key(), None).await.unwrap();
+    }
+    let (second_key, second) = etcd.lock("jobs", 60).await;
+    let reply = put(&fw, "never-seen-second", "jobs", first).send().await;
+    reply.assert_problem(409, "stale-token");
+    assert_eq!(reply.json["outcome"], "superseded");
+    assert_eq!(
+        put(&fw, "b", "jobs", second).send().await.status.as_u16(),
+        201
+    );
+
+    // Released by all: the last holder's is accepted with the lapse in the audit...
+    etcd.unlock(&second_key).await;
+    let reply = put(&fw, "b", "jobs", second).body("after").send().await;
+    assert_eq!(reply.status.as_u16(), 200, "{}", reply.json);
+    let row = last_audit(&fw, "b").await;
+    assert!(row["detail"].as_str().unwrap().contains("lapsed"), "{row}");
+    // ...and a revision seen holding stays a floor when nobody holds it.
+    put(&fw, "c", "jobs", first)
+        .send()
+        .await
+        .assert_problem(409, "stale-token");
+
+    // Under --strict-leases, the lapsed holder's is refused.
+    let strict = daemon(&db, &etcd, &["--strict-leases"]).await;
+    put(&strict, "b", "jobs", second)
+        .send()
+        .await
+        .assert_problem(409, "lease-expired");
+
+    // Not a valid key prefix.
+    put(&fw, "b", "", second)
+        .send()
+        .await
+        .assert_problem(400, "invalid-request");
+}
+
+#[cfg_attr(not(fencewatch_etcd), ignore = "needs etcd on the PATH")]
+#[tokio::test]
+async fn without_etcd_an_etcd_lease_is_bad_input() {
+    let db = TestDb::new(Backend::Sqlite).await;
+    let fw = Daemon::spawn(&db, &[]).await;
+    let reply = Put::new(&http_client(), format!("{}/v1/resources/a", fw.base))
+        .token(5)
+        .lease("etcd:jobs")
+        .send()
+        .await;
+    reply.assert_problem(400, "invalid-request");
+}
+
+#[cfg_attr(not(fencewatch_etcd), ignore = "needs etcd on the PATH")]
+#[tokio::test]
+async fn an_etcd_that_is_not_there_makes_the_daemon_unready_and_writes_unavailable() {
+    let db = TestDb::new(Backend::Sqlite).await;
+    let nowhere = format!("http://127.0.0.1:{}", free_port());
+    let fw = Daemon::spawn(&db, &["--etcd", &nowhere, "--db-timeout", "1s"]).await;
+    let ready = Reply::from(
+        http_client()
+            .get(format!("{}/readyz", fw.base))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    ready.assert_problem(503, "unavailable");
+    let started = Instant::now();
+    Put::new(&http_client(), format!("{}/v1/resources/a", fw.base))
+        .token(5)
+        .lease("etcd:jobs")
+        .send()
+        .await
+        .assert_problem(503, "unavailable");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    // The daemon's own leases and plain tokens still work.
+    let plain = Put::new(&http_client(), format!("{}/v1/resources/a", fw.base))
+        .token(5)
+        .send()
+        .await;
+    assert_eq!(plain.status.as_u16(), 201);
+}
+
+/// A worker whose lock lapsed while it was paused is refused at a resource its successor
+/// (holding an `etcdctl lock`) never wrote.
+#[cfg_attr(not(fencewatch_etcd), ignore = "needs etcd on the PATH")]
+#[tokio::test]
+async fn a_paused_worker_is_refused_where_its_successor_never_wrote() {
+    let etcd = Etcd::start().await;
+    let db = TestDb::new(Backend::Sqlite).await;
+    let fw = daemon(&db, &etcd, &[]).await;
+    let (_, paused) = etcd.lock("billing", 2).await;
+    assert_eq!(
+        put(&fw, "billing/ledger", "billing", paused)
+            .send()
+            .await
+            .status
+            .as_u16(),
+        201
+    );
+    // The pause: its lease runs out, and etcdctl's worker takes the lock and writes elsewhere.
+    let script = format!(
+        "echo \"$ETCD_LOCK_KEY $ETCD_LOCK_REV\"; curl -s -o /dev/null -X PUT \
+         -H \"Fencing-Token: $ETCD_LOCK_REV\" -H 'Fencing-Lease: etcd:billing' \
+         --data-binary second {}/v1/resources/billing/invoices; sleep 30",
+        fw.base
+    );
+    let mut holder = Command::new("etcdctl")
+        .env("ETCDCTL_API", "3")
+        .args([
+            "--endpoints",
+            &etcd.url,
+            "lock",
+            "billing",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stdout = holder.stdout.take().unwrap();
+    let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(stdout));
+    let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let (key, rev) = line.split_once(' ').unwrap();
+    let rev: i64 = rev.trim().parse().unwrap();
+    assert!(key.starts_with("billing/"), "{line}");
+    assert!(rev > paused);
+    // The successor's write reaches the daemon.
+    let started = Instant::now();
+    while audit_of(&http_client(), &fw.base, "billing/invoices")
+        .await
+        .is_empty()
+    {
+        assert!(started.elapsed() < Duration::from_secs(10));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The paused worker wakes up and writes where the successor never did.
+    let reply = put(&fw, "billing/ledger", "billing", paused).send().await;
+    reply.assert_problem(409, "stale-token");
+    assert_eq!(reply.json["outcome"], "superseded");
+    holder.kill().await.unwrap();
+}
+
+/// etcd killed while writes go on: every write after is 503, and none is accepted unchecked.
+#[cfg_attr(not(fencewatch_etcd), ignore = "needs etcd on the PATH")]
+#[tokio::test]
+async fn etcd_killed_mid_load_gives_503_and_accepts_nothing_unchecked() {
+    let mut etcd = Etcd::start().await;
+    let db = TestDb::new(Backend::Sqlite).await;
+    let fw = daemon(&db, &etcd, &[]).await;
+    let (_, token) = etcd.lock("load", 60).await;
+    let base = fw.base.clone();
+    let writers: Vec<_> = (0..4)
+        .map(|w| {
+            let base = base.clone();
+            tokio::spawn(async move {
+                let http = http_client();
+                let mut statuses = Vec::new();
+                let until = Instant::now() + Duration::from_secs(4);
+                while Instant::now() < until {
+                    let reply = Put::new(&http, format!("{base}/v1/resources/load/{w}"))
+                        .token(token)
+                        .lease("etcd:load")
+                        .send()
+                        .await;
+                    statuses.push((Instant::now(), reply.status.as_u16()));
+                }
+                statuses
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    etcd.kill().await;
+    let killed = Instant::now();
+    let mut accepted_before = 0;
+    for writer in writers {
+        for (at, status) in writer.await.unwrap() {
+            match status {
+                200 | 201 => {
+                    // A request in flight at the kill may still have been checked before it.
+                    assert!(
+                        at < killed + Duration::from_millis(500),
+                        "accepted after the kill"
+                    );
+                    accepted_before += 1;
+                }
+                503 => assert!(at > killed, "503 before the kill"),
+                other => panic!("status {other}"),
+            }
+        }
+    }
+    assert!(accepted_before > 0);
+    // Every accepted row was checked against etcd: it names the holder it saw.
+    for w in 0..4 {
+        for row in audit_of(&http_client(), &fw.base, &format!("load/{w}")).await {
+            assert_eq!(row["outcome"], "accepted");
+            assert!(
+                row["detail"].as_str().unwrap().contains("held by load/"),
+                "{row}"
+            );
+        }
+    }
+}
+
+/// Two daemons on one PostgreSQL share what they have seen hold a lock.
+#[rstest]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
+#[case::postgres(Backend::Postgres)]
+#[cfg_attr(not(fencewatch_etcd), ignore = "needs etcd on the PATH")]
+#[tokio::test]
+async fn two_daemons_on_postgres_agree(#[case] backend: Backend) {
+    let etcd = Etcd::start().await;
+    let db = TestDb::new(backend).await;
+    let one = daemon(&db, &etcd, &[]).await;
+    let two = daemon(&db, &etcd, &[]).await;
+    let (first_key, first) = etcd.lock("shared", 60).await;
+    assert_eq!(
+        put(&one, "x", "shared", first).send().await.status.as_u16(),
+        201
+    );
+    etcd.unlock(&first_key).await;
+    let (second_key, second) = etcd.lock("shared", 60).await;
+    assert_eq!(
+        put(&two, "y", "shared", second)
+            .send()
+            .await
+            .status
+            .as_u16(),
+        201
+    );
+    etcd.unlock(&second_key).await;
+    // Nobody holds it now; daemon one never saw the second holder itself.
+    put(&one, "z", "shared", first)
+        .send()
+        .await
+        .assert_problem(409, "stale-token");
+    let lapsed = put(&one, "z", "shared", second).send().await;
+    assert_eq!(lapsed.status.as_u16(), 201, "{}", lapsed.json);
+}
+
+/// A fresh etcd on the same address, whose revisions are lower than those seen: refused.
+#[cfg_attr(not(fencewatch_etcd), ignore = "needs etcd on the PATH")]
+#[tokio::test]
+async fn a_restored_etcd_is_refused_and_raised() {
+    let port = free_port();
+    let mut old = Etcd::start_on(port).await;
+    let db = TestDb::new(Backend::Sqlite).await;
+    let fw = daemon(&db, &old, &[]).await;
+    old.bump(30).await;
+    let (_, high) = old.lock("orders", 60).await;
+    assert_eq!(
+        put(&fw, "o", "orders", high).send().await.status.as_u16(),
+        201
+    );
+    old.kill().await;
+    drop(old);
+
+    let restored = Etcd::start_on(port).await;
+    let (_, low) = restored.lock("orders", 60).await;
+    assert!(low < high);
+    let reply = put(&fw, "o", "orders", low).send().await;
+    reply.assert_problem(503, "unavailable");
+    // Even the token it knows is not obeyed while etcd answers below it.
+    put(&fw, "o", "orders", high)
+        .send()
+        .await
+        .assert_problem(503, "unavailable");
+    assert!(
+        metric(
+            &fw,
+            "fencewatch_authority_anomalies_total{kind=\"regressed\"}"
+        )
+        .await
+            >= 1.0
+    );
+    let started = Instant::now();
+    loop {
+        let alerts = Reply::from(
+            http_client()
+                .get(format!("{}/v1/alerts", fw.base))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        let firing = alerts.json["alerts"].as_array().unwrap().iter().any(|a| {
+            a["rule"] == "AuthorityRegressed"
+                && a["state"] == "firing"
+                && a["resource"] == "etcd:orders"
+        });
+        if firing {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "{}",
+            alerts.json
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// One generation presented by two owners is recorded as an anomaly.
+#[cfg_attr(not(fencewatch_etcd), ignore = "needs etcd on the PATH")]
+#[tokio::test]
+async fn one_generation_from_two_owners_is_recorded() {
+    let etcd = Etcd::start().await;
+    let db = TestDb::new(Backend::Sqlite).await;
+    let fw = daemon(&db, &etcd, &[]).await;
+    let (_, token) = etcd.lock("dup", 60).await;
+    put(&fw, "d", "dup", token).owner("w1").send().await;
+    put(&fw, "d", "dup", token).owner("w2").send().await;
+    let row = last_audit(&fw, "d").await;
+    assert!(
+        row["detail"]
+            .as_str()
+            .unwrap()
+            .contains("presented before by owner w1"),
+        "{row}"
+    );
+    assert_eq!(
+        metric(
+            &fw,
+            "fencewatch_authority_anomalies_total{kind=\"shared_generation\"}"
+        )
+        .await,
+        1.0
+    );
+}
