@@ -16,7 +16,6 @@ use crate::events::{Event, EventBus};
 use crate::store::{AcquireResult, Store, StoreError, StoredAlert};
 use chrono::DateTime;
 use prometheus_client::metrics::gauge::Gauge;
-use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -73,24 +72,7 @@ pub fn firing_ends_at(now_us: i64, resend_us: i64, evaluation_us: i64) -> i64 {
     now_us.saturating_add(resend_us.max(evaluation_us).saturating_mul(4))
 }
 
-/// An alert as the API and the live stream show it.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct AlertView {
-    pub rule: String,
-    /// The resource, for per-resource rules.
-    pub resource: Option<String>,
-    pub state: AlertState,
-    pub since: Option<String>,
-    pub fired_at: Option<String>,
-    /// The count last compared with the threshold.
-    pub value: i64,
-    pub threshold: u64,
-    pub window_seconds: f64,
-    pub for_seconds: f64,
-    pub keep_firing_for_seconds: f64,
-    pub labels: std::collections::BTreeMap<String, String>,
-    pub summary: String,
-}
+pub use crate::api::events::AlertView;
 
 fn time(us: i64) -> Option<String> {
     DateTime::from_timestamp_micros(us).map(|at| format_rfc3339_micros(&at))

@@ -5,8 +5,50 @@ use crate::domain::{AuditEntry, Overlap};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
-pub use crate::alerts::AlertView as AlertEvent;
-pub use crate::events::StatsView as StatsEvent;
+use crate::domain::alert::AlertState;
+use std::collections::BTreeMap;
+
+/// An `alert` event, and an alert as `GET /v1/alerts` shows it.
+pub type AlertEvent = AlertView;
+/// A `stats` event, and `GET /v1/stats`.
+pub type StatsEvent = StatsView;
+
+/// An alert as the API and the live stream show it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AlertView {
+    pub rule: String,
+    /// The resource, for per-resource rules.
+    pub resource: Option<String>,
+    pub state: AlertState,
+    pub since: Option<String>,
+    pub fired_at: Option<String>,
+    /// The count last compared with the threshold.
+    pub value: i64,
+    pub threshold: u64,
+    pub window_seconds: f64,
+    pub for_seconds: f64,
+    pub keep_firing_for_seconds: f64,
+    pub labels: BTreeMap<String, String>,
+    pub summary: String,
+}
+
+/// Writes per second over one window, per outcome and in all.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Rates {
+    pub total: f64,
+    pub by_outcome: BTreeMap<String, f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StatsView {
+    pub totals: BTreeMap<String, u64>,
+    pub rates: BTreeMap<String, Rates>,
+    pub open_overlaps: u64,
+    pub firing_alerts: u64,
+    pub events_dropped: u64,
+    /// The audit id up to which these figures are final.
+    pub through_audit_id: i64,
+}
 
 /// A `write` event: the audit row itself, with its id as the SSE id.
 pub type WriteEvent = AuditEntry;

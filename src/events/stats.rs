@@ -1,8 +1,8 @@
 //! Totals per outcome and rates over the last 10 s, 1 min and 5 min, in constant memory:
 //! a ring of one-second buckets.
 
+pub use crate::api::events::{Rates, StatsView};
 use crate::domain::Outcome;
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 const SECONDS: usize = 300;
@@ -14,24 +14,6 @@ pub struct StatsWindow {
     buckets: Vec<[u32; OUTCOMES]>,
     /// The second (since the epoch) that `buckets[second % SECONDS]` holds.
     stamps: Vec<i64>,
-}
-
-/// Writes per second over one window, per outcome and in all.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Rates {
-    pub total: f64,
-    pub by_outcome: BTreeMap<String, f64>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct StatsView {
-    pub totals: BTreeMap<String, u64>,
-    pub rates: BTreeMap<String, Rates>,
-    pub open_overlaps: u64,
-    pub firing_alerts: u64,
-    pub events_dropped: u64,
-    /// The audit id up to which these figures are final.
-    pub through_audit_id: i64,
 }
 
 fn index(outcome: Outcome) -> usize {
