@@ -104,7 +104,7 @@ impl FenceService {
 
     /// A write from the edge: when it names an external lock, the lock is read first (within
     /// the database timeout) and judged in the write's transaction.
-    pub async fn write_checked(&self, mut write: FencedWrite) -> Result<WriteResult, WriteError> {
+    pub async fn write_checked(&self, write: &FencedWrite) -> Result<WriteResult, WriteError> {
         let lock = write
             .lease
             .as_ref()
@@ -155,9 +155,15 @@ impl FenceService {
                     observed,
                 });
             }
-            write.authority = Some(AuthorityView { lock, observation });
+            // Only a write that names a lock is copied, to carry what etcd said.
+            let mut checked = write.clone();
+            checked.authority = Some(AuthorityView { lock, observation });
+            return self.count_anomaly(self.write(&checked).await?);
         }
-        let result = self.write(&write).await?;
+        self.count_anomaly(self.write(write).await?)
+    }
+
+    fn count_anomaly(&self, result: WriteResult) -> Result<WriteResult, WriteError> {
         if let Some(anomaly) = result.anomaly {
             self.metrics
                 .authority_anomalies

@@ -48,7 +48,7 @@ async fn write(
     };
     let caller = caller.and_then(|Extension(Caller(name))| name);
     match write_request::parse(key, &headers, body, body_limits, caller).await {
-        Ok(write) => match state.service.write_checked(write.clone()).await {
+        Ok(write) => match state.service.write_checked(&write).await {
             Ok(result) => Ok(write_response(result)),
             Err(WriteError::Store(error)) => Err(Problem::from(error)),
             Err(WriteError::NoAuthority(error)) => {
