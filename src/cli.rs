@@ -4,6 +4,19 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// The exit codes of `lease` and `write` (`commands::lease_write::exit_code` gives them).
+pub const EXIT_CODES_HELP: &str = "Exit codes:
+  0  accepted (or replayed); lease granted, renewed, released or shown
+  1  the daemon could not be reached or failed (5xx)
+  2  bad command line
+  3  stale token: a newer generation was accepted or issued (409 stale-token)
+  4  revision mismatch (412)
+  5  idempotency key reused for another request (422)
+  6  lease held by another, lost, or expired (409 lease-held, lease-lost, lease-expired)
+  7  not allowed: no or wrong API key, forged token, resource out of the lease's scope (401, 403)
+  8  invalid request or value too large (400, 413)
+  9  not found (404)";
+
 #[derive(Debug, Parser)]
 #[command(
     name = "fencewatch",
@@ -50,7 +63,7 @@ pub enum Command {
     /// store.
     Bench(BenchArgs),
     /// Write stdin as a resource's value, fenced by a token.
-    #[command(after_help = crate::client::EXIT_CODES_HELP)]
+    #[command(after_help = EXIT_CODES_HELP)]
     Write(WriteArgs),
     /// Print a shell completion script (e.g. `fencewatch completions bash > /etc/bash_completion.d/fencewatch`).
     Completions {
@@ -226,7 +239,7 @@ pub struct Connection {
 }
 
 #[derive(Debug, Clone, Args)]
-#[command(after_help = crate::client::EXIT_CODES_HELP)]
+#[command(after_help = EXIT_CODES_HELP)]
 pub struct LeaseArgs {
     #[command(subcommand)]
     pub action: LeaseAction,

@@ -14,9 +14,9 @@ mod resources;
 pub mod scopes;
 mod write_request;
 
+use crate::app::service::FenceService;
 use crate::live::{Live, LiveConfig};
 use crate::metrics::Metrics;
-use crate::service::FenceService;
 use crate::store::StoreError;
 use auth::ApiKeys;
 use axum::http::{Method, Uri};

@@ -110,13 +110,13 @@ async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response 
 
 #[derive(Serialize)]
 struct AlertList {
-    alerts: Vec<crate::alerts::AlertView>,
+    alerts: Vec<crate::live::alerts::AlertView>,
 }
 
 async fn alerts(State(state): State<AppState>) -> Result<Response, Problem> {
     let stored = state.live.store.alert_states().await?;
     Ok(json_ok(&AlertList {
-        alerts: crate::alerts::views(&state.live.config.alerts, &stored),
+        alerts: crate::live::alerts::views(&state.live.config.alerts, &stored),
     }))
 }
 

@@ -1,12 +1,11 @@
 //! `fencewatch tui`: the live dashboard. `model` holds the state (no ratatui), `view` draws it,
 //! `keys` declares the bindings, `client` talks to the daemon; this module runs the loop.
 
-pub mod client;
 pub mod keys;
 pub mod model;
 pub mod view;
 
-use client::DaemonClient;
+use crate::client::DaemonClient;
 use crossterm::event::{Event as TermEvent, EventStream, KeyCode, KeyEventKind};
 use futures_util::{Stream, StreamExt};
 use model::timeline::Fetch;
@@ -201,10 +200,10 @@ pub async fn overview_json(client: &DaemonClient) -> Result<serde_json::Value, S
 pub(crate) mod fixtures {
     //! A dashboard mid-incident, at a fixed time, for model tests and snapshots.
     use super::model::{Model, Msg, Snapshot};
-    use crate::alerts::AlertView;
     use crate::api::events::{DaemonEvent, OverlapEvent, StatsEvent, WriteEvent};
     use crate::domain::alert::AlertState;
     use crate::domain::{Outcome, Overlap, OverlapState};
+    use crate::live::alerts::AlertView;
     use chrono::{DateTime, Utc};
     use std::sync::Arc;
 

@@ -682,7 +682,7 @@ async fn export_round_trips_every_row_and_field(#[case] backend: Backend) {
         .iter()
         .map(str::to_owned)
         .collect();
-    assert_eq!(headers, fencewatch::audit_cli::CSV_COLUMNS);
+    assert_eq!(headers, fencewatch::commands::audit::CSV_COLUMNS);
     let records: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
     let expected: Vec<&Value> = rows.iter().filter(|r| r["resource"] == "x/1").collect();
     assert_eq!(records.len(), expected.len());

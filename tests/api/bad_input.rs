@@ -2,7 +2,7 @@
 
 use crate::helpers::{Backend, Reply, TestApp};
 use crate::test_db;
-use fencewatch::service::Limits;
+use fencewatch::app::service::Limits;
 use rstest::rstest;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 

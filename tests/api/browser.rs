@@ -5,10 +5,10 @@
 use crate::helpers::{Backend, TestApp};
 use crate::test_db;
 use axum::routing::{get, post};
+use fencewatch::app::service::Limits;
 use fencewatch::http::origin::AllowedOrigins;
 use fencewatch::http::Access;
 use fencewatch::live::LiveConfig;
-use fencewatch::service::Limits;
 use serde_json::json;
 use std::process::Stdio;
 use std::time::Duration;

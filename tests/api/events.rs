@@ -3,9 +3,9 @@
 
 use crate::helpers::{Backend, SseClient, TestApp};
 use crate::test_db;
-use fencewatch::events::EventBus;
+use fencewatch::app::service::{FenceService, Limits};
+use fencewatch::live::EventBus;
 use fencewatch::live::{Live, LiveMessage, Subscriber};
-use fencewatch::service::{FenceService, Limits};
 use rstest::rstest;
 use std::time::Duration;
 
@@ -338,7 +338,7 @@ async fn sigterm_ends_live_streams_and_the_daemon_exits() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streamed_rows_are_the_rows_the_audit_holds(#[case] backend: Backend) {
     use fencewatch::domain::Outcome;
-    use fencewatch::events::Event;
+    use fencewatch::live::Event;
     let db = test_db!(backend);
     let app = TestApp::spawn(&db).await;
     // One resource far ahead: every write to it is stale.
@@ -477,7 +477,7 @@ async fn a_row_from_outside_the_feed_is_streamed_in_its_place(#[case] backend: B
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_tail_publishes_what_the_feed_hands_it() {
     use fencewatch::domain::{AuditEntry, Outcome};
-    use fencewatch::events::Event;
+    use fencewatch::live::Event;
     let db = test_db!(Backend::Sqlite);
     let store = db.store().await;
     let live = Live::start(store, Default::default(), Default::default())

@@ -3,8 +3,8 @@
 
 use crate::helpers::{Backend, Rng, TestApp, TestDb};
 use crate::test_db;
+use fencewatch::app::service::{FenceService, Limits};
 use fencewatch::domain::{Decision, FencingToken, IdempotencyKey, Outcome, ResourceKey, Revision};
-use fencewatch::service::{FenceService, Limits};
 use fencewatch::store::{FencedWrite, LeasePolicy, ObserveHook, Store, WriteResult};
 use rstest::rstest;
 use std::sync::atomic::{AtomicU32, Ordering};

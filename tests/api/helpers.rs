@@ -1,10 +1,10 @@
 //! The test harness: a fresh database per test on either backend, the daemon in-process or as a
 //! real process, and a small HTTP client for the contract.
 
+use fencewatch::app::service::{FenceService, Limits};
 use fencewatch::http::auth::ApiKeys;
 use fencewatch::http::{router, serve, Access, AppState};
 use fencewatch::live::{Live, LiveConfig};
-use fencewatch::service::{FenceService, Limits};
 use fencewatch::store::{Store, StoreOptions};
 use reqwest::header::HeaderMap;
 use reqwest::StatusCode;

@@ -3,8 +3,8 @@
 
 use crate::helpers::{Backend, Reply, SseClient, TestApp};
 use crate::test_db;
+use fencewatch::app::service::Limits;
 use fencewatch::live::LiveConfig;
-use fencewatch::service::Limits;
 use rstest::rstest;
 use std::time::Duration;
 

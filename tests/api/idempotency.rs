@@ -2,7 +2,7 @@
 
 use crate::helpers::{Backend, TestApp};
 use crate::test_db;
-use fencewatch::service::Limits;
+use fencewatch::app::service::Limits;
 use rstest::rstest;
 use std::time::Duration;
 
@@ -246,7 +246,7 @@ async fn operation_records_are_pruned_in_the_background(#[case] backend: Backend
         ..Limits::default()
     };
     let app = TestApp::spawn_with(&db, limits.clone()).await;
-    let service = fencewatch::service::FenceService::new(app.store.clone(), limits);
+    let service = fencewatch::app::service::FenceService::new(app.store.clone(), limits);
     let pruner = service.spawn_retention();
     assert_eq!(
         app.put("p")

@@ -2,8 +2,8 @@
 
 use crate::helpers::{Backend, Daemon, Reply, TestApp, TestDb};
 use crate::test_db;
+use fencewatch::app::service::Limits;
 use fencewatch::domain::{LeaseName, LeaseScope};
-use fencewatch::service::Limits;
 use fencewatch::store::LeasePolicy;
 use rstest::rstest;
 use serde_json::{json, Value};

@@ -4,9 +4,9 @@
 
 use crate::helpers::{Backend, Daemon, Reply, TestApp};
 use crate::test_db;
+use fencewatch::app::service::Limits;
 use fencewatch::domain::Outcome;
 use fencewatch::http::auth::ApiKeys;
-use fencewatch::service::Limits;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::sync::Arc;

@@ -4,11 +4,11 @@
 
 use crate::helpers::{Backend, Reply, TestApp};
 use crate::test_db;
+use fencewatch::app::service::Limits;
 use fencewatch::http::auth::ApiKeys;
 use fencewatch::http::origin::AllowedOrigins;
 use fencewatch::http::Access;
 use fencewatch::live::LiveConfig;
-use fencewatch::service::Limits;
 use rstest::rstest;
 use serde_json::{json, Value};
 use std::sync::Arc;

@@ -9,7 +9,7 @@
 //! others commit. On SQLite the fsync itself is off the worker's path: a
 //! batch's writers wait for it in a task of their own while the worker commits the next batch.
 
-use crate::events::CommitFeed;
+use crate::live::CommitFeed;
 use crate::store::{Backend, FencedWrite, LeasePolicy, Store, StoreError, WriteResult, MAX_BATCH};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;

@@ -2,8 +2,8 @@
 //! starts (or one at `--url`), and in the same run the same writes straight through the store
 //! without HTTP, so the two can be compared side by side.
 
+use crate::app::group_commit::GroupCommit;
 use crate::domain::{FencingToken, ResourceKey};
-use crate::group_commit::GroupCommit;
 use crate::store::{FencedWrite, LeasePolicy, Store, StoreOptions};
 use anyhow::Context;
 use serde::Serialize;

@@ -2,12 +2,12 @@
 //! take leases from its authority and sometimes pause past them while a replacement takes over,
 //! and the dashboard on top. `--headless` runs the same without a terminal and prints a summary.
 
-use crate::alerts::{AlertConfig, Rule};
+use crate::app::service::{FenceService, Limits};
 use crate::domain::Outcome;
-use crate::events::Event;
 use crate::http::{self, Access, AppState};
+use crate::live::alerts::{AlertConfig, Rule};
+use crate::live::Event;
 use crate::live::LiveConfig;
-use crate::service::{FenceService, Limits};
 use crate::store::{Store, StoreOptions};
 use anyhow::Context;
 use serde_json::{json, Value};
@@ -130,7 +130,7 @@ pub async fn run(options: DemoOptions) -> anyhow::Result<()> {
         let theme = crate::tui::view::Theme {
             color: options.color,
         };
-        match crate::tui::client::DaemonClient::new(&base, None, None) {
+        match crate::client::DaemonClient::new(&base, None, None) {
             Ok(client) => crate::tui::run(client, theme).await,
             Err(error) => Err(error.into()),
         }
@@ -164,7 +164,7 @@ async fn summarise(
     names: &std::sync::Mutex<Vec<String>>,
     options: &DemoOptions,
 ) -> anyhow::Result<Value> {
-    let client = crate::tui::client::DaemonClient::new(base, None, None)?;
+    let client = crate::client::DaemonClient::new(base, None, None)?;
     let stats = client.json("/v1/stats").await.map_err(anyhow::Error::msg)?;
     let overlaps = client
         .json("/v1/overlaps?state=all&limit=1000")

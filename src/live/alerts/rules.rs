@@ -225,7 +225,7 @@ mod tests {
 
     #[test]
     fn the_example_config_parses() {
-        let text = include_str!("../../assets/fencewatch.example.toml");
+        let text = include_str!("../../../assets/fencewatch.example.toml");
         let config = AlertConfig::parse(text).unwrap();
         assert_eq!(config.rules.len(), 2);
         assert!(config.rules.iter().any(|r| r.per_resource));

@@ -2,14 +2,6 @@
 //! rolling statistics computed from it. Nothing here is on the write path: after a batch is
 //! durable its rows are handed to the tail (`CommitFeed`), which never blocks a writer.
 
-mod feed;
-mod stats;
-mod tail;
-
-pub use feed::{CommitFeed, Taken};
-pub use stats::{Rates, StatsView, StatsWindow};
-pub use tail::{spawn_tail, TailHandle, TailSources};
-
 use crate::api::events::{AlertEvent, OverlapEvent};
 use crate::domain::AuditEntry;
 use prometheus_client::metrics::counter::Counter;

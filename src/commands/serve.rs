@@ -1,14 +1,14 @@
 //! `fencewatch serve`: open the store, bind, announce the address, serve until a signal.
 
-use crate::alerts::AlertConfig;
+use crate::app::service::{FenceService, Limits};
 use crate::authority::Authorities;
 use crate::cli::{LeaseScopeArg, ServeArgs};
 use crate::domain::LeaseScope;
 use crate::http::auth::ApiKeys;
 use crate::http::origin::AllowedOrigins;
 use crate::http::{self, Access, AppState};
+use crate::live::alerts::AlertConfig;
 use crate::live::LiveConfig;
-use crate::service::{FenceService, Limits};
 use crate::store::LeasePolicy;
 use crate::store::{Store, StoreOptions};
 use crate::tls;

@@ -1,9 +1,9 @@
 //! The dashboard's link to the daemon: the event stream, kept up with capped exponential
 //! backoff and resumed with `Last-Event-ID`, and the few reads it needs besides.
 
-use super::model::timeline::{Anchor, Fetch, Page, PAGE};
-use super::model::{Msg, Snapshot};
 use crate::api::events::{AlertEvent, DaemonEvent, OverlapEvent, StatsEvent, WriteEvent};
+use crate::tui::model::timeline::{Anchor, Fetch, Page, PAGE};
+use crate::tui::model::{Msg, Snapshot};
 use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
 use serde::de::DeserializeOwned;

@@ -15,7 +15,9 @@
 //! The audit is read only for what the feed lacks: at the poll, and when the feed has held
 //! rows beyond a missing id for longer than a short grace.
 
-use super::{CommitFeed, Event, EventBus, StatsWindow};
+use super::bus::{Event, EventBus};
+use super::feed::CommitFeed;
+use super::stats::StatsWindow;
 use crate::domain::AuditEntry;
 use crate::store::Store;
 use prometheus_client::metrics::counter::Counter;

@@ -1,12 +1,22 @@
 //! The daemon's live side, shared by the HTTP handlers: the bus, the tail and what is derived
 //! from them.
 
-use crate::alerts::{spawn_notifier, watch_alerts, AlertConfig, Evaluator};
+pub mod alerts;
+mod bus;
+mod feed;
+mod stats;
+mod tail;
+
+pub use bus::{Event, EventBus};
+pub use feed::{CommitFeed, Taken};
+pub use stats::{Rates, StatsView, StatsWindow};
+pub use tail::{spawn_tail, TailHandle, TailSources};
+
 use crate::api::events::{AlertEvent, OverlapChange, OverlapEvent};
 use crate::domain::{AuditEntry, Holder, OverlapState};
-use crate::events::{spawn_tail, Event, EventBus, StatsView, TailHandle, TailSources};
 use crate::metrics::Metrics;
 use crate::store::{Store, StoreError};
+use alerts::{spawn_notifier, watch_alerts, AlertConfig, Evaluator};
 use prometheus_client::metrics::gauge::Gauge;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;

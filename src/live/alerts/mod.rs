@@ -12,7 +12,7 @@ pub use rules::{default_rules, AlertConfig, Rule, Webhook};
 use crate::domain::alert::{step, AlertInstance, AlertState, Transition};
 use crate::domain::audit::format_rfc3339_micros;
 use crate::domain::{FencingToken, Holder, LeaseName, Ttl};
-use crate::events::{Event, EventBus};
+use crate::live::bus::{Event, EventBus};
 use crate::store::{AcquireResult, Store, StoreError, StoredAlert};
 use chrono::DateTime;
 use prometheus_client::metrics::gauge::Gauge;

@@ -1,11 +1,11 @@
 //! The use cases, between the HTTP edge and the store. Later work (events, overlaps, metrics)
 //! hooks in here, after the store has committed.
 
+use crate::app::group_commit::GroupCommit;
 use crate::authority::{Authorities, AuthorityError};
 use crate::domain::authority::{self, Anomaly, ExternalLock, Progress};
 use crate::domain::{AuditEntry, FencingToken, Holder, LeaseName, LeaseRecord, ResourceKey, Ttl};
-use crate::events::CommitFeed;
-use crate::group_commit::GroupCommit;
+use crate::live::CommitFeed;
 use crate::metrics::Metrics;
 use crate::store::{
     AcquireResult, AuditQuery, AuthorityView, FencedWrite, LeasePolicy, LeaseState, PruneReport,

@@ -9,18 +9,6 @@ use serde_json::{json, Value};
 use std::io::Read;
 use std::process::ExitCode;
 
-pub const EXIT_CODES_HELP: &str = "Exit codes:
-  0  accepted (or replayed); lease granted, renewed, released or shown
-  1  the daemon could not be reached or failed (5xx)
-  2  bad command line
-  3  stale token: a newer generation was accepted or issued (409 stale-token)
-  4  revision mismatch (412)
-  5  idempotency key reused for another request (422)
-  6  lease held by another, lost, or expired (409 lease-held, lease-lost, lease-expired)
-  7  not allowed: no or wrong API key, forged token, resource out of the lease's scope (401, 403)
-  8  invalid request or value too large (400, 413)
-  9  not found (404)";
-
 /// The exit code for an answer of the daemon.
 pub fn exit_code(status: u16, problem_type: Option<&str>) -> u8 {
     match (status, problem_type) {
