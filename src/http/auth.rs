@@ -2,14 +2,13 @@
 //! Keys are kept only as SHA-256 digests, compared in constant time, and never logged.
 
 use super::problem::Problem;
+use super::refusal::refuse;
 use super::scopes::{Grants, Need, Scope, UnknownScope};
-use super::write_request;
 use super::AppState;
-use crate::domain::{Outcome, ResourceKey};
 use axum::extract::{Request, State};
-use axum::http::{header, Method};
+use axum::http::header;
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
@@ -189,39 +188,6 @@ pub async fn require_key(
         ),
     };
     refuse(&state, request, problem, caller).await
-}
-
-/// Answers `problem`; a refused write of a resource is first audited, as every attempt is.
-pub(super) async fn refuse(
-    state: &AppState,
-    request: Request,
-    problem: Problem,
-    caller: Option<String>,
-) -> Response {
-    if request.method() != Method::PUT {
-        return problem.into_response();
-    }
-    let Some(key) = request
-        .uri()
-        .path()
-        .strip_prefix(super::resources::PREFIX)
-        .and_then(|raw| ResourceKey::from_percent_encoded(raw).ok())
-    else {
-        return problem.into_response();
-    };
-    let attempt = write_request::refused_from_headers(
-        key,
-        request.headers(),
-        Outcome::Unauthorized,
-        &problem.detail,
-        caller,
-    );
-    match state.service.refuse(&attempt).await {
-        Ok(entry) => problem
-            .with_members(super::resources::members(&entry))
-            .into_response(),
-        Err(error) => Problem::from(error).into_response(),
-    }
 }
 
 #[cfg(test)]

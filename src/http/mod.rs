@@ -10,6 +10,7 @@ mod monitoring;
 pub mod openapi;
 pub mod origin;
 pub mod problem;
+mod refusal;
 mod resources;
 pub mod scopes;
 mod write_request;
@@ -117,8 +118,8 @@ async fn limit_headers(
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
-    let is_write =
-        request.method() == Method::PUT && request.uri().path().starts_with(resources::PREFIX);
+    let is_write = request.method() == Method::PUT
+        && request.uri().path().starts_with(refusal::RESOURCES_PREFIX);
     match write_request::oversized_headers(request.headers()) {
         Some(detail) if !is_write => Problem::invalid_request(detail).into_response(),
         _ => next.run(request).await,

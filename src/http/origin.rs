@@ -88,7 +88,7 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
     let problem = Problem::cross_origin(format!(
         "requests from the web origin {shown:?} are refused; serve --allow-origin ORIGIN allows one"
     ));
-    super::auth::refuse(&state, request, problem, None).await
+    super::refusal::refuse(&state, request, problem, None).await
 }
 
 #[cfg(test)]

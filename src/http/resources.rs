@@ -2,11 +2,12 @@
 
 use super::auth::Caller;
 use super::problem::{json_bytes, Problem, WriteMembers};
+use super::refusal::{members, refused_response, refused_write, RESOURCES_PREFIX};
 use super::write_request::{self, Refusal};
 use super::AppState;
 use crate::app::service::WriteError;
-use crate::domain::{AuditEntry, Decision, Outcome, ResourceKey, Revision};
-use crate::store::{FencedWrite, RefusedAttempt, WriteResult};
+use crate::domain::{Decision, ResourceKey, Revision};
+use crate::store::WriteResult;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode, Uri};
@@ -14,8 +15,6 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Extension;
 use axum::Router;
-
-pub(super) const PREFIX: &str = "/v1/resources/";
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -29,7 +28,10 @@ async fn empty_key() -> Problem {
 
 /// The key from the raw path, so that its percent-decoding follows our rules, not the router's.
 fn key_from(uri: &Uri) -> Result<ResourceKey, Problem> {
-    let raw = uri.path().strip_prefix(PREFIX).unwrap_or_default();
+    let raw = uri
+        .path()
+        .strip_prefix(RESOURCES_PREFIX)
+        .unwrap_or_default();
     ResourceKey::from_percent_encoded(raw).map_err(|e| Problem::invalid_request(e.0))
 }
 
@@ -64,50 +66,6 @@ async fn write(
             }
         },
         Err((attempt, refusal)) => Err(refused_response(&state, attempt, refusal).await),
-    }
-}
-
-/// A well-formed write refused before the fence was consulted, as the audit records it.
-fn refused_write(write: &FencedWrite, detail: String) -> RefusedAttempt {
-    RefusedAttempt {
-        key: write.key.clone(),
-        outcome: Outcome::Invalid,
-        token: Some(write.token.get()),
-        idempotency_key: write
-            .idempotency_key
-            .as_ref()
-            .map(|k| k.as_str().to_owned()),
-        expected_revision: write.expected_revision.map(Revision::get),
-        owner: write.owner.as_ref().map(|o| o.as_str().to_owned()),
-        lease: write.lease.as_ref().map(|l| l.as_str().to_owned()),
-        body_sha256: Some(write.body_sha256.clone()),
-        body_len: i64::try_from(write.body.len()).ok(),
-        detail,
-        caller: write.caller.clone(),
-    }
-}
-
-async fn refused_response(state: &AppState, attempt: RefusedAttempt, refusal: Refusal) -> Problem {
-    let problem = match refusal {
-        Refusal::Invalid(detail) => Problem::invalid_request(detail),
-        Refusal::TooLarge(detail) => Problem::payload_too_large(detail),
-    };
-    match state.service.refuse(&attempt).await {
-        Ok(entry) => problem.with_members(members(&entry)),
-        // The refusal stands, but an attempt we could not audit must not look audited.
-        Err(error) => Problem::from(error),
-    }
-}
-
-pub(super) fn members(entry: &AuditEntry) -> WriteMembers {
-    WriteMembers {
-        resource: entry.resource.clone(),
-        outcome: entry.outcome.as_str(),
-        token: entry.token,
-        highest_token: entry.highest_token,
-        revision: entry.revision,
-        idempotency_key: entry.idempotency_key.clone(),
-        audit_id: entry.id,
     }
 }
 
