@@ -109,6 +109,31 @@ pub fn router(state: AppState) -> Router {
         .layer(axum::middleware::from_fn_with_state(state, origin::guard))
         // A bug must still answer in the one error shape, never with a dropped connection.
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(panicked))
+        .layer(axum::middleware::from_fn(log_failures))
+}
+
+/// Logs every `5xx` once, with what caused it: answers stay free of side effects, and an
+/// internal error's details reach the log but never the client.
+async fn log_failures(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let response = next.run(request).await;
+    let status = response.status();
+    if status.is_server_error() {
+        let cause = response
+            .extensions()
+            .get::<problem::FailureCause>()
+            .map_or("", |cause| cause.0.as_str());
+        if status == axum::http::StatusCode::SERVICE_UNAVAILABLE {
+            tracing::warn!(%method, %path, %status, cause, "request failed: a dependency is unavailable");
+        } else {
+            tracing::error!(%method, %path, %status, cause, "request failed");
+        }
+    }
+    response
 }
 
 /// Refuses requests with oversized headers, except writes, which refuse them themselves so that
@@ -148,8 +173,7 @@ async fn settled_reads(
 
 fn panicked(_: Box<dyn std::any::Any + Send + 'static>) -> axum::response::Response {
     use axum::response::IntoResponse;
-    tracing::error!("a request handler panicked");
-    Problem::internal().into_response()
+    Problem::internal_because("a request handler panicked").into_response()
 }
 
 /// Splits a query string into decoded pairs, strictly: `+` is a space, escapes must decode to
@@ -177,4 +201,81 @@ async fn not_found(uri: Uri) -> Problem {
 
 async fn method_not_allowed(method: Method, uri: Uri) -> Problem {
     Problem::method_not_allowed(format!("{method} is not allowed on {}", uri.path()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::Body;
+    use axum::http::Request;
+    use axum::routing::get;
+    use std::sync::Mutex;
+    use tower::ServiceExt;
+
+    /// A log sink for one test: tracing's formatter writes into the shared buffer.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().expect("log buffer").extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_5xx_is_logged_once_with_its_cause_which_the_client_never_sees() {
+        let log = Captured::default();
+        let writer = log.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish();
+        let _guard = tracing::subscriber::set_default(subscriber);
+        let app = Router::new()
+            .route(
+                "/boom",
+                get(|| async { Problem::internal_because("the disk is on fire") }),
+            )
+            .route(
+                "/missing",
+                get(|| async { Problem::not_found("nothing here") }),
+            )
+            .layer(axum::middleware::from_fn(log_failures));
+
+        let response = app
+            .clone()
+            .oneshot(Request::get("/boom").body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(
+            response.status(),
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR
+        );
+        let body = axum::body::to_bytes(response.into_body(), 4096)
+            .await
+            .unwrap();
+        let body = String::from_utf8_lossy(&body);
+        assert!(
+            !body.contains("on fire"),
+            "the cause stays in the log: {body}"
+        );
+
+        let response = app
+            .oneshot(Request::get("/missing").body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(response.status(), axum::http::StatusCode::NOT_FOUND);
+
+        let logged = String::from_utf8_lossy(&log.0.lock().unwrap()).into_owned();
+        assert_eq!(logged.matches("request failed").count(), 1, "{logged}");
+        assert!(logged.contains("the disk is on fire"), "{logged}");
+        assert!(
+            logged.contains("/boom") && logged.contains("ERROR"),
+            "{logged}"
+        );
+    }
 }

@@ -60,8 +60,8 @@ async fn serve() -> Response {
             response
         }
         Err(error) => {
-            tracing::error!(%error, "cannot serve the OpenAPI description");
-            Problem::internal().into_response()
+            Problem::internal_because(format!("cannot serve the OpenAPI description: {error}"))
+                .into_response()
         }
     }
 }

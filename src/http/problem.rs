@@ -27,7 +27,14 @@ pub struct Problem {
     /// Extension members: the write members of a PUT, or a lease's holder and expiry.
     pub members: Option<Box<serde_json::Map<String, serde_json::Value>>>,
     pub etag: Option<String>,
+    /// Why a `5xx` happened, for the log only: an internal error's details never reach the
+    /// client. `log_failures` writes it.
+    pub cause: Option<String>,
 }
+
+/// The cause of a `5xx` answer, carried on the response for the logging middleware.
+#[derive(Debug, Clone)]
+pub struct FailureCause(pub String);
 
 #[derive(Serialize)]
 struct ProblemBody<'a> {
@@ -49,6 +56,7 @@ impl Problem {
             detail,
             members: None,
             etag: None,
+            cause: None,
         }
     }
 
@@ -242,6 +250,14 @@ impl Problem {
         )
     }
 
+    /// `500 internal`, with its cause kept for the log.
+    pub fn internal_because(cause: impl std::fmt::Display) -> Self {
+        Self {
+            cause: Some(cause.to_string()),
+            ..Self::internal()
+        }
+    }
+
     pub fn with_members(mut self, members: impl Serialize) -> Self {
         if let Ok(serde_json::Value::Object(map)) = serde_json::to_value(members) {
             self.members = Some(Box::new(map));
@@ -259,19 +275,14 @@ impl From<StoreError> for Problem {
     fn from(error: StoreError) -> Self {
         match error {
             StoreError::Unavailable(_) | StoreError::Contention { .. } => {
-                tracing::warn!(%error, "request failed: database unavailable");
                 Problem::unavailable(format!("the database cannot take the request now: {error}"))
             }
-            StoreError::TimedOut(_) => {
-                tracing::warn!(%error, "request failed: database unavailable");
-                Problem::unavailable(format!(
-                    "{error}; a write's outcome is unknown until it is retried with the same \
-                     Idempotency-Key"
-                ))
-            }
+            StoreError::TimedOut(_) => Problem::unavailable(format!(
+                "{error}; a write's outcome is unknown until it is retried with the same \
+                 Idempotency-Key"
+            )),
             StoreError::Internal(_) | StoreError::Open(_) | StoreError::Visitor(_) => {
-                tracing::error!(%error, "request failed");
-                Problem::internal()
+                Problem::internal_because(error)
             }
         }
     }
@@ -297,6 +308,10 @@ impl IntoResponse for Problem {
         }
         if self.status == StatusCode::UNAUTHORIZED {
             headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        if self.status.is_server_error() {
+            let cause = self.cause.unwrap_or(self.detail);
+            response.extensions_mut().insert(FailureCause(cause));
         }
         response
     }

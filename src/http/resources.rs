@@ -57,13 +57,10 @@ async fn write(
                 let attempt = refused_write(&write, error.to_string());
                 Err(refused_response(&state, attempt, Refusal::Invalid(error.to_string())).await)
             }
-            Err(error @ WriteError::AuthorityUnavailable { .. }) => {
-                tracing::warn!(%error, "request failed: the lock service is unavailable");
-                Err(Problem::unavailable(error.to_string()))
-            }
-            Err(error @ WriteError::AuthorityRegressed { .. }) => {
-                Err(Problem::unavailable(error.to_string()))
-            }
+            Err(
+                error @ (WriteError::AuthorityUnavailable { .. }
+                | WriteError::AuthorityRegressed { .. }),
+            ) => Err(Problem::unavailable(error.to_string())),
         },
         Err((attempt, refusal)) => Err(refused_response(&state, attempt, refusal).await),
     }
