@@ -1,14 +1,15 @@
 //! `GET /v1/audit`.
 
 use super::problem::{json_ok, Problem};
+use super::query::{AuditId, Limit, Resource, StrictQuery};
 use super::AppState;
-use crate::domain::{AuditEntry, ResourceKey};
+use crate::domain::AuditEntry;
 use crate::store::AuditQuery;
-use axum::extract::{RawQuery, State};
+use axum::extract::State;
 use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub const DEFAULT_LIMIT: u32 = 100;
 pub const MAX_LIMIT: u32 = 1000;
@@ -22,86 +23,51 @@ struct AuditPage<'a> {
     entries: &'a [AuditEntry],
 }
 
-async fn list(
-    State(state): State<AppState>,
-    RawQuery(query): RawQuery,
-) -> Result<Response, Problem> {
-    let query = parse_query(query.as_deref().unwrap_or(""))?;
-    let entries = state.service.audit(&query).await?;
-    Ok(json_ok(&AuditPage { entries: &entries }))
+/// `GET /v1/audit`'s parameters.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditParams {
+    resource: Option<Resource>,
+    limit: Option<Limit<MAX_LIMIT>>,
+    before: Option<AuditId<1>>,
+    after: Option<AuditId<0>>,
 }
 
-/// Parses the query strictly: an unknown or repeated parameter is an error rather than
-/// silently ignored, so a typo never returns the wrong rows.
-pub fn parse_query(raw: &str) -> Result<AuditQuery, Problem> {
-    let pairs = super::query_pairs(raw)?;
-    let mut query = AuditQuery {
-        limit: DEFAULT_LIMIT,
-        ..AuditQuery::default()
-    };
-    let mut seen = Vec::new();
-    for (name, value) in pairs {
-        if seen.contains(&name) {
-            return Err(Problem::invalid_request(format!(
-                "{name} is given more than once"
-            )));
+impl From<AuditParams> for AuditQuery {
+    fn from(params: AuditParams) -> Self {
+        AuditQuery {
+            resource: params.resource.map(|Resource(key)| key),
+            before: params.before.map(|AuditId(id)| id),
+            after: params.after.map(|AuditId(id)| id),
+            limit: params.limit.map_or(DEFAULT_LIMIT, |Limit(limit)| limit),
         }
-        match name.as_str() {
-            "resource" => {
-                query.resource =
-                    Some(ResourceKey::parse(value).map_err(|e| Problem::invalid_request(e.0))?);
-            }
-            "limit" => {
-                query.limit = value
-                    .parse::<u32>()
-                    .ok()
-                    .filter(|limit| (1..=MAX_LIMIT).contains(limit))
-                    .ok_or_else(|| {
-                        Problem::invalid_request(format!(
-                            "limit must be an integer from 1 to {MAX_LIMIT}"
-                        ))
-                    })?;
-            }
-            "before" => {
-                query.before = Some(
-                    value
-                        .parse::<i64>()
-                        .ok()
-                        .filter(|before| *before >= 1)
-                        .ok_or_else(|| {
-                            Problem::invalid_request(
-                                "before must be an audit id (a positive integer)",
-                            )
-                        })?,
-                );
-            }
-            "after" => {
-                query.after = Some(
-                    value
-                        .parse::<i64>()
-                        .ok()
-                        .filter(|after| *after >= 0)
-                        .ok_or_else(|| {
-                            Problem::invalid_request(
-                                "after must be an audit id (an integer from 0)",
-                            )
-                        })?,
-                );
-            }
-            other => {
-                return Err(Problem::invalid_request(format!(
-                    "unknown parameter {other:?}; known: resource, limit, before, after"
-                )))
-            }
-        }
-        seen.push(name);
     }
-    Ok(query)
+}
+
+async fn list(
+    State(state): State<AppState>,
+    StrictQuery(params): StrictQuery<AuditParams>,
+) -> Result<Response, Problem> {
+    let entries = state.service.audit(&params.into()).await?;
+    Ok(json_ok(&AuditPage { entries: &entries }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::extract::FromRequestParts;
+
+    fn parse_query(raw: &str) -> Result<AuditQuery, Problem> {
+        let (mut parts, ()) = axum::http::Request::get(format!("/v1/audit?{raw}"))
+            .body(())
+            .expect("a request")
+            .into_parts();
+        let parsed = futures_util::FutureExt::now_or_never(
+            StrictQuery::<AuditParams>::from_request_parts(&mut parts, &()),
+        )
+        .expect("parsing a query never waits");
+        parsed.map(|StrictQuery(params)| params.into())
+    }
 
     #[test]
     fn defaults_and_bounds() {

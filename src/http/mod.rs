@@ -10,6 +10,7 @@ mod monitoring;
 pub mod openapi;
 pub mod origin;
 pub mod problem;
+mod query;
 mod refusal;
 mod resources;
 pub mod scopes;
@@ -174,25 +175,6 @@ async fn settled_reads(
 fn panicked(_: Box<dyn std::any::Any + Send + 'static>) -> axum::response::Response {
     use axum::response::IntoResponse;
     Problem::internal_because("a request handler panicked").into_response()
-}
-
-/// Splits a query string into decoded pairs, strictly: `+` is a space, escapes must decode to
-/// UTF-8, and anything else is a `400` rather than a silently different value.
-pub(crate) fn query_pairs(raw: &str) -> Result<Vec<(String, String)>, Problem> {
-    let decode = |part: &str| {
-        let spaced = part.replace('+', " ");
-        let bytes: Vec<u8> = percent_encoding::percent_decode_str(&spaced).collect();
-        String::from_utf8(bytes).map_err(|_| {
-            Problem::invalid_request(format!("query parameter {part:?} is not valid UTF-8"))
-        })
-    };
-    raw.split('&')
-        .filter(|pair| !pair.is_empty())
-        .map(|pair| {
-            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-            Ok((decode(name)?, decode(value)?))
-        })
-        .collect()
 }
 
 async fn not_found(uri: Uri) -> Problem {

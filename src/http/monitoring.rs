@@ -1,16 +1,17 @@
 //! `GET /v1/overlaps` and `GET /v1/stats`.
 
 use super::problem::{json_ok, Problem};
+use super::query::{Limit, Resource, StateFilter, StrictQuery};
 use super::AppState;
-use crate::domain::{Overlap, OverlapState, ResourceKey};
+use crate::domain::Overlap;
 use crate::metrics::Exposition;
 use crate::store::OverlapQuery;
-use axum::extract::{RawQuery, State};
+use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -24,53 +25,25 @@ struct OverlapList {
     overlaps: Vec<Overlap>,
 }
 
-/// `state=open|closed|all` (default all), `resource=KEY`, `limit` 1 to 1000 (default 100).
+/// `GET /v1/overlaps`' parameters: `state=open|closed|all` (default all), `resource=KEY`,
+/// `limit` 1 to 1000 (default 100).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OverlapParams {
+    state: Option<StateFilter>,
+    resource: Option<Resource>,
+    limit: Option<Limit<1000>>,
+}
+
 async fn overlaps(
     State(state): State<AppState>,
-    RawQuery(raw): RawQuery,
+    StrictQuery(params): StrictQuery<OverlapParams>,
 ) -> Result<Response, Problem> {
-    let pairs = super::query_pairs(raw.as_deref().unwrap_or(""))?;
-    let mut query = OverlapQuery {
-        limit: 100,
-        ..OverlapQuery::default()
+    let query = OverlapQuery {
+        state: params.state.and_then(|StateFilter(state)| state),
+        resource: params.resource.map(|Resource(key)| key.as_str().to_owned()),
+        limit: params.limit.map_or(100, |Limit(limit)| limit),
     };
-    let mut seen: Vec<String> = Vec::new();
-    for (name, value) in pairs {
-        if seen.contains(&name) {
-            return Err(Problem::invalid_request(format!(
-                "{name} is given more than once"
-            )));
-        }
-        match name.as_str() {
-            "state" => {
-                query.state = match value.as_str() {
-                    "all" => None,
-                    other => Some(OverlapState::parse(other).ok_or_else(|| {
-                        Problem::invalid_request("state must be open, closed or all")
-                    })?),
-                }
-            }
-            "resource" => {
-                let key = ResourceKey::parse(value).map_err(|e| Problem::invalid_request(e.0))?;
-                query.resource = Some(key.as_str().to_owned());
-            }
-            "limit" => {
-                query.limit = value
-                    .parse::<u32>()
-                    .ok()
-                    .filter(|limit| (1..=1000).contains(limit))
-                    .ok_or_else(|| {
-                        Problem::invalid_request("limit must be an integer from 1 to 1000")
-                    })?;
-            }
-            other => {
-                return Err(Problem::invalid_request(format!(
-                    "unknown parameter {other:?}; known: state, resource, limit"
-                )))
-            }
-        }
-        seen.push(name);
-    }
     let overlaps = state.live.store.overlaps(&query).await?;
     Ok(json_ok(&OverlapList { overlaps }))
 }
