@@ -4,12 +4,15 @@
 use crate::app::group_commit::GroupCommit;
 use crate::authority::{Authorities, AuthorityError};
 use crate::domain::authority::{self, Anomaly, ExternalLock, Progress};
-use crate::domain::{AuditEntry, FencingToken, Holder, LeaseName, LeaseRecord, ResourceKey, Ttl};
+use crate::domain::{
+    AuditEntry, FencingToken, Holder, LeaseName, LeaseRecord, Overlap, ResourceKey, Ttl,
+};
 use crate::live::CommitFeed;
 use crate::metrics::Metrics;
 use crate::store::{
-    AcquireResult, AuditQuery, AuthorityView, FencedWrite, LeasePolicy, LeaseState, PruneReport,
-    RefusedAttempt, RegressedLock, Store, StoreError, StoredValue, WriteResult,
+    AcquireResult, AuditQuery, AuthorityView, FencedWrite, LeasePolicy, LeaseState, OverlapQuery,
+    PruneReport, RefusedAttempt, RegressedLock, Store, StoreError, StoredAlert, StoredValue,
+    WriteResult,
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -38,6 +41,16 @@ impl Default for Limits {
             db_timeout: crate::store::DEFAULT_DB_TIMEOUT,
         }
     }
+}
+
+/// What `/readyz` answers: ready, or which dependency failed or kept silent.
+#[derive(Debug)]
+pub enum Readiness {
+    Ready,
+    DatabaseFailed(StoreError),
+    DatabaseSilent(Duration),
+    AuthorityFailed(AuthorityError),
+    AuthoritySilent(Duration),
 }
 
 #[derive(Clone)]
@@ -195,6 +208,38 @@ impl FenceService {
 
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// Whether the database, and each lock service writes may name, answers within `wait`.
+    pub async fn readiness(&self, wait: Duration) -> Readiness {
+        match tokio::time::timeout(wait, self.store.ping()).await {
+            Err(_) => return Readiness::DatabaseSilent(wait),
+            Ok(Err(error)) => return Readiness::DatabaseFailed(error),
+            Ok(Ok(())) => {}
+        }
+        match tokio::time::timeout(wait, self.authorities.ready()).await {
+            Err(_) => Readiness::AuthoritySilent(wait),
+            Ok(Err(error)) => Readiness::AuthorityFailed(error),
+            Ok(Ok(())) => Readiness::Ready,
+        }
+    }
+
+    /// Waits until everything a read may have seen is durable (`Store::settle`).
+    pub async fn settle(&self) -> Result<(), StoreError> {
+        self.bounded(self.store.settle()).await
+    }
+
+    pub async fn overlaps(&self, query: &OverlapQuery) -> Result<Vec<Overlap>, StoreError> {
+        self.bounded(self.store.overlaps(query)).await
+    }
+
+    pub async fn alert_states(&self) -> Result<Vec<StoredAlert>, StoreError> {
+        self.bounded(self.store.alert_states()).await
+    }
+
+    /// The size of SQLite's write-ahead log; `None` on PostgreSQL.
+    pub async fn wal_bytes(&self) -> Option<std::io::Result<u64>> {
+        self.store.wal_bytes().await
     }
 
     /// Waits for `operation` at most `db_timeout`. A database that stops answering without

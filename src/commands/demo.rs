@@ -4,7 +4,7 @@
 
 use crate::app::service::{FenceService, Limits};
 use crate::domain::Outcome;
-use crate::http::{self, Access, AppState};
+use crate::http::{self, Access};
 use crate::live::alerts::{AlertConfig, Rule};
 use crate::live::Event;
 use crate::live::LiveConfig;
@@ -73,7 +73,7 @@ pub async fn run(options: DemoOptions) -> anyhow::Result<()> {
         alerts: Arc::new(demo_alerts()),
         external_url: base.clone(),
     };
-    let state = AppState::start(
+    let state = super::serve::start(
         FenceService::new(store.clone(), Limits::default()),
         live,
         Access::default(),

@@ -8,14 +8,31 @@ use crate::http::auth::ApiKeys;
 use crate::http::origin::AllowedOrigins;
 use crate::http::{self, Access, AppState};
 use crate::live::alerts::AlertConfig;
-use crate::live::LiveConfig;
+use crate::live::{Live, LiveConfig};
+use crate::metrics::Metrics;
 use crate::store::LeasePolicy;
-use crate::store::{Store, StoreOptions};
+use crate::store::{Store, StoreError, StoreOptions};
 use crate::tls;
 use anyhow::Context;
 use std::io::Write;
 use std::sync::Arc;
 use tokio::net::TcpListener;
+
+/// The composition root: starts the live side (tail, overlaps, alerts) over the service's
+/// store, wires the service to publish to it and count into its metrics, and returns what the
+/// router serves. `serve`, the demo and the tests all start a daemon through here.
+pub async fn start(
+    service: FenceService,
+    live: LiveConfig,
+    access: Access,
+) -> Result<AppState, StoreError> {
+    let metrics = Metrics::for_backend(service.store().backend());
+    let live = Live::start(service.store().clone(), live, metrics.clone()).await?;
+    let service = service
+        .publishing_to(live.tail.feed.clone())
+        .measured(metrics);
+    Ok(AppState::new(service, live, access))
+}
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let api_keys = args
@@ -90,7 +107,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         api_keys,
         allowed_origins,
     };
-    let state = AppState::start(service, live, access)
+    let state = start(service, live, access)
         .await
         .context("failed to start the live side")?;
     let signals = ShutdownSignals::install()?;

@@ -2,6 +2,7 @@
 
 use super::problem::Problem;
 use super::AppState;
+use crate::app::service::Readiness;
 use axum::extract::State;
 use axum::routing::get;
 use axum::{Json, Router};
@@ -18,24 +19,20 @@ async fn healthz() -> Json<Value> {
     Json(json!({ "status": "ok" }))
 }
 
+/// How long a readiness probe waits for each dependency.
+const PROBE_WAIT: Duration = Duration::from_secs(2);
+
 async fn readyz(State(state): State<AppState>) -> Result<Json<Value>, Problem> {
-    match tokio::time::timeout(Duration::from_secs(2), state.service.store().ping()).await {
-        Ok(Ok(())) => {
-            match tokio::time::timeout(Duration::from_secs(2), state.service.authorities().ready())
-                .await
-            {
-                Ok(Ok(())) => Ok(Json(json!({ "status": "ready" }))),
-                Ok(Err(error)) => Err(Problem::unavailable(format!(
-                    "the lock service does not answer: {error}"
-                ))),
-                Err(_) => Err(Problem::unavailable(
-                    "the lock service did not answer within 2 s",
-                )),
-            }
-        }
-        Ok(Err(error)) => Err(Problem::from(error)),
-        Err(_) => Err(Problem::unavailable(
-            "the database did not answer within 2 s",
-        )),
+    let silent = |what: &str, wait: Duration| {
+        Problem::unavailable(format!("{what} did not answer within {} s", wait.as_secs()))
+    };
+    match state.service.readiness(PROBE_WAIT).await {
+        Readiness::Ready => Ok(Json(json!({ "status": "ready" }))),
+        Readiness::DatabaseFailed(error) => Err(Problem::from(error)),
+        Readiness::DatabaseSilent(wait) => Err(silent("the database", wait)),
+        Readiness::AuthorityFailed(error) => Err(Problem::unavailable(format!(
+            "the lock service does not answer: {error}"
+        ))),
+        Readiness::AuthoritySilent(wait) => Err(silent("the lock service", wait)),
     }
 }

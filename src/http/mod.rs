@@ -17,9 +17,7 @@ pub mod scopes;
 mod write_request;
 
 use crate::app::service::FenceService;
-use crate::live::{Live, LiveConfig};
-use crate::metrics::Metrics;
-use crate::store::StoreError;
+use crate::live::Live;
 use auth::ApiKeys;
 use axum::http::{Method, Uri};
 use axum::Router;
@@ -60,22 +58,15 @@ impl std::ops::Deref for AppState {
 }
 
 impl AppState {
-    /// Starts the live side over the service's store and wires the service to wake it.
-    pub async fn start(
-        service: FenceService,
-        live: LiveConfig,
-        access: Access,
-    ) -> Result<Self, StoreError> {
-        let metrics = Metrics::for_backend(service.store().backend());
-        let live = Live::start(service.store().clone(), live, metrics.clone()).await?;
-        Ok(Self(Arc::new(SharedState {
-            service: service
-                .publishing_to(live.tail.feed.clone())
-                .measured(metrics),
+    /// What the handlers share: the service (already publishing to `live`), the live side, and
+    /// who may call. `commands::serve::start` composes them.
+    pub fn new(service: FenceService, live: Live, access: Access) -> Self {
+        Self(Arc::new(SharedState {
+            service,
             live,
             api_keys: access.api_keys,
             allowed_origins: access.allowed_origins,
-        })))
+        }))
     }
 }
 
@@ -166,7 +157,7 @@ async fn settled_reads(
     if !is_read {
         return response;
     }
-    match state.service.store().settle().await {
+    match state.service.settle().await {
         Ok(()) => response,
         Err(error) => Problem::from(error).into_response(),
     }

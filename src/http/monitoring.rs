@@ -44,7 +44,7 @@ async fn overlaps(
         resource: params.resource.map(|Resource(key)| key.as_str().to_owned()),
         limit: params.limit.map_or(100, |Limit(limit)| limit),
     };
-    let overlaps = state.live.store.overlaps(&query).await?;
+    let overlaps = state.service.overlaps(&query).await?;
     Ok(json_ok(&OverlapList { overlaps }))
 }
 
@@ -61,7 +61,7 @@ async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response 
     );
     if let (Some(gauge), Some(size)) = (
         &state.live.metrics.sqlite_wal_bytes,
-        state.live.store.wal_bytes().await,
+        state.service.wal_bytes().await,
     ) {
         match size {
             Ok(bytes) => {
@@ -87,7 +87,7 @@ struct AlertList {
 }
 
 async fn alerts(State(state): State<AppState>) -> Result<Response, Problem> {
-    let stored = state.live.store.alert_states().await?;
+    let stored = state.service.alert_states().await?;
     Ok(json_ok(&AlertList {
         alerts: crate::live::alerts::views(&state.live.config.alerts, &stored),
     }))

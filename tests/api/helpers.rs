@@ -3,7 +3,7 @@
 
 use fencewatch::app::service::{FenceService, Limits};
 use fencewatch::http::auth::ApiKeys;
-use fencewatch::http::{router, serve, Access, AppState};
+use fencewatch::http::{router, serve, Access};
 use fencewatch::live::{Live, LiveConfig};
 use fencewatch::store::{Store, StoreOptions};
 use reqwest::header::HeaderMap;
@@ -231,9 +231,13 @@ impl TestApp {
         live: LiveConfig,
         access: Access,
     ) -> TestApp {
-        let state = AppState::start(FenceService::new(store.clone(), limits), live, access)
-            .await
-            .expect("start the live side");
+        let state = fencewatch::commands::serve::start(
+            FenceService::new(store.clone(), limits),
+            live,
+            access,
+        )
+        .await
+        .expect("start the live side");
         let live = state.live.clone();
         let app = router(state);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
