@@ -28,8 +28,8 @@ use std::sync::Arc;
 pub use write_request::sha256_hex;
 
 /// What every handler shares. One `Arc`: axum clones the state for each extractor and
-/// middleware of every request, and cloning the parts one by one (a dozen reference counts,
-/// shared by both cores) was about 6 % of the HTTP workers' samples under load.
+/// middleware of every request, and a dozen separate reference counts, shared by both cores,
+/// showed in profiles (docs/performance.md, "tried").
 #[derive(Clone)]
 pub struct AppState(Arc<SharedState>);
 
