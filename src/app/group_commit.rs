@@ -9,8 +9,9 @@
 //! others commit. On SQLite the fsync itself is off the worker's path: a
 //! batch's writers wait for it in a task of their own while the worker commits the next batch.
 
+use crate::domain::{FencedWrite, LeasePolicy, WriteResult};
 use crate::live::CommitFeed;
-use crate::store::{Backend, FencedWrite, LeasePolicy, Store, StoreError, WriteResult, MAX_BATCH};
+use crate::store::{Backend, Store, StoreError, MAX_BATCH};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, Mutex};
@@ -104,11 +105,9 @@ impl GroupCommit {
         self.queue
             .send(Job { write, reply })
             .await
-            .map_err(|_| StoreError::Unavailable(sqlx::Error::PoolClosed))?;
+            .map_err(|_| StoreError::QueueClosed)?;
         // A dropped reply means the batch's task died (a panic): nothing was committed.
-        answer
-            .await
-            .map_err(|_| StoreError::Unavailable(sqlx::Error::WorkerCrashed))?
+        answer.await.map_err(|_| StoreError::BatchLost)?
     }
 }
 
@@ -224,7 +223,7 @@ async fn commit(
         }
         // Something in the batch broke a statement: isolate it by applying each write alone,
         // in order, so one bad write cannot fail its neighbours.
-        Err(StoreError::Internal(error)) if writes.len() > 1 => {
+        Err(error @ (StoreError::Internal(_) | StoreError::Invariant(_))) if writes.len() > 1 => {
             tracing::warn!(%error, writes = writes.len(), "a write batch failed; applying its writes one by one");
             for (write, reply) in writes.iter().zip(replies) {
                 let result = store.apply_write(write, policy).await;
@@ -236,7 +235,7 @@ async fn commit(
         }
         Err(error) => {
             for reply in replies {
-                let _ = reply.send(Err(error.for_each_writer()));
+                let _ = reply.send(Err(error.clone()));
             }
         }
     }
@@ -262,7 +261,7 @@ fn answer(durable: Result<Vec<WriteResult>, StoreError>, replies: Vec<Reply>, fe
         // after a timeout, and a retry with the same idempotency key finds out.
         Err(error) => {
             for reply in replies {
-                let _ = reply.send(Err(error.for_each_writer()));
+                let _ = reply.send(Err(error.clone()));
             }
         }
     }

@@ -3,13 +3,16 @@
 
 use crate::app::group_commit::GroupCommit;
 use crate::authority::{Authorities, AuthorityError};
-use crate::domain::authority::{self, Anomaly, ExternalLock, Progress};
-use crate::domain::{AuditEntry, FencingToken, Holder, LeaseName, LeaseRecord, ResourceKey, Ttl};
+use crate::domain::authority::{self, Anomaly, AuthorityView, ExternalLock, Progress};
+use crate::domain::{
+    AuditEntry, FencedWrite, FencingToken, Holder, LeaseName, LeasePolicy, LeaseRecord,
+    RefusedAttempt, ResourceKey, Ttl, WriteResult,
+};
 use crate::live::CommitFeed;
 use crate::metrics::Metrics;
 use crate::store::{
-    AcquireResult, AuditQuery, AuthorityView, FencedWrite, LeasePolicy, LeaseState, PruneReport,
-    RefusedAttempt, RegressedLock, Store, StoreError, StoredValue, WriteResult,
+    AcquireResult, AuditQuery, LeaseState, PruneReport, RegressedLock, Store, StoreError,
+    StoredValue,
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant};

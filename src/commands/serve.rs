@@ -3,13 +3,13 @@
 use crate::app::service::{FenceService, Limits};
 use crate::authority::Authorities;
 use crate::cli::{LeaseScopeArg, ServeArgs};
+use crate::domain::LeasePolicy;
 use crate::domain::LeaseScope;
 use crate::http::auth::ApiKeys;
 use crate::http::origin::AllowedOrigins;
 use crate::http::{self, Access, AppState};
 use crate::live::alerts::AlertConfig;
 use crate::live::LiveConfig;
-use crate::store::LeasePolicy;
 use crate::store::{Store, StoreOptions};
 use crate::tls;
 use anyhow::Context;

@@ -258,7 +258,10 @@ impl Problem {
 impl From<StoreError> for Problem {
     fn from(error: StoreError) -> Self {
         match error {
-            StoreError::Unavailable(_) | StoreError::Contention { .. } => {
+            StoreError::Unavailable(_)
+            | StoreError::QueueClosed
+            | StoreError::BatchLost
+            | StoreError::Contention { .. } => {
                 tracing::warn!(%error, "request failed: database unavailable");
                 Problem::unavailable(format!("the database cannot take the request now: {error}"))
             }
@@ -269,7 +272,7 @@ impl From<StoreError> for Problem {
                      Idempotency-Key"
                 ))
             }
-            StoreError::Internal(_) | StoreError::Open(_) | StoreError::Visitor(_) => {
+            StoreError::Internal(_) | StoreError::Invariant(_) | StoreError::Open(_) => {
                 tracing::error!(%error, "request failed");
                 Problem::internal()
             }

@@ -5,8 +5,10 @@ use super::problem::{json_bytes, Problem, WriteMembers};
 use super::write_request::{self, Refusal};
 use super::AppState;
 use crate::app::service::WriteError;
-use crate::domain::{AuditEntry, Decision, Outcome, ResourceKey, Revision};
-use crate::store::{FencedWrite, RefusedAttempt, WriteResult};
+use crate::domain::{
+    Applied, AuditEntry, Decision, FencedWrite, Outcome, RefusedAttempt, ResourceKey, Revision,
+    WriteResult,
+};
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode, Uri};
@@ -80,8 +82,8 @@ fn refused_write(write: &FencedWrite, detail: String) -> RefusedAttempt {
         expected_revision: write.expected_revision.map(Revision::get),
         owner: write.owner.as_ref().map(|o| o.as_str().to_owned()),
         lease: write.lease.as_ref().map(|l| l.as_str().to_owned()),
-        body_sha256: Some(write.body_sha256.clone()),
-        body_len: i64::try_from(write.body.len()).ok(),
+        body_sha256: Some(write.body_sha256().to_owned()),
+        body_len: i64::try_from(write.body().len()).ok(),
         detail,
         caller: write.caller.clone(),
     }
@@ -114,13 +116,14 @@ pub(super) fn members(entry: &AuditEntry) -> WriteMembers {
 fn write_response(result: WriteResult) -> Response {
     let entry = &result.entry;
     match result.decision {
-        Decision::Accept { revision, .. } => {
-            let status = StatusCode::from_u16(crate::store::created_or_updated(revision))
-                .unwrap_or(StatusCode::OK);
-            json_response(status, &members(entry), revision, false)
-        }
+        Decision::Accept { revision, .. } => json_response(
+            status(Applied::at(revision)),
+            &members(entry),
+            revision,
+            false,
+        ),
         Decision::Replay(recorded) => {
-            let status = StatusCode::from_u16(recorded.status).unwrap_or(StatusCode::OK);
+            let status = status(recorded.applied);
             let body = WriteMembers {
                 highest_token: recorded.highest_token,
                 revision: recorded.revision.get(),
@@ -156,6 +159,15 @@ fn write_response(result: WriteResult) -> Response {
                 .with_etag(current.etag())
                 .into_response()
         }
+    }
+}
+
+/// `201 Created` for a resource's first revision, `200 OK` after; a replay answers as the
+/// original did.
+fn status(applied: Applied) -> StatusCode {
+    match applied {
+        Applied::Created => StatusCode::CREATED,
+        Applied::Updated => StatusCode::OK,
     }
 }
 

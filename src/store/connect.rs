@@ -1,4 +1,4 @@
-use super::batch_sqlite::CREATE_BATCH_CHECK;
+use super::batch::sqlite::CREATE_BATCH_CHECK;
 use super::wal_sync::WalSync;
 use super::{Store, StoreError};
 use sqlx::any::{install_default_drivers, AnyPoolOptions};
@@ -304,7 +304,7 @@ async fn require_current_schema(
         Ok(None) => Err(StoreError::Open(
             "not a fencewatch database: no schema".into(),
         )),
-        Err(error) if super::error::is_unavailable(&error) => Err(StoreError::Unavailable(error)),
+        Err(error) if super::error::is_unavailable(&error) => Err(error.into()),
         Err(_) => Err(StoreError::Open(
             "not a fencewatch database: it has no fencewatch schema".into(),
         )),

@@ -55,7 +55,7 @@ impl Store {
                 let now = clock_us(&mut tx, self.backend).await?;
                 let current = read_lease(&mut tx, name, "").await?;
                 let decision = decide_acquire(current.as_ref(), holder, now)
-                    .map_err(|e| StoreError::Internal(sqlx::Error::Protocol(e.0)))?;
+                    .map_err(|e| StoreError::Invariant(e.0))?;
                 let (token, lapsed) = match decision {
                     AcquireDecision::Held { current } => {
                         tx.commit().await?;
