@@ -25,9 +25,8 @@ const MAX_POSTGRES_WORKERS: u32 = 4;
 
 /// PostgreSQL workers for this machine: one per two cores. Batches in flight at once compete
 /// for the same CPUs as the backends running them, and each splits the queue into smaller
-/// batches, so more statements per write. On two cores, PostgreSQL beside the daemon, one
-/// worker did 14-17 % more writes over HTTP than four at 8 and at 32 clients (two alternations
-/// each), and eight did 17 % fewer.
+/// batches, so more statements per write (measured against more workers: docs/performance.md,
+/// "Tried, kept or not").
 fn postgres_workers(cores: usize, writer_connections: u32) -> u32 {
     let by_cores = u32::try_from(cores / 2).unwrap_or(u32::MAX);
     by_cores
@@ -113,7 +112,7 @@ impl GroupCommit {
 
 /// SQLite's one worker runs on a thread of its own: each statement is a hand-off to the
 /// connection's thread and back, and on the shared runtime every hand-back queued behind HTTP
-/// tasks (measured: about a tenth more grouped writes per second on a thread of its own).
+/// tasks (measured: docs/performance.md, "Tried, kept or not").
 fn spawn_dedicated(
     store: Store,
     policy: LeasePolicy,
@@ -139,7 +138,7 @@ fn spawn_dedicated(
 /// What a worker on a thread of its own (rather than on the shared runtime, which must never
 /// block) needs besides the store. Its batches' writers wait for their sync and are answered on
 /// the shared runtime (`answers`): this thread is the write path's one serial stage, and each
-/// answer it sent itself was a cross-thread wake-up, eighteen for a typical batch.
+/// answer it sent itself was a cross-thread wake-up.
 #[derive(Clone)]
 struct OwnThread {
     /// Its own queue, to see whether anything waits.

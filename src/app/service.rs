@@ -5,14 +5,14 @@ use crate::app::group_commit::GroupCommit;
 use crate::authority::{Authorities, AuthorityError};
 use crate::domain::authority::{self, Anomaly, AuthorityView, ExternalLock, Progress};
 use crate::domain::{
-    AuditEntry, FencedWrite, FencingToken, Holder, LeaseName, LeasePolicy, LeaseRecord,
-    RefusedAttempt, ResourceKey, Ttl, WriteResult,
+    AuditEntry, FencedWrite, FencingToken, Holder, LeaseName, LeasePolicy, RefusedAttempt,
+    ResourceKey, Ttl, WriteResult,
 };
 use crate::live::CommitFeed;
 use crate::metrics::Metrics;
 use crate::store::{
-    AcquireResult, AuditQuery, LeaseState, PruneReport, RegressedLock, Store, StoreError,
-    StoredValue,
+    AcquireResult, AuditQuery, LeaseState, PruneReport, RegressedLock, ReleaseResult, RenewResult,
+    Store, StoreError, StoredValue,
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -259,25 +259,23 @@ impl FenceService {
         result
     }
 
-    /// `Err(current)` when `holder` and `token` are not the current, unexpired grant.
     pub async fn renew_lease(
         &self,
         name: &LeaseName,
         holder: &Holder,
         token: FencingToken,
         ttl: Option<Ttl>,
-    ) -> Result<Result<LeaseRecord, Option<LeaseState>>, StoreError> {
+    ) -> Result<RenewResult, StoreError> {
         self.bounded(self.store.renew_lease(name, holder, token, ttl))
             .await
     }
 
-    /// `Err(current)` when `holder` and `token` are not the current grant.
     pub async fn release_lease(
         &self,
         name: &LeaseName,
         holder: &Holder,
         token: FencingToken,
-    ) -> Result<Result<(), Option<LeaseState>>, StoreError> {
+    ) -> Result<ReleaseResult, StoreError> {
         self.bounded(self.store.release_lease(name, holder, token))
             .await
     }

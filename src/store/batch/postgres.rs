@@ -13,8 +13,8 @@
 //! Rows travel as `jsonb` arrays, like SQLite's (`rows`): one statement text per step, so
 //! it stays prepared, where a parameter per value took one statement per power-of-two chunk of
 //! rows (about twice the round trips and the executor start-ups, which with PostgreSQL's
-//! backends busy on this machine's two cores were most of a batch's cost). `jsonb`, not `json`:
-//! `->>` on `json` parses the text again for every field.
+//! backends busy on the same cores were most of a batch's cost). `jsonb`, not `json`: `->>` on
+//! `json` parses the text again for every field.
 
 use super::plan::Plan;
 use super::rows::{
@@ -48,8 +48,7 @@ const OBSERVE: &str = "\
 /// The parts of the statement that applies a batch, each run once and to completion, `{}` its
 /// parameter; `application` names them. A part with no rows is left out: even empty, it would
 /// open and lock its table and every index of it, and with dozens of backends those locks
-/// overflow each one's fast path into the shared lock table (measured: one write per
-/// transaction ran 30 % slower with all parts).
+/// overflow each one's fast path into the shared lock table (measured: docs/performance.md).
 /// One statement for every resource with a row, accepted or only audited, so that each
 /// batch locks its resources in one key order.
 const UPDATE_RESOURCES: &str = "\

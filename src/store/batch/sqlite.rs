@@ -110,9 +110,9 @@ pub(super) async fn observe(
 
 /// Each batch array's rows, each turned into JSONB once. `json_each` gives an element that is
 /// itself an array as JSON text, and SQLite evaluated `v.value` anew for every `->>` on it:
-/// for an audit row, eighteen conversions to text and as many parses (callgrind: over half the
-/// writer thread's instructions were SQLite's JSON functions). A materialized row is converted
-/// once, and `->>` on a JSONB blob reads it where it lies.
+/// for an audit row, eighteen conversions to text and as many parses, which made SQLite's JSON
+/// functions the writer thread's main work (docs/performance.md). A materialized row is
+/// converted once, and `->>` on a JSONB blob reads it where it lies.
 macro_rules! rows {
     ($param:literal) => {
         concat!(
