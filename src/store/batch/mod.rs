@@ -31,7 +31,7 @@ use crate::store::leases::{lease_record, LEASE_COLUMNS};
 use crate::store::tx::{begin_batch, clock_us, retrying};
 use crate::store::wal_sync::{CommitTicket, Durability, WalSync};
 use crate::store::{Backend, Store, StoreError};
-use plan::{Decided, Plan};
+use plan::Plan;
 use postgres::Application;
 use shared::{padded, placeholders, AuditPosition, Observed, ObservedLeases};
 use sqlite::{Closing, Opening};
@@ -266,7 +266,7 @@ impl Store {
             .collect();
         let mut locks = authority::observe(conn, self.backend, &lock_names).await?;
 
-        let decided: Decided<'_> = plan::decide_in_order(
+        let decided = plan::decide_in_order(
             writes,
             &keys,
             policy,
