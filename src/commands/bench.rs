@@ -3,8 +3,7 @@
 //! without HTTP, so the two can be compared side by side.
 
 use crate::app::group_commit::GroupCommit;
-use crate::domain::{FencedWrite, LeasePolicy};
-use crate::domain::{FencingToken, ResourceKey};
+use crate::domain::{FencedWrite, FencingToken, LeasePolicy, ResourceKey};
 use crate::store::{Store, StoreOptions};
 use anyhow::Context;
 use serde::Serialize;

@@ -3,8 +3,7 @@
 use crate::app::service::{FenceService, Limits};
 use crate::authority::Authorities;
 use crate::cli::{LeaseScopeArg, ServeArgs};
-use crate::domain::LeasePolicy;
-use crate::domain::LeaseScope;
+use crate::domain::{LeasePolicy, LeaseScope};
 use crate::http::auth::ApiKeys;
 use crate::http::origin::AllowedOrigins;
 use crate::http::{self, Access, AppState};
