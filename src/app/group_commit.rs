@@ -9,8 +9,9 @@
 //! others commit. On SQLite the fsync itself is off the worker's path: a
 //! batch's writers wait for it in a task of their own while the worker commits the next batch.
 
+use crate::domain::{FencedWrite, LeasePolicy, WriteResult};
 use crate::live::CommitFeed;
-use crate::store::{Backend, FencedWrite, LeasePolicy, Store, StoreError, WriteResult, MAX_BATCH};
+use crate::store::{Backend, Store, StoreError, MAX_BATCH};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, Mutex};
@@ -24,9 +25,8 @@ const MAX_POSTGRES_WORKERS: u32 = 4;
 
 /// PostgreSQL workers for this machine: one per two cores. Batches in flight at once compete
 /// for the same CPUs as the backends running them, and each splits the queue into smaller
-/// batches, so more statements per write. On two cores, PostgreSQL beside the daemon, one
-/// worker did 14-17 % more writes over HTTP than four at 8 and at 32 clients (two alternations
-/// each), and eight did 17 % fewer.
+/// batches, so more statements per write (measured against more workers: docs/performance.md,
+/// "Tried, kept or not").
 fn postgres_workers(cores: usize, writer_connections: u32) -> u32 {
     let by_cores = u32::try_from(cores / 2).unwrap_or(u32::MAX);
     by_cores
@@ -104,17 +104,15 @@ impl GroupCommit {
         self.queue
             .send(Job { write, reply })
             .await
-            .map_err(|_| StoreError::Unavailable(sqlx::Error::PoolClosed))?;
+            .map_err(|_| StoreError::QueueClosed)?;
         // A dropped reply means the batch's task died (a panic): nothing was committed.
-        answer
-            .await
-            .map_err(|_| StoreError::Unavailable(sqlx::Error::WorkerCrashed))?
+        answer.await.map_err(|_| StoreError::BatchLost)?
     }
 }
 
 /// SQLite's one worker runs on a thread of its own: each statement is a hand-off to the
 /// connection's thread and back, and on the shared runtime every hand-back queued behind HTTP
-/// tasks (measured: about a tenth more grouped writes per second on a thread of its own).
+/// tasks (measured: docs/performance.md, "Tried, kept or not").
 fn spawn_dedicated(
     store: Store,
     policy: LeasePolicy,
@@ -140,7 +138,7 @@ fn spawn_dedicated(
 /// What a worker on a thread of its own (rather than on the shared runtime, which must never
 /// block) needs besides the store. Its batches' writers wait for their sync and are answered on
 /// the shared runtime (`answers`): this thread is the write path's one serial stage, and each
-/// answer it sent itself was a cross-thread wake-up, eighteen for a typical batch.
+/// answer it sent itself was a cross-thread wake-up.
 #[derive(Clone)]
 struct OwnThread {
     /// Its own queue, to see whether anything waits.
@@ -224,7 +222,7 @@ async fn commit(
         }
         // Something in the batch broke a statement: isolate it by applying each write alone,
         // in order, so one bad write cannot fail its neighbours.
-        Err(StoreError::Internal(error)) if writes.len() > 1 => {
+        Err(error @ (StoreError::Internal(_) | StoreError::Invariant(_))) if writes.len() > 1 => {
             tracing::warn!(%error, writes = writes.len(), "a write batch failed; applying its writes one by one");
             for (write, reply) in writes.iter().zip(replies) {
                 let result = store.apply_write(write, policy).await;
@@ -236,7 +234,7 @@ async fn commit(
         }
         Err(error) => {
             for reply in replies {
-                let _ = reply.send(Err(error.for_each_writer()));
+                let _ = reply.send(Err(error.clone()));
             }
         }
     }
@@ -262,7 +260,7 @@ fn answer(durable: Result<Vec<WriteResult>, StoreError>, replies: Vec<Reply>, fe
         // after a timeout, and a retry with the same idempotency key finds out.
         Err(error) => {
             for reply in replies {
-                let _ = reply.send(Err(error.for_each_writer()));
+                let _ = reply.send(Err(error.clone()));
             }
         }
     }

@@ -3,16 +3,16 @@
 
 use crate::app::group_commit::GroupCommit;
 use crate::authority::{Authorities, AuthorityError};
-use crate::domain::authority::{self, Anomaly, ExternalLock, Progress};
+use crate::domain::authority::{self, Anomaly, AuthorityView, ExternalLock, Progress};
 use crate::domain::{
-    AuditEntry, FencingToken, Holder, LeaseName, LeaseRecord, Overlap, ResourceKey, Ttl,
+    AuditEntry, FencedWrite, FencingToken, Holder, LeaseName, LeasePolicy, Overlap, RefusedAttempt,
+    ResourceKey, Ttl, WriteResult,
 };
 use crate::live::CommitFeed;
 use crate::metrics::Metrics;
 use crate::store::{
-    AcquireResult, AuditQuery, AuthorityView, FencedWrite, LeasePolicy, LeaseState, OverlapQuery,
-    PruneReport, RefusedAttempt, RegressedLock, Store, StoreError, StoredAlert, StoredValue,
-    WriteResult,
+    AcquireResult, AuditQuery, LeaseState, OverlapQuery, PruneReport, RegressedLock, ReleaseResult,
+    RenewResult, Store, StoreError, StoredAlert, StoredValue,
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -301,25 +301,23 @@ impl FenceService {
         result
     }
 
-    /// `Err(current)` when `holder` and `token` are not the current, unexpired grant.
     pub async fn renew_lease(
         &self,
         name: &LeaseName,
         holder: &Holder,
         token: FencingToken,
         ttl: Option<Ttl>,
-    ) -> Result<Result<LeaseRecord, Option<LeaseState>>, StoreError> {
+    ) -> Result<RenewResult, StoreError> {
         self.bounded(self.store.renew_lease(name, holder, token, ttl))
             .await
     }
 
-    /// `Err(current)` when `holder` and `token` are not the current grant.
     pub async fn release_lease(
         &self,
         name: &LeaseName,
         holder: &Holder,
         token: FencingToken,
-    ) -> Result<Result<(), Option<LeaseState>>, StoreError> {
+    ) -> Result<ReleaseResult, StoreError> {
         self.bounded(self.store.release_lease(name, holder, token))
             .await
     }

@@ -283,8 +283,18 @@ pub async fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
     Ok(code)
 }
 
-fn io(error: impl std::fmt::Display) -> StoreError {
-    StoreError::Visitor(format!("failed to write the output: {error}"))
+/// Why printing or exporting the audit stopped.
+#[derive(Debug, thiserror::Error)]
+enum OutputError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The output could not be written (a closed pipe, a full disk) or encoded.
+    #[error("failed to write the output: {0}")]
+    Write(String),
+}
+
+fn io(error: impl std::fmt::Display) -> OutputError {
+    OutputError::Write(error.to_string())
 }
 
 /// A minute either side of an incident.
@@ -431,7 +441,7 @@ pub async fn timeline(
             },
             |r| {
                 records.push(r.clone());
-                Ok(())
+                Ok::<_, StoreError>(())
             },
         )
         .await?;

@@ -3,8 +3,8 @@
 //! without HTTP, so the two can be compared side by side.
 
 use crate::app::group_commit::GroupCommit;
-use crate::domain::{FencingToken, ResourceKey};
-use crate::store::{FencedWrite, LeasePolicy, Store, StoreOptions};
+use crate::domain::{FencedWrite, FencingToken, LeasePolicy, ResourceKey};
+use crate::store::{Store, StoreOptions};
 use anyhow::Context;
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -652,20 +652,11 @@ async fn run_store(
     .await
     .context("failed to open the baseline database")?;
     let write = |resource: usize, token: i64, client: usize| -> anyhow::Result<FencedWrite> {
-        Ok(FencedWrite {
-            key: ResourceKey::parse(format!("bench/{resource}"))
-                .map_err(|e| anyhow::anyhow!(e.0))?,
-            token: FencingToken::new(token).map_err(|e| anyhow::anyhow!(e.0))?,
-            idempotency_key: None,
-            expected_revision: None,
-            owner: None,
-            lease: None,
-            body: format!("value from client {client}").into(),
-            body_sha256: crate::http::sha256_hex(format!("value from client {client}").as_bytes()),
-            content_type: None,
-            caller: None,
-            authority: None,
-        })
+        Ok(FencedWrite::new(
+            ResourceKey::parse(format!("bench/{resource}")).map_err(|e| anyhow::anyhow!(e.0))?,
+            FencingToken::new(token).map_err(|e| anyhow::anyhow!(e.0))?,
+            format!("value from client {client}"),
+        ))
     };
     for resource in 0..options.resources {
         store

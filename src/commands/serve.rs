@@ -3,14 +3,13 @@
 use crate::app::service::{FenceService, Limits};
 use crate::authority::Authorities;
 use crate::cli::{LeaseScopeArg, ServeArgs};
-use crate::domain::LeaseScope;
+use crate::domain::{LeasePolicy, LeaseScope};
 use crate::http::auth::ApiKeys;
 use crate::http::origin::AllowedOrigins;
 use crate::http::{self, Access, AppState};
 use crate::live::alerts::AlertConfig;
 use crate::live::{Live, LiveConfig};
 use crate::metrics::Metrics;
-use crate::store::LeasePolicy;
 use crate::store::{Store, StoreError, StoreOptions};
 use crate::tls;
 use anyhow::Context;

@@ -106,6 +106,13 @@ pub struct LockObservation {
     pub revision: i64,
 }
 
+/// A lock of an external authority as read just before the write (`Fencing-Lease: etcd:…`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthorityView {
+    pub lock: ExternalLock,
+    pub observation: LockObservation,
+}
+
 /// Whether an observation can be from the same service that issued what this daemon recorded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Progress {

@@ -25,10 +25,30 @@ impl ResourceState {
 pub struct RecordedOperation {
     pub token: FencingToken,
     pub body_sha256: String,
-    pub status: u16,
+    pub applied: Applied,
     pub revision: Revision,
     pub highest_token: i64,
     pub audit_id: i64,
+}
+
+/// What an accepted write did to its resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applied {
+    /// Its first revision.
+    Created,
+    /// A revision after the first.
+    Updated,
+}
+
+impl Applied {
+    /// How a write that moved its resource to `revision` applied.
+    pub fn at(revision: Revision) -> Self {
+        if revision.get() == 1 {
+            Applied::Created
+        } else {
+            Applied::Updated
+        }
+    }
 }
 
 /// The parts of a write the decision depends on.
@@ -263,7 +283,7 @@ mod tests {
         let recorded = RecordedOperation {
             token: token(7),
             body_sha256: "aa".into(),
-            status: 201,
+            applied: Applied::Created,
             revision: Revision::new(1).unwrap(),
             highest_token: 7,
             audit_id: 1,
@@ -358,7 +378,7 @@ mod tests {
                 let recorded = RecordedOperation {
                     token: token(recorded_token),
                     body_sha256: "aa".into(),
-                    status: 201,
+                    applied: Applied::Created,
                     revision: Revision::new(1).unwrap(),
                     highest_token: recorded_token,
                     audit_id: 1,

@@ -14,9 +14,10 @@ pub mod outcome;
 pub mod overlap;
 pub mod revision;
 pub mod token;
+pub mod write;
 
 pub use audit::AuditEntry;
-pub use fence::{decide, Decision, RecordedOperation, ResourceState, WriteIntent};
+pub use fence::{decide, Applied, Decision, RecordedOperation, ResourceState, WriteIntent};
 pub use idempotency::IdempotencyKey;
 pub use key::ResourceKey;
 pub use label::{LeaseName, OwnerLabel};
@@ -25,6 +26,7 @@ pub use outcome::Outcome;
 pub use overlap::{Overlap, OverlapState};
 pub use revision::Revision;
 pub use token::FencingToken;
+pub use write::{sha256_hex, FencedWrite, LeasePolicy, RefusedAttempt, WriteResult};
 
 /// Why a value from the outside world was refused. The message is shown to the caller as is.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

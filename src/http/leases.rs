@@ -5,7 +5,7 @@ use super::write_request::is_length_limit;
 use super::AppState;
 use crate::domain::audit::format_rfc3339_micros;
 use crate::domain::{FencingToken, Holder, LeaseName, LeaseRecord, ParseError, Ttl};
-use crate::store::{AcquireResult, LeaseState};
+use crate::store::{AcquireResult, LeaseState, ReleaseResult, RenewResult};
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode, Uri};
@@ -213,8 +213,8 @@ async fn act(
                 .transpose()
                 .map_err(invalid)?;
             match service.renew_lease(&name, &holder, token, ttl).await? {
-                Ok(record) => Ok(json_ok(&LeaseView::granted(&record))),
-                Err(current) => Err(lost(&name, &holder, token, current.as_ref())),
+                RenewResult::Renewed(record) => Ok(json_ok(&LeaseView::granted(&record))),
+                RenewResult::Lost(current) => Err(lost(&name, &holder, token, current.as_ref())),
             }
         }
         "release" => {
@@ -222,8 +222,8 @@ async fn act(
             let holder = Holder::parse(&request.holder).map_err(invalid)?;
             let token = FencingToken::new(request.token).map_err(invalid)?;
             match service.release_lease(&name, &holder, token).await? {
-                Ok(()) => Ok(StatusCode::NO_CONTENT.into_response()),
-                Err(current) => Err(lost(&name, &holder, token, current.as_ref())),
+                ReleaseResult::Released => Ok(StatusCode::NO_CONTENT.into_response()),
+                ReleaseResult::Lost(current) => Err(lost(&name, &holder, token, current.as_ref())),
             }
         }
         other => Err(Problem::not_found(format!(

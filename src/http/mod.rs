@@ -25,7 +25,6 @@ pub use listener::{serve, serve_with, ServeLimits};
 use origin::AllowedOrigins;
 use problem::Problem;
 use std::sync::Arc;
-pub use write_request::sha256_hex;
 
 /// What every handler shares. One `Arc`: axum clones the state for each extractor and
 /// middleware of every request, and a dozen separate reference counts, shared by both cores,

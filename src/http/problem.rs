@@ -274,14 +274,17 @@ impl Problem {
 impl From<StoreError> for Problem {
     fn from(error: StoreError) -> Self {
         match error {
-            StoreError::Unavailable(_) | StoreError::Contention { .. } => {
+            StoreError::Unavailable(_)
+            | StoreError::QueueClosed
+            | StoreError::BatchLost
+            | StoreError::Contention { .. } => {
                 Problem::unavailable(format!("the database cannot take the request now: {error}"))
             }
             StoreError::TimedOut(_) => Problem::unavailable(format!(
                 "{error}; a write's outcome is unknown until it is retried with the same \
                  Idempotency-Key"
             )),
-            StoreError::Internal(_) | StoreError::Open(_) | StoreError::Visitor(_) => {
+            StoreError::Internal(_) | StoreError::Invariant(_) | StoreError::Open(_) => {
                 Problem::internal_because(error)
             }
         }

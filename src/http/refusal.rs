@@ -6,7 +6,7 @@ use super::problem::{Problem, WriteMembers};
 use super::write_request::{self, Refusal};
 use super::AppState;
 use crate::domain::{AuditEntry, Outcome, ResourceKey, Revision};
-use crate::store::{FencedWrite, RefusedAttempt};
+use crate::domain::{FencedWrite, RefusedAttempt};
 use axum::extract::Request;
 use axum::http::Method;
 use axum::response::{IntoResponse, Response};
@@ -59,8 +59,8 @@ pub(super) fn refused_write(write: &FencedWrite, detail: String) -> RefusedAttem
         expected_revision: write.expected_revision.map(Revision::get),
         owner: write.owner.as_ref().map(|o| o.as_str().to_owned()),
         lease: write.lease.as_ref().map(|l| l.as_str().to_owned()),
-        body_sha256: Some(write.body_sha256.clone()),
-        body_len: i64::try_from(write.body.len()).ok(),
+        body_sha256: Some(write.body_sha256().to_owned()),
+        body_len: i64::try_from(write.body().len()).ok(),
         detail,
         caller: write.caller.clone(),
     }

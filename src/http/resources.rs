@@ -6,8 +6,7 @@ use super::refusal::{members, refused_response, refused_write, RESOURCES_PREFIX}
 use super::write_request::{self, Refusal};
 use super::AppState;
 use crate::app::service::WriteError;
-use crate::domain::{Decision, ResourceKey, Revision};
-use crate::store::WriteResult;
+use crate::domain::{Applied, Decision, ResourceKey, Revision, WriteResult};
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode, Uri};
@@ -69,13 +68,14 @@ async fn write(
 fn write_response(result: WriteResult) -> Response {
     let entry = &result.entry;
     match result.decision {
-        Decision::Accept { revision, .. } => {
-            let status = StatusCode::from_u16(crate::store::created_or_updated(revision))
-                .unwrap_or(StatusCode::OK);
-            json_response(status, &members(entry), revision, false)
-        }
+        Decision::Accept { revision, .. } => json_response(
+            status(Applied::at(revision)),
+            &members(entry),
+            revision,
+            false,
+        ),
         Decision::Replay(recorded) => {
-            let status = StatusCode::from_u16(recorded.status).unwrap_or(StatusCode::OK);
+            let status = status(recorded.applied);
             let body = WriteMembers {
                 highest_token: recorded.highest_token,
                 revision: recorded.revision.get(),
@@ -111,6 +111,15 @@ fn write_response(result: WriteResult) -> Response {
                 .with_etag(current.etag())
                 .into_response()
         }
+    }
+}
+
+/// `201 Created` for a resource's first revision, `200 OK` after; a replay answers as the
+/// original did.
+fn status(applied: Applied) -> StatusCode {
+    match applied {
+        Applied::Created => StatusCode::CREATED,
+        Applied::Updated => StatusCode::OK,
     }
 }
 

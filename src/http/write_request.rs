@@ -4,12 +4,11 @@
 use crate::domain::authority::ExternalLock;
 use crate::domain::Outcome;
 use crate::domain::{
-    FencingToken, IdempotencyKey, LeaseName, OwnerLabel, ParseError, ResourceKey, Revision,
+    sha256_hex, FencedWrite, FencingToken, IdempotencyKey, LeaseName, OwnerLabel, ParseError,
+    RefusedAttempt, ResourceKey, Revision,
 };
-use crate::store::{FencedWrite, RefusedAttempt};
 use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderMap};
-use sha2::{Digest, Sha256};
 
 pub const FENCING_TOKEN: &str = "fencing-token";
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
@@ -43,10 +42,6 @@ fn optional<T>(
     parse: impl FnOnce(&str) -> Result<T, ParseError>,
 ) -> Result<Option<T>, ParseError> {
     single(headers, name)?.map(parse).transpose()
-}
-
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
 }
 
 /// The write's headers, each parsed on its own so that a refusal can keep the parts that
@@ -204,19 +199,14 @@ pub async fn parse(
             )),
             BodyError::Unreadable(message) => Refusal::Invalid(message),
         })?;
-        Ok(FencedWrite {
-            body_sha256: sha256_hex(&body),
-            key,
-            token,
-            idempotency_key,
-            expected_revision,
-            owner,
-            lease,
-            body,
-            content_type,
-            caller,
-            authority: None,
-        })
+        let mut write = FencedWrite::new(key, token, body);
+        write.idempotency_key = idempotency_key;
+        write.expected_revision = expected_revision;
+        write.owner = owner;
+        write.lease = lease;
+        write.content_type = content_type;
+        write.caller = caller;
+        Ok(write)
     })();
     parsed.map_err(|refusal| {
         refused.detail = match &refusal {
@@ -333,8 +323,8 @@ mod tests {
                 Ok(write) => {
                     prop_assert_eq!(Some(write.token.to_string()), token_header);
                     prop_assert!(body.len() <= 64);
-                    prop_assert_eq!(&write.body[..], &body[..]);
-                    prop_assert_eq!(write.body_sha256, sha256_hex(&body));
+                    prop_assert_eq!(&write.body()[..], &body[..]);
+                    prop_assert_eq!(write.body_sha256(), sha256_hex(&body));
                 }
                 Err(attempt) => {
                     prop_assert_eq!(attempt.key.as_str(), "fuzz/target");

@@ -1,5 +1,6 @@
 //! Alert state, written only by the elected evaluator and fenced by its lease token.
 
+use super::error::corrupt;
 use super::{Store, StoreError};
 use crate::domain::alert::{AlertInstance, AlertState};
 use crate::domain::Outcome;
@@ -130,11 +131,8 @@ fn stored_alert(row: &AnyRow) -> Result<StoredAlert, StoreError> {
         rule: row.try_get("rule")?,
         instance: row.try_get("instance")?,
         alert: AlertInstance {
-            state: AlertState::parse(&state).ok_or_else(|| {
-                StoreError::Internal(sqlx::Error::Decode(
-                    format!("unknown alert state {state:?}").into(),
-                ))
-            })?,
+            state: AlertState::parse(&state)
+                .ok_or_else(|| corrupt(format!("unknown alert state {state:?}")))?,
             since_us: row.try_get("since_us")?,
             fired_at_us: row.try_get("fired_at_us")?,
             last_true_us: row.try_get("last_true_us")?,

@@ -81,12 +81,13 @@ fn record(row: &AnyRow) -> Result<AuditRecord, StoreError> {
 }
 
 impl Store {
-    /// Calls `sink` with every matching row, oldest first, holding one row at a time.
-    pub async fn each_audit_record(
+    /// Calls `sink` with every matching row, oldest first, holding one row at a time. The first
+    /// error, the database's or the sink's, ends the walk.
+    pub async fn each_audit_record<E: From<StoreError>>(
         &self,
         filter: &AuditFilter,
-        mut sink: impl FnMut(&AuditRecord) -> Result<(), StoreError>,
-    ) -> Result<u64, StoreError> {
+        mut sink: impl FnMut(&AuditRecord) -> Result<(), E>,
+    ) -> Result<u64, E> {
         let (clause, args) = filter.clause();
         let sql =
             format!("SELECT {AUDIT_COLUMNS}, seq, prev_hash, hash FROM audit{clause} ORDER BY id");
@@ -99,7 +100,7 @@ impl Store {
         }
         let mut rows = query.fetch(&self.reader);
         let mut count = 0;
-        while let Some(row) = rows.try_next().await? {
+        while let Some(row) = rows.try_next().await.map_err(StoreError::from)? {
             sink(&record(&row)?)?;
             count += 1;
         }

@@ -2,9 +2,9 @@
 //! per lock, read before a lock service is asked (to catch one that went backwards) and
 //! advanced in each write's transaction.
 
-use super::batch::{padded, placeholders};
+use super::batch::shared::{padded, placeholders};
 use super::{Backend, Store, StoreError};
-use crate::domain::authority::{self, ExternalLock, LockObservation};
+use crate::domain::authority::{self, AuthorityView, ExternalLock};
 use sqlx::{AnyConnection, Row};
 use std::collections::{BTreeSet, HashMap};
 
@@ -16,13 +16,6 @@ pub struct RecordedLock {
     pub holder_key: String,
     /// The Fencing-Owner that first presented `highest`.
     pub owner: Option<String>,
-}
-
-/// A lock of an external authority as read just before the write (`Fencing-Lease: etcd:…`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AuthorityView {
-    pub lock: ExternalLock,
-    pub observation: LockObservation,
 }
 
 /// A lock whose service answered below what was recorded.

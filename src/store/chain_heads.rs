@@ -9,7 +9,7 @@
 //! resource missing and appends to its `chain_heads` row finds it changed, or its insert of
 //! one taken, and runs again, so the chain never forks between the two places.
 
-use super::batch::{internal, ChainHeads, ObservedResource};
+use super::batch::shared::{internal, ChainHeads, ObservedResource};
 use super::{Backend, StoreError};
 use crate::domain::chain;
 use sqlx::{AnyConnection, Row};
@@ -66,7 +66,7 @@ fn moved_without_row() -> StoreError {
 }
 
 /// How the batch moves `chain_heads` rows; heads in resources' rows move with their updates
-/// and inserts (`batch_rows`).
+/// and inserts (`batch::rows`).
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(super) struct UnwrittenMoves {
     /// `[resource, seq, hash, observed seq]`: rows seen, moved on from where they were.

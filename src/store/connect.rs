@@ -1,4 +1,4 @@
-use super::batch_sqlite::CREATE_BATCH_CHECK;
+use super::batch::sqlite::CREATE_BATCH_CHECK;
 use super::wal_sync::WalSync;
 use super::{Store, StoreError};
 use sqlx::any::{install_default_drivers, AnyPoolOptions};
@@ -68,23 +68,22 @@ impl Default for StoreOptions {
 /// WAL lets readers run beside the writer; `synchronous = FULL` makes every commit durable
 /// before it is acknowledged (WAL's default, NORMAL, may lose the last commits on power loss).
 /// The writer's page cache is 32 MiB instead of 2: a batch touches index pages all over the
-/// audit, and with the small cache they were read back from the OS on every batch (measured:
-/// about a third more writes per second with the larger one).
+/// audit, and with the small cache they were read back from the OS on every batch.
 /// Temporary storage in memory: a batch statement's statement journal spilled past 64 KiB into a
-/// temporary file, about 1,500 `pwrite`s a second under load (`strace`), and stays a batch's size.
+/// temporary file, written many times a second under load, and stays a batch's size.
 ///
 /// The WAL is checkpointed every 10,000 pages (about 40 MiB beside the file), not SQLite's 1,000.
 /// A checkpoint runs inside the commit that crosses the mark, on the one writer's thread, and
 /// costs two fsyncs besides the copying. A loaded batch writes some fifty pages (a resource's
 /// page and an index leaf for each write), so at 1,000 the writer checkpointed about every
-/// twenty batches, and `perf` put a sixth of its thread's time in their fsyncs alone; ten times
-/// fewer copy each hot page once instead of ten times (measured, alternating: +7 % writes/s at
-/// 32 clients, +15 % at 8; p99 at 8 clients 4.3 → 2.4 ms, a lone writer's 1.9 → 1.1 ms).
+/// twenty batches and spent much of its time in their fsyncs; ten times fewer copy each hot
+/// page once instead of ten times.
 /// The WAL is written again from its start only once a checkpoint has copied all of it and no
 /// reader still reads from it; under load that moment can be a while coming, and the batches
-/// committed meanwhile grew the file past the mark (in a 10-minute soak to 82 MB; at 1,000
-/// pages, to 22 MB in 3 minutes). It never shrank, so `journal_size_limit` cuts it back to
-/// 64 MiB whenever it starts over.
+/// committed meanwhile grew the file past the mark. It never shrank, so `journal_size_limit`
+/// cuts it back to 64 MiB whenever it starts over.
+///
+/// What each of these was measured to gain: docs/performance.md, "Tried, kept or not".
 const SQLITE_WRITER_PRAGMAS: &str = "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; \
      PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA cache_size = -32768; \
      PRAGMA temp_store = MEMORY; PRAGMA wal_autocheckpoint = 10000; \
@@ -304,7 +303,7 @@ async fn require_current_schema(
         Ok(None) => Err(StoreError::Open(
             "not a fencewatch database: no schema".into(),
         )),
-        Err(error) if super::error::is_unavailable(&error) => Err(StoreError::Unavailable(error)),
+        Err(error) if super::error::is_unavailable(&error) => Err(error.into()),
         Err(_) => Err(StoreError::Open(
             "not a fencewatch database: it has no fencewatch schema".into(),
         )),

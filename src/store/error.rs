@@ -1,49 +1,38 @@
-/// A failure of the database, classified by what the caller can do about it.
-#[derive(Debug, thiserror::Error)]
+use std::sync::Arc;
+
+/// A failure of the database, classified by what the caller can do about it. Clones share the
+/// driver's error: every writer of a failed batch is answered with the same failure.
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
     /// The database cannot be reached or cannot take the write now (down, full, overloaded):
     /// worth retrying later.
     #[error("database unavailable: {0}")]
-    Unavailable(#[source] sqlx::Error),
+    Unavailable(#[source] Arc<sqlx::Error>),
+    /// The queue in front of the write path has stopped taking writes (shutting down).
+    #[error("database unavailable: the write queue has stopped")]
+    QueueClosed,
+    /// The task committing a write's batch died (a panic) before answering it.
+    #[error("database unavailable: the write's batch ended without an answer")]
+    BatchLost,
     /// Concurrent writers kept winning the race for the same resource.
     #[error("gave up after {attempts} attempts lost to concurrent writers")]
     Contention { attempts: u32 },
-    /// Anything else: a bug or a schema that does not match.
+    /// Anything else the database answered: a bug or a schema that does not match.
     #[error("database error: {0}")]
-    Internal(#[source] sqlx::Error),
+    Internal(#[source] Arc<sqlx::Error>),
+    /// Something the store relies on did not hold: a stored row that is not what the schema
+    /// promises, or a step of the write path that found what cannot be. A bug or a damaged
+    /// database.
+    #[error("inconsistent data: {0}")]
+    Invariant(String),
     /// The database could not be opened as asked; the message says what and why.
     #[error("{0}")]
     Open(String),
-    /// A visitor of the caller's (an export's writer, say) failed; the message says how.
-    #[error("{0}")]
-    Visitor(String),
     /// The database did not answer within the bound on a request's wait (`--db-timeout`): a
     /// stalled network or a frozen server, which TCP alone would report only after minutes.
     /// Whatever the request was doing may still take effect.
     #[error("the database did not answer within {0:?}")]
     TimedOut(std::time::Duration),
-}
-
-impl StoreError {
-    /// The same failure, for another of the writers of a batch it failed (a `sqlx::Error`
-    /// cannot be cloned, so the copy keeps its class and message; `InvalidArgument` is the one
-    /// variant that displays its message and nothing else).
-    pub fn for_each_writer(&self) -> StoreError {
-        match self {
-            StoreError::Unavailable(error) => {
-                StoreError::Unavailable(sqlx::Error::InvalidArgument(error.to_string()))
-            }
-            StoreError::Contention { attempts } => StoreError::Contention {
-                attempts: *attempts,
-            },
-            StoreError::Internal(error) => {
-                StoreError::Internal(sqlx::Error::InvalidArgument(error.to_string()))
-            }
-            StoreError::Open(message) => StoreError::Open(message.clone()),
-            StoreError::Visitor(message) => StoreError::Visitor(message.clone()),
-            StoreError::TimedOut(limit) => StoreError::TimedOut(*limit),
-        }
-    }
 }
 
 /// Waits for `operation` at most `limit`, then gives it up as `TimedOut`. Giving up drops it,
@@ -60,9 +49,9 @@ pub async fn within<T>(
 impl From<sqlx::Error> for StoreError {
     fn from(error: sqlx::Error) -> Self {
         if is_unavailable(&error) {
-            StoreError::Unavailable(error)
+            StoreError::Unavailable(Arc::new(error))
         } else {
-            StoreError::Internal(error)
+            StoreError::Internal(Arc::new(error))
         }
     }
 }
@@ -120,7 +109,7 @@ pub(crate) fn is_unavailable(error: &sqlx::Error) -> bool {
 
 /// A row that does not decode into what the schema promises.
 pub(crate) fn corrupt(message: String) -> StoreError {
-    StoreError::Internal(sqlx::Error::Decode(message.into()))
+    StoreError::Invariant(message)
 }
 
 /// A stored time (microseconds since the epoch).
@@ -135,11 +124,12 @@ mod tests {
 
     #[test]
     fn a_copy_for_another_writer_reads_as_the_original() {
-        let original = StoreError::Unavailable(sqlx::Error::PoolTimedOut);
-        let copy = original.for_each_writer();
+        let original = StoreError::from(sqlx::Error::PoolTimedOut);
+        let copy = original.clone();
         assert!(matches!(copy, StoreError::Unavailable(_)));
         assert_eq!(copy.to_string(), original.to_string());
-        let original = StoreError::Internal(sqlx::Error::RowNotFound);
-        assert_eq!(original.for_each_writer().to_string(), original.to_string());
+        let original = StoreError::from(sqlx::Error::RowNotFound);
+        assert!(matches!(original, StoreError::Internal(_)));
+        assert_eq!(original.clone().to_string(), original.to_string());
     }
 }

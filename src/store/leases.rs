@@ -17,6 +17,23 @@ pub enum AcquireResult {
     Held(LeaseRecord),
 }
 
+/// What a renewal found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RenewResult {
+    Renewed(LeaseRecord),
+    /// The holder and token were not the current, unexpired grant: the lease as it stands, if
+    /// it exists.
+    Lost(Option<LeaseState>),
+}
+
+/// What a release found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReleaseResult {
+    Released,
+    /// The holder and token were not the current grant: the lease as it stands, if it exists.
+    Lost(Option<LeaseState>),
+}
+
 /// A lease with the authority's clock reading, so callers can tell whether it has lapsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeaseState {
@@ -55,7 +72,7 @@ impl Store {
                 let now = clock_us(&mut tx, self.backend).await?;
                 let current = read_lease(&mut tx, name, "").await?;
                 let decision = decide_acquire(current.as_ref(), holder, now)
-                    .map_err(|e| StoreError::Internal(sqlx::Error::Protocol(e.0)))?;
+                    .map_err(|e| StoreError::Invariant(e.0))?;
                 let (token, lapsed) = match decision {
                     AcquireDecision::Held { current } => {
                         tx.commit().await?;
@@ -115,25 +132,27 @@ impl Store {
         .await
     }
 
-    /// Extends the current grant by its TTL (or `ttl`). `Err(current)` when `holder` and
-    /// `token` are not the current, unexpired grant.
+    /// Extends the current grant by its TTL (or `ttl`), unless `holder` and `token` are not the
+    /// current, unexpired grant.
     pub async fn renew_lease(
         &self,
         name: &LeaseName,
         holder: &Holder,
         token: FencingToken,
         ttl: Option<Ttl>,
-    ) -> Result<Result<LeaseRecord, Option<LeaseState>>, StoreError> {
+    ) -> Result<RenewResult, StoreError> {
         retrying(|| async move {
             let mut tx = self.writer.begin().await?;
             let now = clock_us(&mut tx, self.backend).await?;
             let current = read_lease(&mut tx, name, "").await?;
             if !holds(current.as_ref(), holder, token, now, false) {
                 tx.commit().await?;
-                return Ok(Err(current.map(|record| LeaseState { record, now_us: now })));
+                return Ok(RenewResult::Lost(
+                    current.map(|record| LeaseState { record, now_us: now }),
+                ));
             }
             let Some(mut record) = current else {
-                return Ok(Err(None));
+                return Ok(RenewResult::Lost(None));
             };
             record.ttl = ttl.unwrap_or(record.ttl);
             record.expires_at_us = now + record.ttl.micros();
@@ -153,30 +172,34 @@ impl Store {
             if renewed.rows_affected() != 1 {
                 let current = read_lease(&mut tx, name, "").await?;
                 tx.commit().await?;
-                return Ok(Err(current.map(|record| LeaseState { record, now_us: now })));
+                return Ok(RenewResult::Lost(
+                    current.map(|record| LeaseState { record, now_us: now }),
+                ));
             }
             insert_event(&mut tx, now, &record, "renewed", record.expires_at_us).await?;
             tx.commit().await?;
-            Ok(Ok(record))
+            Ok(RenewResult::Renewed(record))
         })
         .await
     }
 
-    /// Ends the current grant early. `Err(current)` when `holder` and `token` are not the
-    /// current grant. Releasing a grant that has already expired, or releasing twice, is fine.
+    /// Ends the current grant early, unless `holder` and `token` are not the current grant.
+    /// Releasing a grant that has already expired, or releasing twice, is fine.
     pub async fn release_lease(
         &self,
         name: &LeaseName,
         holder: &Holder,
         token: FencingToken,
-    ) -> Result<Result<(), Option<LeaseState>>, StoreError> {
+    ) -> Result<ReleaseResult, StoreError> {
         retrying(|| async move {
             let mut tx = self.writer.begin().await?;
             let now = clock_us(&mut tx, self.backend).await?;
             let current = read_lease(&mut tx, name, "").await?;
             if !holds(current.as_ref(), holder, token, now, true) {
                 tx.commit().await?;
-                return Ok(Err(current.map(|record| LeaseState { record, now_us: now })));
+                return Ok(ReleaseResult::Lost(
+                    current.map(|record| LeaseState { record, now_us: now }),
+                ));
             }
             let released = sqlx::query(
                 "UPDATE leases SET released_at_us = $4, expires_at_us = CASE WHEN expires_at_us < $4 \
@@ -193,7 +216,7 @@ impl Store {
                 insert_event(&mut tx, now, record, "released", now.min(record.expires_at_us)).await?;
             }
             tx.commit().await?;
-            Ok(Ok(()))
+            Ok(ReleaseResult::Released)
         })
         .await
     }

@@ -54,7 +54,7 @@ pub(crate) async fn begin_audited<'a>(
 }
 
 /// PostgreSQL: as `begin_audited`, for a group-commit batch, whose statements read their rows
-/// from JSON arrays (`batch_postgres`). Every one of them is a lookup of a few keys, but the
+/// from JSON arrays (`batch::postgres`). Every one of them is a lookup of a few keys, but the
 /// planner, which guesses a hundred rows from a JSON array and sees a table of a few pages,
 /// prefers hashing the whole table; and a custom plan for each execution costs more than the
 /// execution. So: one generic plan per statement, of index lookups.

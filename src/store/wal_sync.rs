@@ -153,8 +153,8 @@ impl WalSync {
 
     fn refuse_if_failed(&self) -> Result<(), StoreError> {
         match self.failure.get() {
-            Some(message) => Err(StoreError::Unavailable(sqlx::Error::Io(io::Error::other(
-                message.clone(),
+            Some(message) => Err(StoreError::Unavailable(Arc::new(sqlx::Error::Io(
+                io::Error::other(message.clone()),
             )))),
             None => Ok(()),
         }

@@ -8,8 +8,10 @@ use crate::interleaving::write_for;
 use crate::test_db;
 use chrono::{SubsecRound, Utc};
 use fencewatch::domain::chain::{row_hash, GENESIS};
-use fencewatch::domain::{AuditEntry, Decision, Outcome, ResourceKey, Revision};
-use fencewatch::store::{FencedWrite, LeasePolicy, ObserveHook, RefusedAttempt, Store};
+use fencewatch::domain::{
+    AuditEntry, Decision, FencedWrite, LeasePolicy, Outcome, RefusedAttempt, ResourceKey, Revision,
+};
+use fencewatch::store::{ObserveHook, Store};
 use rstest::rstest;
 use sqlx::any::AnyPoolOptions;
 use sqlx::{AnyPool, Row};

@@ -317,7 +317,7 @@ async fn check(store: &Store, observed: &Observed, cycles: usize) -> Report {
             assert_eq!(stored.revision, last.revision, "{key}");
             assert_eq!(stored.highest_token, last.token.unwrap(), "{key}");
             assert_eq!(
-                fencewatch::http::sha256_hex(&stored.value),
+                fencewatch::domain::sha256_hex(&stored.value),
                 last.body_sha256.clone().unwrap(),
                 "{key}"
             );
@@ -1077,7 +1077,8 @@ async fn a_full_disk_fails_writes_cleanly_and_loses_nothing_acknowledged() {
 )]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_ends_a_session_left_inside_a_transaction_longer_than_the_db_timeout() {
-    use fencewatch::store::{LeasePolicy, ObserveHook, StoreError, StoreOptions};
+    use fencewatch::domain::LeasePolicy;
+    use fencewatch::store::{ObserveHook, StoreError, StoreOptions};
     let db = test_db!(Backend::Postgres);
     let pause: ObserveHook =
         std::sync::Arc::new(|| Box::pin(tokio::time::sleep(Duration::from_millis(1500))));

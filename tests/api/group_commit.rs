@@ -4,27 +4,24 @@
 use crate::helpers::{Backend, Rng, TestApp, TestDb};
 use crate::test_db;
 use fencewatch::app::service::{FenceService, Limits};
-use fencewatch::domain::{Decision, FencingToken, IdempotencyKey, Outcome, ResourceKey, Revision};
-use fencewatch::store::{FencedWrite, LeasePolicy, ObserveHook, Store, WriteResult};
+use fencewatch::domain::{
+    Decision, FencedWrite, FencingToken, IdempotencyKey, LeasePolicy, Outcome, ResourceKey,
+    Revision, WriteResult,
+};
+use fencewatch::store::{ObserveHook, Store};
 use rstest::rstest;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 fn write(key: &str, token: i64, body: &str) -> FencedWrite {
-    FencedWrite {
-        key: ResourceKey::parse(key).unwrap(),
-        token: FencingToken::new(token).unwrap(),
-        idempotency_key: None,
-        expected_revision: None,
-        owner: Some(fencewatch::domain::OwnerLabel::parse(&format!("worker-{token}")).unwrap()),
-        lease: None,
-        body: body.to_owned().into(),
-        body_sha256: fencewatch::http::sha256_hex(body.as_bytes()),
-        content_type: None,
-        caller: None,
-        authority: None,
-    }
+    let mut write = FencedWrite::new(
+        ResourceKey::parse(key).unwrap(),
+        FencingToken::new(token).unwrap(),
+        body.to_owned(),
+    );
+    write.owner = Some(fencewatch::domain::OwnerLabel::parse(&format!("worker-{token}")).unwrap());
+    write
 }
 
 fn with_key(mut write: FencedWrite, key: &str) -> FencedWrite {
@@ -41,16 +38,13 @@ fn random_writes(seed: u64, count: usize) -> Vec<FencedWrite> {
             let resource = format!("gc/{}", rng.below(3));
             let token = 1 + rng.below(5) as i64;
             let body = format!("v{}", rng.below(3));
+            let body = if i % 7 == 0 { "fixed".to_owned() } else { body };
             let mut w = write(&resource, token, &body);
             if rng.below(3) == 0 {
                 w = with_key(w, &format!("op-{}", rng.below(4)));
             }
             if rng.below(5) == 0 {
                 w.expected_revision = Some(Revision::new(rng.below(4) as i64).unwrap());
-            }
-            if i % 7 == 0 {
-                w.body = "fixed".into();
-                w.body_sha256 = fencewatch::http::sha256_hex(b"fixed");
             }
             w
         })

@@ -3,8 +3,8 @@
 
 use crate::helpers::{Backend, TestDb};
 use crate::test_db;
-use fencewatch::domain::{Decision, FencingToken, ResourceKey};
-use fencewatch::store::{FencedWrite, LeasePolicy, ObserveHook, Store};
+use fencewatch::domain::{Decision, FencedWrite, FencingToken, LeasePolicy, ResourceKey};
+use fencewatch::store::{ObserveHook, Store};
 use rstest::rstest;
 use sqlx::any::AnyPoolOptions;
 use sqlx::{AnyPool, Row};
@@ -17,19 +17,11 @@ fn write(token: i64, body: &'static str) -> FencedWrite {
 
 /// A well-formed write straight to the store.
 pub fn write_for(key: &str, token: i64, body: &'static str) -> FencedWrite {
-    FencedWrite {
-        key: ResourceKey::parse(key).unwrap(),
-        token: FencingToken::new(token).unwrap(),
-        idempotency_key: None,
-        expected_revision: None,
-        owner: None,
-        lease: None,
-        body: body.into(),
-        body_sha256: "unused".into(),
-        content_type: None,
-        caller: None,
-        authority: None,
-    }
+    FencedWrite::new(
+        ResourceKey::parse(key).unwrap(),
+        FencingToken::new(token).unwrap(),
+        body,
+    )
 }
 
 /// A pause point: the first time it is reached it reports so and waits to be released.

@@ -3,8 +3,8 @@
 use crate::helpers::{Backend, Daemon, Reply, TestApp, TestDb};
 use crate::test_db;
 use fencewatch::app::service::Limits;
+use fencewatch::domain::LeasePolicy;
 use fencewatch::domain::{LeaseName, LeaseScope};
-use fencewatch::store::LeasePolicy;
 use rstest::rstest;
 use serde_json::{json, Value};
 use std::time::Duration;

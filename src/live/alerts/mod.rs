@@ -13,7 +13,7 @@ use crate::domain::alert::{step, AlertInstance, AlertState, Transition};
 use crate::domain::audit::format_rfc3339_micros;
 use crate::domain::{FencingToken, Holder, LeaseName, Ttl};
 use crate::live::bus::{Event, EventBus};
-use crate::store::{AcquireResult, Store, StoreError, StoredAlert};
+use crate::store::{AcquireResult, RenewResult, Store, StoreError, StoredAlert};
 use chrono::DateTime;
 use prometheus_client::metrics::gauge::Gauge;
 use std::collections::HashMap;
@@ -159,11 +159,11 @@ impl Evaluator {
                     .renew_lease(&lease, &self.identity, held, None)
                     .await
                 {
-                    Ok(Ok(_)) => {
+                    Ok(RenewResult::Renewed(_)) => {
                         renewed = tokio::time::Instant::now();
                         Some(held)
                     }
-                    Ok(Err(_)) => {
+                    Ok(RenewResult::Lost(_)) => {
                         tracing::info!("lost the alert evaluator lease");
                         None
                     }

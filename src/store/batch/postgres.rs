@@ -10,18 +10,19 @@
 //! as they go, resources first and then chain heads, each in key order (see `application`), so
 //! concurrent batches wait for each other instead of deadlocking.
 //!
-//! Rows travel as `jsonb` arrays, like SQLite's (`batch_rows`): one statement text per step, so
+//! Rows travel as `jsonb` arrays, like SQLite's (`rows`): one statement text per step, so
 //! it stays prepared, where a parameter per value took one statement per power-of-two chunk of
 //! rows (about twice the round trips and the executor start-ups, which with PostgreSQL's
-//! backends busy on this machine's two cores were most of a batch's cost). `jsonb`, not `json`:
-//! `->>` on `json` parses the text again for every field.
+//! backends busy on the same cores were most of a batch's cost). `jsonb`, not `json`: `->>` on
+//! `json` parses the text again for every field.
 
-use super::batch::Observed;
-use super::batch_rows::{
-    decode_operations, decode_resources, encode, from_json, join_open_overlap, to_json, Plan, Rows,
+use super::plan::Plan;
+use super::rows::{
+    decode_operations, decode_resources, encode, from_json, join_open_overlap, to_json, Rows,
 };
-use super::writes::FencedWrite;
-use super::StoreError;
+use super::shared::{AuditPosition, Observed, PostgresPosition};
+use crate::domain::FencedWrite;
+use crate::store::StoreError;
 use sqlx::{AnyConnection, Row};
 use std::collections::BTreeSet;
 
@@ -44,16 +45,10 @@ const OBSERVE: &str = "\
         FROM (SELECT nextval('audit_id_seq') AS id FROM generate_series(1, $3::bigint)) AS drawn) \
         AS ids";
 
-/// Where a batch's audit rows go: the ids drawn for it.
-pub(super) struct AuditPosition {
-    ids: Vec<i64>,
-}
-
 /// The parts of the statement that applies a batch, each run once and to completion, `{}` its
 /// parameter; `application` names them. A part with no rows is left out: even empty, it would
 /// open and lock its table and every index of it, and with dozens of backends those locks
-/// overflow each one's fast path into the shared lock table (measured: one write per
-/// transaction ran 30 % slower with all parts).
+/// overflow each one's fast path into the shared lock table (measured: docs/performance.md).
 /// One statement for every resource with a row, accepted or only audited, so that each
 /// batch locks its resources in one key order.
 const UPDATE_RESOURCES: &str = "\
@@ -210,21 +205,28 @@ pub(super) async fn observe(
         resources: decode_resources(&row.try_get::<String, _>("resources")?)?,
         operations: decode_operations(&row.try_get::<String, _>("operations")?)?,
         unwritten_heads: from_json(&row.try_get::<String, _>("heads")?)?,
-        audit: super::batch::AuditPosition::Postgres(AuditPosition {
+        audit: AuditPosition::Postgres(PostgresPosition {
             ids: from_json(&row.try_get::<String, _>("ids")?)?,
         }),
     })
 }
 
-/// Applies the batch as a compare-and-set on what it observed, returning the audit ids in
-/// order; `Err` with the ids drawn for it when something was no longer as observed (they die
-/// with the transaction, which must be rolled back).
+/// What a batch's compare-and-set found.
+pub(super) enum Application {
+    /// Everything it changed was as observed: the audit ids, in order.
+    Applied { ids: Vec<i64> },
+    /// Something was no longer as observed. The ids drawn for the batch die with its
+    /// transaction, which must be rolled back.
+    Changed { drawn_ids: Vec<i64> },
+}
+
+/// Applies the batch as a compare-and-set on what it observed.
 pub(super) async fn apply(
     conn: &mut AnyConnection,
-    position: AuditPosition,
+    position: PostgresPosition,
     plan: &Plan<'_>,
-) -> Result<Result<Vec<i64>, Vec<i64>>, StoreError> {
-    let AuditPosition { ids } = position;
+) -> Result<Application, StoreError> {
+    let PostgresPosition { ids } = position;
     let rows = encode(plan, &ids)?;
     let planned = Changed {
         updated: count(rows.update_count),
@@ -244,7 +246,11 @@ pub(super) async fn apply(
         advanced: row.try_get("advanced")?,
         started: row.try_get("started")?,
     };
-    Ok(if done == planned { Ok(ids) } else { Err(ids) })
+    Ok(if done == planned {
+        Application::Applied { ids }
+    } else {
+        Application::Changed { drawn_ids: ids }
+    })
 }
 
 fn count(rows: usize) -> i64 {
@@ -253,7 +259,7 @@ fn count(rows: usize) -> i64 {
 
 #[cfg(test)]
 mod tests {
-    use super::super::batch_rows::test_rows as rows;
+    use super::super::rows::test_rows as rows;
     use super::*;
 
     #[test]

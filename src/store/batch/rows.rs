@@ -1,31 +1,16 @@
-//! A decided batch, and the JSON parameters the batch statements take.
+//! A decided batch as the JSON parameters the batch statements take, and an observation's JSON
+//! read back.
 //!
 //! A batch travels as a few JSON arrays (read with `json_each` on SQLite, `jsonb_array_elements`
 //! on PostgreSQL), instead of a parameter per value: one statement text whatever the batch's
 //! size, so it stays prepared, and one statement per step, so one round trip.
 
-use super::batch::{
-    internal, recorded_operation, Accepted, Change, Link, ObservedResource, Sighting,
-};
-use super::chain_heads::UnwrittenMoves;
-use super::writes::{created_or_updated, FencedWrite};
-use super::StoreError;
-use crate::domain::{AuditEntry, Decision, RecordedOperation};
+use super::plan::{Accepted, Plan, Sighting};
+use super::shared::{internal, recorded_operation, status_of, Link, ObservedResource};
+use crate::domain::{Applied, AuditEntry, Decision, RecordedOperation};
+use crate::store::StoreError;
 use serde_json::{json, Value};
 use std::collections::HashMap;
-
-/// What a batch decided, ready to be applied.
-pub(super) struct Plan<'a> {
-    pub writes: &'a [FencedWrite],
-    pub decisions: &'a [Decision],
-    /// Every resource the batch names, in key order.
-    pub changes: &'a [Change<'a>],
-    pub entries: &'a [AuditEntry],
-    /// Each entry's place in its resource's chain.
-    pub links: &'a [Link],
-    pub unwritten: &'a UnwrittenMoves,
-    pub sightings: &'a [Sighting],
-}
 
 /// The parameters, and how many rows each step must change.
 pub(super) struct Rows {
@@ -97,7 +82,7 @@ pub(super) fn encode(plan: &Plan<'_>, ids: &[i64]) -> Result<Rows, StoreError> {
                     accepted.is_some(),
                     state.highest_token,
                     state.revision.get(),
-                    accepted.map(|a| hex::encode(&a.write.body)),
+                    accepted.map(|a| hex::encode(a.write.body())),
                     accepted.and_then(|a| a.write.content_type.as_deref()),
                     accepted.map(|a| a.at.timestamp_micros()),
                     accepted.and_then(|a| a.owner),
@@ -119,7 +104,7 @@ pub(super) fn encode(plan: &Plan<'_>, ids: &[i64]) -> Result<Rows, StoreError> {
                 change.key,
                 state.highest_token,
                 state.revision.get(),
-                hex::encode(&write.body),
+                hex::encode(write.body()),
                 write.content_type.as_deref(),
                 at.timestamp_micros(),
                 *owner,
@@ -151,8 +136,8 @@ pub(super) fn encode(plan: &Plan<'_>, ids: &[i64]) -> Result<Rows, StoreError> {
                 write.key.as_str(),
                 key.as_str(),
                 write.token.get(),
-                &write.body_sha256,
-                created_or_updated(*revision),
+                write.body_sha256(),
+                status_of(Applied::at(*revision)),
                 revision.get(),
                 write.token.get(),
                 id,

@@ -17,24 +17,17 @@
 //! writer, and should another process commit after this transaction's read, SQLite refuses the
 //! write (`SQLITE_BUSY_SNAPSHOT`) and the batch runs again.
 
-use super::batch::Observed;
-use super::batch_rows::{
-    decode_operations, decode_resources, encode, from_json, join_open_overlap, to_json, Plan, Rows,
+use super::plan::Plan;
+use super::rows::{
+    decode_operations, decode_resources, encode, from_json, join_open_overlap, to_json, Rows,
 };
-use super::wal_sync::{CommitTicket, WalSync};
-use super::writes::FencedWrite;
-use super::StoreError;
+use super::shared::{internal, AuditPosition, Observed, SqlitePosition};
+use crate::domain::FencedWrite;
+use crate::store::wal_sync::{CommitTicket, WalSync};
+use crate::store::StoreError;
 use sqlx::{AnyConnection, Row};
 use std::collections::BTreeSet;
 use std::sync::Arc;
-
-/// Where the batch's audit rows go: after the largest id ever issued.
-pub(super) struct AuditPosition {
-    pub last_id: i64,
-    /// The connection's count of changed rows when the batch looked, for the check before the
-    /// commit.
-    pub changes_before: i64,
-}
 
 /// How a segment's observation starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,13 +95,13 @@ pub(super) async fn observe(
         .await?;
     let row = rows
         .first()
-        .ok_or_else(|| super::batch::internal("the observation returned no row"))?;
+        .ok_or_else(|| internal("the observation returned no row"))?;
 
     Ok(Observed {
         resources: decode_resources(&row.try_get::<String, _>("resources")?)?,
         operations: decode_operations(&row.try_get::<String, _>("operations")?)?,
         unwritten_heads: from_json(&row.try_get::<String, _>("heads")?)?,
-        audit: super::batch::AuditPosition::Sqlite(AuditPosition {
+        audit: AuditPosition::Sqlite(SqlitePosition {
             last_id: row.try_get("last_audit_id")?,
             changes_before: row.try_get("changes_before")?,
         }),
@@ -117,9 +110,9 @@ pub(super) async fn observe(
 
 /// Each batch array's rows, each turned into JSONB once. `json_each` gives an element that is
 /// itself an array as JSON text, and SQLite evaluated `v.value` anew for every `->>` on it:
-/// for an audit row, eighteen conversions to text and as many parses (callgrind: over half the
-/// writer thread's instructions were SQLite's JSON functions). A materialized row is converted
-/// once, and `->>` on a JSONB blob reads it where it lies.
+/// for an audit row, eighteen conversions to text and as many parses, which made SQLite's JSON
+/// functions the writer thread's main work (docs/performance.md). A materialized row is
+/// converted once, and `->>` on a JSONB blob reads it where it lies.
 macro_rules! rows {
     ($param:literal) => {
         concat!(
@@ -249,7 +242,7 @@ const CHECK: &str = batch_check!("$8", "$9");
 
 /// The table the check writes to, one per writer connection. A temporary table stays in
 /// SQLite's memory (with its journal) until it outgrows the cache, which one row never does.
-pub(super) const CREATE_BATCH_CHECK: &str = "CREATE TEMP TABLE IF NOT EXISTS batch_check ( \
+pub(crate) const CREATE_BATCH_CHECK: &str = "CREATE TEMP TABLE IF NOT EXISTS batch_check ( \
          id INTEGER PRIMARY KEY, \
          unapplied INTEGER NOT NULL CHECK (unapplied = 0));";
 
@@ -258,7 +251,7 @@ pub(super) const CREATE_BATCH_CHECK: &str = "CREATE TEMP TABLE IF NOT EXISTS bat
 /// since a stale snapshot cannot write at all.
 pub(super) async fn apply(
     conn: &mut AnyConnection,
-    audit: AuditPosition,
+    audit: SqlitePosition,
     plan: &Plan<'_>,
     closing: Closing<'_>,
 ) -> Result<(Vec<i64>, Option<CommitTicket>), StoreError> {
@@ -290,18 +283,16 @@ pub(super) async fn apply(
 /// The check's failure, named.
 fn unapplied(error: sqlx::Error) -> StoreError {
     match &error {
-        sqlx::Error::Database(database) if database.message().contains("unapplied") => {
-            super::batch::internal(
-                "a batch changed other rows than it planned: a resource was no longer as observed",
-            )
-        }
+        sqlx::Error::Database(database) if database.message().contains("unapplied") => internal(
+            "a batch changed other rows than it planned: a resource was no longer as observed",
+        ),
         _ => error.into(),
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::batch_rows::test_rows;
+    use super::super::rows::test_rows;
     use super::*;
     use crate::store::{Store, StoreOptions};
     use sqlx::Executor;

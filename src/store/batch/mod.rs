@@ -1,0 +1,511 @@
+//! Group commit's store half: fenced writes decided one after another, in order, and applied
+//! together in one transaction with one durable commit.
+//!
+//! Statements are about the whole batch, not each write: on either backend one observes it and
+//! one applies it (`sqlite`, `postgres`). So a batch costs about as much as a single write did,
+//! and the commit's fsync is shared by all of it.
+//!
+//! Decisions are exactly those of one-at-a-time: each write is decided on the state its
+//! predecessors in the batch left, kept in memory per resource (`plan`). On PostgreSQL the
+//! application is a compare-and-set on what was observed (each resource's revision, each chain
+//! head's position, rows observed missing still missing), its rows locked in key order as it
+//! goes so that concurrent batches wait for each other rather than deadlock. Any difference
+//! means a concurrent commit came between, and the whole batch is rolled back and decided
+//! again. On SQLite a transaction whose read snapshot went stale cannot write at all
+//! (`SQLITE_BUSY_SNAPSHOT`) and runs again.
+//!
+//! This file runs a batch; `plan` decides it, `rows` turns the plan into the statements'
+//! parameters, `sqlite` and `postgres` are the dialects' statements, and `shared` holds what
+//! they all name.
+
+pub(crate) mod plan;
+mod postgres;
+mod rows;
+pub(crate) mod shared;
+pub(crate) mod sqlite;
+
+use crate::domain::{FencedWrite, LeasePolicy, WriteResult};
+use crate::store::authority;
+use crate::store::chain_heads::StartingHeads;
+use crate::store::leases::{lease_record, LEASE_COLUMNS};
+use crate::store::tx::{begin_batch, clock_us, retrying};
+use crate::store::wal_sync::{CommitTicket, Durability, WalSync};
+use crate::store::{Backend, Store, StoreError};
+use plan::Plan;
+use postgres::Application;
+use shared::{padded, placeholders, AuditPosition, Observed, ObservedLeases};
+use sqlite::{Closing, Opening};
+use sqlx::{AnyConnection, Executor};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+/// The most writes one transaction takes. Bounds every multi-row statement well under SQLite's
+/// 32,766 bound parameters (an audit row binds 17).
+pub const MAX_BATCH: usize = 256;
+
+/// Decisions of a batch made before giving up on a resource that concurrent commits keep
+/// changing between observation and update.
+const MAX_OBSERVATIONS: u32 = 64;
+
+impl Store {
+    /// Decides `write` against the resource's committed state (and, when it names a lease, the
+    /// authority's) and applies the decision with its audit row, atomically: a batch of one.
+    pub async fn apply_write(
+        &self,
+        write: &FencedWrite,
+        policy: LeasePolicy,
+    ) -> Result<WriteResult, StoreError> {
+        self.apply_batch(std::slice::from_ref(write), policy)
+            .await?
+            .pop()
+            .ok_or_else(|| shared::internal("a batch of one gave no result"))
+    }
+
+    /// Decides `writes` in order against the committed state (and, where a write names a lease,
+    /// the authority's) and applies every decision with its audit row in one transaction,
+    /// durable when this returns. Rejections are results, not errors; an error is the
+    /// database's and fails the batch.
+    pub async fn apply_batch(
+        &self,
+        writes: &[FencedWrite],
+        policy: LeasePolicy,
+    ) -> Result<Vec<WriteResult>, StoreError> {
+        Ok(self.apply_chunks(writes, policy, None).await?.results)
+    }
+
+    /// As `apply_batch`, but returns as soon as the batch has committed, so that the next one
+    /// can be decided while this one's commit is synced; its results may be given out only once
+    /// `CommittedBatch::durable` returns. Group commit's path.
+    pub async fn apply_batch_committed(
+        &self,
+        writes: &[FencedWrite],
+        policy: LeasePolicy,
+    ) -> Result<CommittedBatch, StoreError> {
+        self.apply_chunks(writes, policy, self.wal.as_ref()).await
+    }
+
+    async fn apply_chunks(
+        &self,
+        writes: &[FencedWrite],
+        policy: LeasePolicy,
+        unsynced: Option<&Arc<WalSync>>,
+    ) -> Result<CommittedBatch, StoreError> {
+        let mut results = Vec::with_capacity(writes.len());
+        let mut durability = None;
+        let mut dead_audit_ids = Vec::new();
+        for chunk in writes.chunks(MAX_BATCH) {
+            let observations = AtomicU32::new(0);
+            let Attempt {
+                results: mut done,
+                durability: synced,
+                mut dead_ids,
+            } = retrying(|| self.try_apply_batch(chunk, policy, &observations, unsynced)).await?;
+            dead_audit_ids.append(&mut dead_ids);
+            let observations = observations.load(Ordering::Relaxed);
+            for result in &mut done {
+                result.observations = observations;
+                result.batch_size = chunk.len();
+            }
+            results.append(&mut done);
+            // Commits are synced in order, so the last one's covers the others.
+            durability = synced;
+        }
+        Ok(CommittedBatch {
+            results,
+            durability,
+            dead_audit_ids,
+        })
+    }
+
+    async fn try_apply_batch(
+        &self,
+        writes: &[FencedWrite],
+        policy: LeasePolicy,
+        observations: &AtomicU32,
+        unsynced: Option<&Arc<WalSync>>,
+    ) -> Result<Attempt, StoreError> {
+        match self.backend {
+            Backend::Sqlite => {
+                observations.fetch_add(1, Ordering::Relaxed);
+                let (results, durability) = self.try_apply_sqlite(writes, policy, unsynced).await?;
+                Ok(Attempt {
+                    results,
+                    durability,
+                    dead_ids: Vec::new(),
+                })
+            }
+            Backend::Postgres => self.try_apply_postgres(writes, policy, observations).await,
+        }
+    }
+
+    /// PostgreSQL: a resource found changed when the batch locks it means a concurrent batch
+    /// committed after the observation; the batch is rolled back and decided again. The audit
+    /// ids a rolled-back run drew will never be used, and are returned as such.
+    async fn try_apply_postgres(
+        &self,
+        writes: &[FencedWrite],
+        policy: LeasePolicy,
+        observations: &AtomicU32,
+    ) -> Result<Attempt, StoreError> {
+        let mut runs = 0;
+        let mut dead_ids = Vec::new();
+        'run: loop {
+            runs += 1;
+            let seen = observations.fetch_add(1, Ordering::Relaxed) + 1;
+            if runs > MAX_OBSERVATIONS {
+                return Err(StoreError::Contention { attempts: seen });
+            }
+            let mut tx = begin_batch(&self.writer).await?;
+            let mut results = Vec::with_capacity(writes.len());
+            for segment in plan::segments(writes) {
+                let applied = self
+                    .apply_segment(&mut tx, segment, policy, Opening::Within, Closing::Within)
+                    .await?;
+                match applied {
+                    Segment::Applied {
+                        results: mut applied,
+                        ..
+                    } => results.append(&mut applied),
+                    Segment::Changed { drawn_ids } => {
+                        tx.rollback().await?;
+                        dead_ids.extend(results.iter().map(|result| result.entry.id));
+                        dead_ids.extend(drawn_ids);
+                        continue 'run;
+                    }
+                }
+            }
+            tx.commit().await?;
+            return Ok(Attempt {
+                results,
+                durability: None,
+                dead_ids,
+            });
+        }
+    }
+
+    /// SQLite: the batch's first observation begins the transaction and its last application
+    /// commits it (`sqlite`), so the writer connection makes two round trips per batch. A stale
+    /// snapshot cannot write (`SQLITE_BUSY_SNAPSHOT`): the error ends this run, and `retrying`
+    /// runs the batch again.
+    async fn try_apply_sqlite(
+        &self,
+        writes: &[FencedWrite],
+        policy: LeasePolicy,
+        unsynced: Option<&Arc<WalSync>>,
+    ) -> Result<(Vec<WriteResult>, Option<Durability>), StoreError> {
+        let segments = plan::segments(writes);
+        let Some(last) = segments.len().checked_sub(1) else {
+            return Ok((Vec::new(), None));
+        };
+        let mut conn = self.writer.acquire().await?;
+        let mut results = Vec::with_capacity(writes.len());
+        let mut ticket = None;
+        for (index, segment) in segments.into_iter().enumerate() {
+            let opening = match index {
+                0 => Opening::Begin {
+                    unsynced: unsynced.is_some(),
+                },
+                _ => Opening::Within,
+            };
+            let closing = match index == last {
+                true => Closing::Commit { unsynced },
+                false => Closing::Within,
+            };
+            let applied = self
+                .apply_segment(&mut conn, segment, policy, opening, closing)
+                .await;
+            match applied {
+                Ok(Segment::Applied {
+                    results: mut applied,
+                    ticket: committed,
+                }) => {
+                    results.append(&mut applied);
+                    ticket = committed;
+                }
+                Ok(Segment::Changed { .. }) => {
+                    roll_back(&mut conn).await;
+                    return Err(shared::internal("a SQLite batch found a resource changed"));
+                }
+                Err(error) => {
+                    roll_back(&mut conn).await;
+                    return Err(error);
+                }
+            }
+        }
+        // Committed and back to FULL by the last statement: no check needed on release.
+        self.writer_clean.store(true, Ordering::SeqCst);
+        drop(conn);
+        Ok((results, ticket.as_ref().map(CommitTicket::durability)))
+    }
+
+    /// Decides and applies writes of which no two share an operation (resource and
+    /// idempotency key), so each can be decided on the records committed before the segment.
+    async fn apply_segment(
+        &self,
+        conn: &mut AnyConnection,
+        writes: &[FencedWrite],
+        policy: LeasePolicy,
+        opening: Opening,
+        closing: Closing<'_>,
+    ) -> Result<Segment, StoreError> {
+        let keys: BTreeSet<&str> = writes.iter().map(|w| w.key.as_str()).collect();
+        let Observed {
+            resources: observed,
+            operations,
+            unwritten_heads,
+            mut audit,
+        } = match self.backend {
+            Backend::Postgres => postgres::observe(conn, &keys, writes).await?,
+            Backend::Sqlite => sqlite::observe(conn, opening, &keys, writes).await?,
+        };
+        let leases = observe_leases(conn, self.backend, writes).await?;
+        let lock_names: BTreeSet<String> = writes
+            .iter()
+            .filter_map(|w| w.authority.as_ref().map(|view| view.lock.lease_name()))
+            .collect();
+        let mut locks = authority::observe(conn, self.backend, &lock_names).await?;
+
+        let decided = plan::decide_in_order(
+            writes,
+            &keys,
+            policy,
+            &observed,
+            &operations,
+            &leases,
+            &mut locks,
+        )?;
+        if !locks.is_empty() {
+            let stored = authority::store(conn, &locks).await?;
+            // SQLite's application checks the rows it changed against a count taken when the
+            // batch observed; these were changed since, on purpose.
+            if let AuditPosition::Sqlite(position) = &mut audit {
+                position.changes_before += stored;
+            }
+        }
+        if let Some(hook) = &self.observe_hook {
+            hook().await;
+        }
+
+        let StartingHeads {
+            mut heads,
+            unwritten: unwritten_seen,
+        } = StartingHeads::new(&keys, &observed, unwritten_heads)?;
+        // From here on, the heads after the batch.
+        let links = plan::link(&mut heads, &decided.entries)?;
+        let changes = decided.changes(&observed, &heads)?;
+        let unwritten = plan::unwritten_moves(&unwritten_seen, &changes);
+        let plan = Plan {
+            writes,
+            decisions: &decided.decisions,
+            changes: &changes,
+            entries: &decided.entries,
+            links: &links,
+            unwritten: &unwritten,
+            sightings: &decided.sightings,
+        };
+        let (ids, ticket) = match audit {
+            AuditPosition::Sqlite(audit) => sqlite::apply(conn, audit, &plan, closing).await?,
+            AuditPosition::Postgres(audit) => match postgres::apply(conn, audit, &plan).await? {
+                Application::Applied { ids } => (ids, None),
+                Application::Changed { drawn_ids } => return Ok(Segment::Changed { drawn_ids }),
+            },
+        };
+        Ok(Segment::Applied {
+            results: decided.into_results(ids),
+            ticket,
+        })
+    }
+}
+
+/// One run of a batch that committed.
+struct Attempt {
+    results: Vec<WriteResult>,
+    durability: Option<Durability>,
+    /// PostgreSQL audit ids drawn by runs that were rolled back.
+    dead_ids: Vec<i64>,
+}
+
+/// What became of a segment.
+enum Segment {
+    /// Applied as observed; with the batch's commit, the ticket for its sync (SQLite).
+    Applied {
+        results: Vec<WriteResult>,
+        ticket: Option<CommitTicket>,
+    },
+    /// Something was no longer as observed: nothing of it may be committed. The audit ids it
+    /// drew (PostgreSQL) die with its transaction.
+    Changed { drawn_ids: Vec<i64> },
+}
+
+/// Ends a SQLite batch that failed with its transaction perhaps still open. Best effort: should
+/// this fail too, the writer's check on release closes the connection.
+async fn roll_back(conn: &mut AnyConnection) {
+    if let Err(error) = conn.execute("ROLLBACK").await {
+        tracing::debug!(%error, "rolling back a failed batch");
+    }
+}
+
+/// A batch that has committed; on SQLite's group-commit path possibly not yet on disk.
+pub struct CommittedBatch {
+    results: Vec<WriteResult>,
+    durability: Option<Durability>,
+    dead_audit_ids: Vec<i64>,
+}
+
+impl CommittedBatch {
+    /// Audit ids drawn for this batch by runs that were rolled back (PostgreSQL): no row will
+    /// ever have them, so the live tail need not wait for them.
+    pub fn take_dead_audit_ids(&mut self) -> Vec<i64> {
+        std::mem::take(&mut self.dead_audit_ids)
+    }
+
+    /// The results, once the batch is durable.
+    pub async fn durable(self) -> Result<Vec<WriteResult>, StoreError> {
+        if let Some(durability) = self.durability {
+            durability.wait().await?;
+        }
+        Ok(self.results)
+    }
+
+    /// Whether this batch is the only one waiting for a sync (always, where none is needed).
+    pub fn alone_in_waiting(&self) -> bool {
+        self.durability
+            .as_ref()
+            .is_none_or(Durability::earlier_commits_durable)
+    }
+
+    /// As `durable`, with any fsync it leads run on the calling thread, which blocks: for a
+    /// thread of its own with nothing else to do (group commit's, when no write is waiting).
+    pub async fn durable_on_this_thread(self) -> Result<Vec<WriteResult>, StoreError> {
+        if let Some(durability) = self.durability {
+            durability.wait_on_this_thread().await?;
+        }
+        Ok(self.results)
+    }
+}
+
+/// The leases the batch names, with the authority's clock; share-locked on PostgreSQL (see
+/// `ObservedLeases`).
+async fn observe_leases(
+    conn: &mut AnyConnection,
+    backend: Backend,
+    writes: &[FencedWrite],
+) -> Result<ObservedLeases, StoreError> {
+    let names: BTreeSet<&str> = writes
+        .iter()
+        .filter(|w| w.authority.is_none())
+        .filter_map(|w| w.lease.as_ref().map(|l| l.as_str()))
+        .collect();
+    if names.is_empty() {
+        return Ok(ObservedLeases {
+            records: HashMap::new(),
+            now_us: 0,
+        });
+    }
+    let lock = match backend {
+        Backend::Postgres => " ORDER BY name FOR SHARE",
+        Backend::Sqlite => "",
+    };
+    let names = padded(names.into_iter().collect());
+    let sql = format!(
+        "SELECT {LEASE_COLUMNS} FROM leases WHERE name IN ({}){lock}",
+        placeholders(1, names.len())
+    );
+    let mut query = sqlx::query(&sql);
+    for name in names {
+        query = query.bind(name);
+    }
+    let rows = query.fetch_all(&mut *conn).await?;
+    let mut records = HashMap::with_capacity(rows.len());
+    for row in &rows {
+        let record = lease_record(row)?;
+        records.insert(record.name.as_str().to_owned(), record);
+    }
+    let now_us = clock_us(conn, backend).await?;
+    Ok(ObservedLeases { records, now_us })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plan::{segments, test_write as write};
+    use super::*;
+    use crate::domain::{Decision, ResourceKey};
+
+    #[tokio::test]
+    async fn a_group_commit_on_sqlite_is_synced_after_its_commit_and_leaves_full_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("x.db").display());
+        let store = Store::open(&url, &Default::default()).await.unwrap();
+        let wal = store.wal.clone().expect("SQLite syncs its WAL itself");
+        let committed = store
+            .apply_batch_committed(&[write("a", None), write("b", None)], Default::default())
+            .await
+            .unwrap();
+        let results = committed.durable().await.unwrap();
+        assert_eq!(results.len(), 2);
+        assert!(results
+            .iter()
+            .all(|r| matches!(r.decision, Decision::Accept { .. })));
+        wal.settle().await.unwrap();
+        // The unsynced level was the batch's own: the next transaction syncs its commit again.
+        let level: i64 = sqlx::query_scalar("PRAGMA synchronous")
+            .fetch_one(&store.writer)
+            .await
+            .unwrap();
+        assert_eq!(level, 2, "FULL");
+        // And the plain path still commits with FULL, durable on return.
+        store
+            .apply_batch(&[write("a", None)], Default::default())
+            .await
+            .unwrap();
+        store.close().await;
+    }
+
+    #[tokio::test]
+    async fn a_failed_sqlite_batch_commits_nothing_and_leaves_the_writer_usable() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("x.db").display());
+        let store = Store::open(&url, &Default::default()).await.unwrap();
+        sqlx::query(
+            "CREATE TRIGGER poison BEFORE INSERT ON audit WHEN NEW.resource = 'poison' \
+             BEGIN SELECT RAISE(ABORT, 'poisoned write'); END",
+        )
+        .execute(&store.writer)
+        .await
+        .unwrap();
+        // Two segments (the repeated operation starts the second); the second one's statement
+        // fails after the first one's changes were made in the same transaction.
+        let batch = [
+            write("a", Some("op-1")),
+            write("a", Some("op-1")),
+            write("poison", None),
+        ];
+        assert_eq!(segments(&batch).len(), 2);
+        let error = store
+            .apply_batch_committed(&batch, Default::default())
+            .await
+            .err()
+            .expect("the poisoned batch fails");
+        assert!(error.to_string().contains("poisoned write"), "{error}");
+        let a = ResourceKey::parse("a").unwrap();
+        assert!(
+            store.read_value(&a).await.unwrap().is_none(),
+            "the first segment was rolled back with the rest"
+        );
+
+        // The writer is outside any transaction and syncs its commits again.
+        let results = store
+            .apply_batch(&[write("a", Some("op-1"))], Default::default())
+            .await
+            .unwrap();
+        assert!(matches!(results[0].decision, Decision::Accept { .. }));
+        assert!(store.read_value(&a).await.unwrap().is_some());
+        let level: i64 = sqlx::query_scalar("PRAGMA synchronous")
+            .fetch_one(&store.writer)
+            .await
+            .unwrap();
+        assert_eq!(level, 2, "FULL");
+        store.close().await;
+    }
+}
