@@ -4,9 +4,10 @@
 use super::authority::{Anomaly, AuthorityView};
 use super::{
     AuditEntry, Decision, FencingToken, IdempotencyKey, LeaseName, LeaseScope, Outcome, OwnerLabel,
-    ResourceKey, Revision,
+    ResourceKey, ResourceState, Revision,
 };
 use bytes::Bytes;
+use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
 
 /// A body's SHA-256 digest in lowercase hex: how the audit and the operation record name it.
@@ -34,6 +35,41 @@ pub struct FencedWrite {
 }
 
 impl FencedWrite {
+    /// What the audit records of this write when it is refused before the fence is consulted;
+    /// `audit_entry` records a decided one from the same fields.
+    pub fn refused(&self, outcome: Outcome, detail: String) -> RefusedAttempt {
+        RefusedAttempt {
+            key: self.key.clone(),
+            outcome,
+            token: Some(self.token.get()),
+            idempotency_key: self.idempotency_key.as_ref().map(|k| k.as_str().to_owned()),
+            expected_revision: self.expected_revision.map(Revision::get),
+            owner: self.owner.as_ref().map(|o| o.as_str().to_owned()),
+            lease: self.lease.as_ref().map(|l| l.as_str().to_owned()),
+            body_sha256: Some(self.body_sha256.clone()),
+            body_len: i64::try_from(self.body.len()).ok(),
+            detail,
+            caller: self.caller.clone(),
+        }
+    }
+
+    /// The audit row of this write once decided, against the resource's state after the
+    /// decision (its id is the database's, set on insert).
+    pub fn audit_entry(
+        &self,
+        outcome: Outcome,
+        after: ResourceState,
+        at: DateTime<Utc>,
+        detail: Option<String>,
+    ) -> AuditEntry {
+        AuditEntry {
+            detail,
+            ..self
+                .refused(outcome, String::new())
+                .into_audit_entry(after, at)
+        }
+    }
+
     /// A write of `body` to `key` under `token`, with nothing else named.
     pub fn new(key: ResourceKey, token: FencingToken, body: impl Into<Bytes>) -> Self {
         let body = body.into();
@@ -94,6 +130,30 @@ pub struct RefusedAttempt {
     pub body_len: Option<i64>,
     pub detail: String,
     pub caller: Option<String>,
+}
+
+impl RefusedAttempt {
+    /// The audit row of this attempt, against the resource's state as it stands (its id is the
+    /// database's, set on insert).
+    pub fn into_audit_entry(self, state: ResourceState, at: DateTime<Utc>) -> AuditEntry {
+        AuditEntry {
+            id: 0,
+            at,
+            resource: self.key.as_str().to_owned(),
+            outcome: self.outcome,
+            token: self.token,
+            highest_token: state.highest_token,
+            revision: state.revision.get(),
+            idempotency_key: self.idempotency_key,
+            expected_revision: self.expected_revision,
+            owner: self.owner,
+            lease: self.lease,
+            body_sha256: self.body_sha256,
+            body_len: self.body_len,
+            detail: Some(self.detail),
+            caller: self.caller,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]

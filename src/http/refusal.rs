@@ -5,8 +5,7 @@
 use super::problem::{Problem, WriteMembers};
 use super::write_request::{self, Refusal};
 use super::AppState;
-use crate::domain::{AuditEntry, Outcome, ResourceKey, Revision};
-use crate::domain::{FencedWrite, RefusedAttempt};
+use crate::domain::{AuditEntry, Outcome, RefusedAttempt, ResourceKey};
 use axum::extract::Request;
 use axum::http::Method;
 use axum::response::{IntoResponse, Response};
@@ -43,26 +42,6 @@ pub(super) async fn refuse(
     match state.service.refuse(&attempt).await {
         Ok(entry) => problem.with_members(members(&entry)).into_response(),
         Err(error) => Problem::from(error).into_response(),
-    }
-}
-
-/// A well-formed write refused before the fence was consulted, as the audit records it.
-pub(super) fn refused_write(write: &FencedWrite, detail: String) -> RefusedAttempt {
-    RefusedAttempt {
-        key: write.key.clone(),
-        outcome: Outcome::Invalid,
-        token: Some(write.token.get()),
-        idempotency_key: write
-            .idempotency_key
-            .as_ref()
-            .map(|k| k.as_str().to_owned()),
-        expected_revision: write.expected_revision.map(Revision::get),
-        owner: write.owner.as_ref().map(|o| o.as_str().to_owned()),
-        lease: write.lease.as_ref().map(|l| l.as_str().to_owned()),
-        body_sha256: Some(write.body_sha256().to_owned()),
-        body_len: i64::try_from(write.body().len()).ok(),
-        detail,
-        caller: write.caller.clone(),
     }
 }
 

@@ -2,11 +2,11 @@
 
 use super::auth::Caller;
 use super::problem::{json_bytes, Problem, WriteMembers};
-use super::refusal::{members, refused_response, refused_write, RESOURCES_PREFIX};
+use super::refusal::{members, refused_response, RESOURCES_PREFIX};
 use super::write_request::{self, Refusal};
 use super::AppState;
 use crate::app::service::WriteError;
-use crate::domain::{Applied, Decision, ResourceKey, Revision, WriteResult};
+use crate::domain::{Applied, Decision, Outcome, ResourceKey, Revision, WriteResult};
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode, Uri};
@@ -53,7 +53,7 @@ async fn write(
             Ok(result) => Ok(write_response(result)),
             Err(WriteError::Store(error)) => Err(Problem::from(error)),
             Err(WriteError::NoAuthority(error)) => {
-                let attempt = refused_write(&write, error.to_string());
+                let attempt = write.refused(Outcome::Invalid, error.to_string());
                 Err(refused_response(&state, attempt, Refusal::Invalid(error.to_string())).await)
             }
             Err(

@@ -20,23 +20,9 @@ impl Store {
             let state = observe_resource(&mut tx, &attempt.key)
                 .await?
                 .unwrap_or(ResourceState::FRESH);
-            let entry = AuditEntry {
-                id: 0,
-                at: Utc::now().trunc_subsecs(6),
-                resource: attempt.key.as_str().to_owned(),
-                outcome: attempt.outcome,
-                token: attempt.token,
-                highest_token: state.highest_token,
-                revision: state.revision.get(),
-                idempotency_key: attempt.idempotency_key.clone(),
-                expected_revision: attempt.expected_revision,
-                owner: attempt.owner.clone(),
-                lease: attempt.lease.clone(),
-                body_sha256: attempt.body_sha256.clone(),
-                body_len: attempt.body_len,
-                detail: Some(attempt.detail.clone()),
-                caller: attempt.caller.clone(),
-            };
+            let entry = attempt
+                .clone()
+                .into_audit_entry(state, Utc::now().trunc_subsecs(6));
             let resources = BTreeSet::from([entry.resource.as_str()]);
             let ids = append_audit(
                 &mut tx,

@@ -445,26 +445,7 @@ fn audit_entry(
         ) => Some(format!("{detail}; {note}")),
         (_, _, detail, _) => detail,
     };
-    AuditEntry {
-        id: 0,
-        at,
-        resource: write.key.as_str().to_owned(),
-        outcome: decision.outcome(),
-        token: Some(write.token.get()),
-        highest_token: after.highest_token,
-        revision: after.revision.get(),
-        idempotency_key: write
-            .idempotency_key
-            .as_ref()
-            .map(|k| k.as_str().to_owned()),
-        expected_revision: write.expected_revision.map(Revision::get),
-        owner: write.owner.as_ref().map(|o| o.as_str().to_owned()),
-        lease: write.lease.as_ref().map(|l| l.as_str().to_owned()),
-        body_sha256: Some(write.body_sha256().to_owned()),
-        body_len: i64::try_from(write.body().len()).ok(),
-        detail,
-        caller: write.caller.clone(),
-    }
+    write.audit_entry(decision.outcome(), after, at, detail)
 }
 
 /// A plain write for tests of the batch, with an idempotency key if given.
