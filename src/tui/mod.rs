@@ -1,8 +1,11 @@
 //! `fencewatch tui`: the live dashboard. `model` holds the state (no ratatui), `view` draws it,
-//! `keys` declares the bindings, `client` talks to the daemon; this module runs the loop.
+//! `keys` declares the bindings, `daemon` turns the daemon client's answers into the model's
+//! messages, `once` prints the overview for scripts; this module runs the loop.
 
+mod daemon;
 pub mod keys;
 pub mod model;
+pub mod once;
 pub mod view;
 
 use crate::client::DaemonClient;
@@ -59,20 +62,6 @@ pub async fn run(client: DaemonClient, theme: Theme) -> anyhow::Result<()> {
 pub trait Effects {
     /// Fetches timeline rows and sends them to the model as `Msg::Timeline`.
     fn fetch_timeline(&self, resource: String, fetch: Fetch, to_model: mpsc::Sender<Msg>);
-}
-
-impl Effects for DaemonClient {
-    fn fetch_timeline(&self, resource: String, fetch: Fetch, to_model: mpsc::Sender<Msg>) {
-        let client = self.clone();
-        tokio::spawn(async move {
-            match client.timeline(&resource, fetch).await {
-                Ok(page) => {
-                    let _ = to_model.send(Msg::Timeline { resource, page }).await;
-                }
-                Err(error) => tracing::debug!(%error, "cannot load the timeline"),
-            }
-        });
-    }
 }
 
 /// The loop's surroundings.
@@ -145,7 +134,7 @@ fn key_message(model: &Model, key: crossterm::event::KeyEvent) -> Option<Msg> {
         return match key.code {
             KeyCode::Char(c) => Some(Msg::FilterInput(c)),
             KeyCode::Backspace => Some(Msg::FilterBackspace),
-            KeyCode::Enter | KeyCode::Esc => Some(Msg::Key(keys::Action::Back)),
+            KeyCode::Enter | KeyCode::Esc => Some(Msg::Key(model::Action::Back)),
             _ => None,
         };
     }
@@ -170,30 +159,6 @@ impl Drop for TerminalGuard {
     fn drop(&mut self) {
         ratatui::restore();
     }
-}
-
-/// `tui --once --json`: the overview as JSON, for scripts.
-pub async fn overview_json(client: &DaemonClient) -> Result<serde_json::Value, String> {
-    let stats = client.json("/v1/stats").await?;
-    let overlaps = client.json("/v1/overlaps?state=open&limit=1000").await?;
-    let alerts = client.json("/v1/alerts").await?;
-    let firing: Vec<serde_json::Value> = alerts["alerts"]
-        .as_array()
-        .map(|all| {
-            all.iter()
-                .filter(|a| a["state"] == "firing")
-                .cloned()
-                .collect()
-        })
-        .unwrap_or_default();
-    Ok(serde_json::json!({
-        "url": client.base(),
-        "totals": stats["totals"],
-        "rates": stats["rates"],
-        "open_overlaps": overlaps["overlaps"],
-        "firing_alerts": firing,
-        "events_dropped": stats["events_dropped"],
-    }))
 }
 
 #[cfg(test)]
