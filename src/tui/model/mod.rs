@@ -1,4 +1,4 @@
-//! The dashboard's state and how messages change it. Knows nothing of ratatui: the view is a
+//! The dashboard's state and how messages change it. Knows nothing of the terminal: the view is a
 //! pure function of this model, and every rule here is tested by feeding it messages.
 
 pub mod chart;
