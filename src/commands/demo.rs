@@ -133,7 +133,7 @@ pub async fn run(options: DemoOptions) -> anyhow::Result<()> {
             color: options.color,
         };
         match DaemonClient::new(&base, None, None) {
-            Ok(client) => crate::tui::run(client, theme).await,
+            Ok(client) => crate::tui::run(client, theme).await.map_err(Into::into),
             Err(error) => Err(error.into()),
         }
     };

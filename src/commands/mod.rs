@@ -76,7 +76,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let theme = tui::view::Theme {
                 color: tui::wants_color(args.no_color),
             };
-            tui::run(daemon, theme).await.map(|()| ExitCode::SUCCESS)
+            tui::run(daemon, theme).await?;
+            Ok(ExitCode::SUCCESS)
         }
         Command::Completions { shell } => {
             let mut command = <Cli as clap::CommandFactory>::command();

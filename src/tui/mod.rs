@@ -28,7 +28,7 @@ pub fn wants_color(no_color_flag: bool) -> bool {
 }
 
 /// Runs the dashboard in the terminal until `q`.
-pub async fn run(client: DaemonClient, theme: Theme) -> anyhow::Result<()> {
+pub async fn run(client: DaemonClient, theme: Theme) -> Result<(), TerminalError> {
     let (to_model, messages) = mpsc::channel(10_000);
     let follower = tokio::spawn(client.clone().follow(to_model.clone()));
     let mut terminal = TerminalGuard::enter()?;
@@ -81,7 +81,7 @@ pub async fn run_loop<B: Backend, E: Effects>(
     mut messages: mpsc::Receiver<Msg>,
     keys: impl Stream<Item = crossterm::event::KeyEvent> + Unpin,
     env: Loop<'_, E>,
-) -> anyhow::Result<Model>
+) -> Result<Model, TerminalError>
 where
     B::Error: Send + Sync + 'static,
 {
@@ -112,7 +112,7 @@ where
                 model.update(Msg::Tick { now: (env.clock)() });
                 terminal
                     .draw(|frame| view::render(frame, &model, env.url, env.theme))
-                    .map_err(|e| anyhow::anyhow!("failed to draw: {e}"))?;
+                    .map_err(|e| TerminalError::Draw(Box::new(e)))?;
                 None
             }
         };
@@ -141,6 +141,14 @@ fn key_message(model: &Model, key: crossterm::event::KeyEvent) -> Option<Msg> {
     keys::action_for(key).map(Msg::Key)
 }
 
+#[derive(Debug, thiserror::Error)]
+pub enum TerminalError {
+    #[error("failed to set up the terminal")]
+    Setup(#[source] std::io::Error),
+    #[error("failed to draw")]
+    Draw(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
 /// The terminal in raw mode on the alternate screen, restored when dropped, on error, and (by
 /// the hook ratatui installs) on panic.
 struct TerminalGuard {
@@ -148,9 +156,8 @@ struct TerminalGuard {
 }
 
 impl TerminalGuard {
-    fn enter() -> anyhow::Result<Self> {
-        let terminal = ratatui::try_init()
-            .map_err(|e| anyhow::anyhow!("failed to set up the terminal: {e}"))?;
+    fn enter() -> Result<Self, TerminalError> {
+        let terminal = ratatui::try_init().map_err(TerminalError::Setup)?;
         Ok(Self { terminal })
     }
 }
