@@ -4,7 +4,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// The exit codes of `lease` and `write` (`commands::lease_write::exit_code` gives them).
+/// The exit codes of `lease` and `write` (`commands::answer::exit_code` gives them).
 pub const EXIT_CODES_HELP: &str = "Exit codes:
   0  accepted (or replayed); lease granted, renewed, released or shown
   1  the daemon could not be reached or failed (5xx)

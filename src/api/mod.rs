@@ -1,3 +1,6 @@
 //! What the daemon sends and its clients read: one set of serde types for both sides.
 
 pub mod events;
+pub mod leases;
+pub mod monitoring;
+pub mod problem;

@@ -2,8 +2,10 @@
 //! take leases from its authority and sometimes pause past them while a replacement takes over,
 //! and the dashboard on top. `--headless` runs the same without a terminal and prints a summary.
 
+use crate::api::leases::{AcquireRequest, LeaseView, ReleaseRequest, RenewRequest};
 use crate::app::service::{FenceService, Limits};
-use crate::domain::Outcome;
+use crate::client::{DaemonClient, WriteRequest};
+use crate::domain::{Outcome, OverlapState};
 use crate::http::{self, Access};
 use crate::live::alerts::{AlertConfig, Rule};
 use crate::live::Event;
@@ -130,8 +132,8 @@ pub async fn run(options: DemoOptions) -> anyhow::Result<()> {
         let theme = crate::tui::view::Theme {
             color: options.color,
         };
-        match crate::client::DaemonClient::new(&base, None, None) {
-            Ok(client) => crate::tui::run(client, theme).await,
+        match DaemonClient::new(&base, None, None) {
+            Ok(client) => crate::tui::run(client, theme).await.map_err(Into::into),
             Err(error) => Err(error.into()),
         }
     };
@@ -164,20 +166,19 @@ async fn summarise(
     names: &std::sync::Mutex<Vec<String>>,
     options: &DemoOptions,
 ) -> anyhow::Result<Value> {
-    let client = crate::client::DaemonClient::new(base, None, None)?;
-    let stats = client.json("/v1/stats").await.map_err(anyhow::Error::msg)?;
-    let overlaps = client
-        .json("/v1/overlaps?state=all&limit=1000")
-        .await
-        .map_err(anyhow::Error::msg)?;
-    let overlaps = overlaps["overlaps"].as_array().cloned().unwrap_or_default();
-    let open = overlaps.iter().filter(|o| o["state"] == "open").count();
+    let client = DaemonClient::new(base, None, None)?;
+    let stats = client.stats().await?;
+    let overlaps = client.overlaps(None, 1000).await?.overlaps;
+    let open = overlaps
+        .iter()
+        .filter(|o| o.state == OverlapState::Open)
+        .count();
     let names = names.lock().map(|n| n.clone()).unwrap_or_default();
     Ok(json!({
         "seconds": options.duration.unwrap_or_default().as_secs_f64(),
         "workers": options.workers,
         "resources": options.resources,
-        "writes": stats["totals"],
+        "writes": stats.totals,
         "overlaps": overlaps.len(),
         "open_overlaps": open,
         "alerts_fired": fired,
@@ -236,7 +237,7 @@ impl Rng {
 /// then pauses past its lease (a GC pause, a stalled host) and resumes writing as if nothing
 /// happened, which the fence refuses.
 async fn worker(id: usize, base: String, resources: Vec<String>, stop: watch::Receiver<bool>) {
-    let Ok(http) = crate::tls::http_client(reqwest::Client::builder(), None) else {
+    let Ok(daemon) = DaemonClient::new(&base, None, None) else {
         tracing::error!("worker {id}: no HTTP client");
         return;
     };
@@ -249,18 +250,15 @@ async fn worker(id: usize, base: String, resources: Vec<String>, stop: watch::Re
     while !*stop.borrow() {
         let resource = &resources[turn % resources.len()];
         turn += 1;
-        let acquired = http
-            .post(format!("{base}/v1/leases/{}/acquire", encode(resource)))
-            .json(&json!({ "holder": holder, "ttl_ms": 800 }))
-            .send()
-            .await;
-        let token = match acquired {
-            Ok(response) if response.status().is_success() => {
-                match response.json::<Value>().await {
-                    Ok(body) => body["token"].as_i64().unwrap_or(0),
-                    Err(_) => continue,
-                }
-            }
+        let acquire = AcquireRequest {
+            holder: holder.clone(),
+            ttl_ms: 800,
+        };
+        let token = match daemon.acquire(resource, &acquire).await {
+            Ok(answer) if answer.is_success() => match answer.read::<LeaseView>() {
+                Ok(lease) => lease.token,
+                Err(_) => continue,
+            },
             _ => {
                 tokio::time::sleep(Duration::from_millis(150)).await;
                 continue;
@@ -270,7 +268,7 @@ async fn worker(id: usize, base: String, resources: Vec<String>, stop: watch::Re
             if *stop.borrow() {
                 return;
             }
-            if !write(&http, &base, resource, token, &holder, step).await {
+            if !write(&daemon, resource, token, &holder, step).await {
                 break;
             }
             let pause = if scripted_pause && step == 2 {
@@ -283,48 +281,42 @@ async fn worker(id: usize, base: String, resources: Vec<String>, stop: watch::Re
                 // Paused past the lease: a replacement takes over meanwhile.
                 tokio::time::sleep(Duration::from_millis(1400)).await;
                 for late in 0..3 {
-                    write(&http, &base, resource, token, &holder, 100 + late).await;
+                    write(&daemon, resource, token, &holder, 100 + late).await;
                 }
                 break;
             }
-            let _ = http
-                .post(format!("{base}/v1/leases/{}/renew", encode(resource)))
-                .json(&json!({ "holder": holder, "token": token }))
-                .send()
-                .await;
+            let renew = RenewRequest {
+                holder: holder.clone(),
+                token,
+                ttl_ms: None,
+            };
+            let _ = daemon.renew(resource, &renew).await;
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        let _ = http
-            .post(format!("{base}/v1/leases/{}/release", encode(resource)))
-            .json(&json!({ "holder": holder, "token": token }))
-            .send()
-            .await;
+        let release = ReleaseRequest {
+            holder: holder.clone(),
+            token,
+        };
+        let _ = daemon.release(resource, &release).await;
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
-fn encode(name: &str) -> String {
-    percent_encoding::utf8_percent_encode(name, percent_encoding::NON_ALPHANUMERIC).to_string()
-}
-
 /// One fenced write; returns whether it was accepted.
-async fn write(
-    http: &reqwest::Client,
-    base: &str,
-    resource: &str,
-    token: i64,
-    holder: &str,
-    step: u32,
-) -> bool {
-    http.put(format!("{base}/v1/resources/{resource}"))
-        .header("Fencing-Token", token.to_string())
-        .header("Fencing-Lease", resource)
-        .header("Fencing-Owner", holder)
-        .header("Idempotency-Key", format!("{holder}-{token}-{step}"))
-        .body(format!(
-            "total written by {holder} with generation {token}, step {step}"
-        ))
-        .send()
+async fn write(daemon: &DaemonClient, resource: &str, token: i64, holder: &str, step: u32) -> bool {
+    let token_text = token.to_string();
+    let idempotency_key = format!("{holder}-{token}-{step}");
+    let request = WriteRequest {
+        token: &token_text,
+        idempotency_key: Some(&idempotency_key),
+        lease: Some(resource),
+        owner: Some(holder),
+        body: format!("total written by {holder} with generation {token}, step {step}")
+            .into_bytes(),
+        ..WriteRequest::default()
+    };
+    daemon
+        .write(resource, request)
         .await
-        .is_ok_and(|response| response.status().is_success())
+        .is_ok_and(|answer| answer.is_success())
 }

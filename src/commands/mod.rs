@@ -1,10 +1,12 @@
 //! What users run: each subcommand of the command line, composed from the layers below.
 
+pub mod answer;
 pub mod audit;
 pub mod bench;
 pub mod demo;
-pub mod lease_write;
+pub mod lease;
 pub mod serve;
+pub mod write;
 
 use crate::cli::{Cli, Command};
 use crate::{client, tls, tui};
@@ -16,8 +18,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     tls::install_crypto_provider();
     match cli.command {
         Command::Serve(args) => serve::run(args).await.map(|()| ExitCode::SUCCESS),
-        Command::Lease(args) => lease_write::lease(args).await,
-        Command::Write(args) => lease_write::write(args).await,
+        Command::Lease(args) => lease::run(args).await,
+        Command::Write(args) => write::run(args).await,
         Command::Audit(args) => audit::run(args).await,
         Command::Bench(args) => {
             if let Some(events) = args.dashboard {
@@ -62,11 +64,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 args.connection.ca_cert.as_deref(),
             )?;
             if args.once {
-                let overview = tui::overview_json(&daemon)
-                    .await
-                    .map_err(anyhow::Error::msg)?;
+                let overview = tui::once::overview(&daemon).await?;
                 let text = if args.json {
-                    overview.to_string()
+                    serde_json::to_string(&overview)?
                 } else {
                     serde_json::to_string_pretty(&overview)?
                 };
@@ -76,7 +76,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let theme = tui::view::Theme {
                 color: tui::wants_color(args.no_color),
             };
-            tui::run(daemon, theme).await.map(|()| ExitCode::SUCCESS)
+            tui::run(daemon, theme).await?;
+            Ok(ExitCode::SUCCESS)
         }
         Command::Completions { shell } => {
             let mut command = <Cli as clap::CommandFactory>::command();

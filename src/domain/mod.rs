@@ -4,6 +4,7 @@
 pub mod alert;
 pub mod audit;
 pub mod authority;
+pub mod backoff;
 pub mod chain;
 pub mod fence;
 pub mod idempotency;

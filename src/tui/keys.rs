@@ -1,30 +1,8 @@
 //! Key bindings, declared once: the event loop, the footer and the help overlay all read this
 //! table, so they cannot drift apart.
 
-use super::model::View;
+use super::model::{Action, View};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Action {
-    Quit,
-    Help,
-    Back,
-    NextView,
-    PreviousView,
-    Show(View),
-    Pause,
-    ZoomIn,
-    ZoomOut,
-    Filter,
-    Sort,
-    Up,
-    Down,
-    PageUp,
-    PageDown,
-    Home,
-    End,
-    Open,
-}
 
 pub struct Binding {
     pub keys: &'static [KeyCode],

@@ -1,8 +1,11 @@
 //! `fencewatch tui`: the live dashboard. `model` holds the state (no ratatui), `view` draws it,
-//! `keys` declares the bindings, `client` talks to the daemon; this module runs the loop.
+//! `keys` declares the bindings, `daemon` turns the daemon client's answers into the model's
+//! messages, `once` prints the overview for scripts; this module runs the loop.
 
+mod daemon;
 pub mod keys;
 pub mod model;
+pub mod once;
 pub mod view;
 
 use crate::client::DaemonClient;
@@ -25,7 +28,7 @@ pub fn wants_color(no_color_flag: bool) -> bool {
 }
 
 /// Runs the dashboard in the terminal until `q`.
-pub async fn run(client: DaemonClient, theme: Theme) -> anyhow::Result<()> {
+pub async fn run(client: DaemonClient, theme: Theme) -> Result<(), TerminalError> {
     let (to_model, messages) = mpsc::channel(10_000);
     let follower = tokio::spawn(client.clone().follow(to_model.clone()));
     let mut terminal = TerminalGuard::enter()?;
@@ -61,20 +64,6 @@ pub trait Effects {
     fn fetch_timeline(&self, resource: String, fetch: Fetch, to_model: mpsc::Sender<Msg>);
 }
 
-impl Effects for DaemonClient {
-    fn fetch_timeline(&self, resource: String, fetch: Fetch, to_model: mpsc::Sender<Msg>) {
-        let client = self.clone();
-        tokio::spawn(async move {
-            match client.timeline(&resource, fetch).await {
-                Ok(page) => {
-                    let _ = to_model.send(Msg::Timeline { resource, page }).await;
-                }
-                Err(error) => tracing::debug!(%error, "cannot load the timeline"),
-            }
-        });
-    }
-}
-
 /// The loop's surroundings.
 pub struct Loop<'a, E: Effects> {
     pub effects: &'a E,
@@ -92,7 +81,7 @@ pub async fn run_loop<B: Backend, E: Effects>(
     mut messages: mpsc::Receiver<Msg>,
     keys: impl Stream<Item = crossterm::event::KeyEvent> + Unpin,
     env: Loop<'_, E>,
-) -> anyhow::Result<Model>
+) -> Result<Model, TerminalError>
 where
     B::Error: Send + Sync + 'static,
 {
@@ -123,7 +112,7 @@ where
                 model.update(Msg::Tick { now: (env.clock)() });
                 terminal
                     .draw(|frame| view::render(frame, &model, env.url, env.theme))
-                    .map_err(|e| anyhow::anyhow!("failed to draw: {e}"))?;
+                    .map_err(|e| TerminalError::Draw(Box::new(e)))?;
                 None
             }
         };
@@ -145,11 +134,19 @@ fn key_message(model: &Model, key: crossterm::event::KeyEvent) -> Option<Msg> {
         return match key.code {
             KeyCode::Char(c) => Some(Msg::FilterInput(c)),
             KeyCode::Backspace => Some(Msg::FilterBackspace),
-            KeyCode::Enter | KeyCode::Esc => Some(Msg::Key(keys::Action::Back)),
+            KeyCode::Enter | KeyCode::Esc => Some(Msg::Key(model::Action::Back)),
             _ => None,
         };
     }
     keys::action_for(key).map(Msg::Key)
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TerminalError {
+    #[error("failed to set up the terminal")]
+    Setup(#[source] std::io::Error),
+    #[error("failed to draw")]
+    Draw(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// The terminal in raw mode on the alternate screen, restored when dropped, on error, and (by
@@ -159,9 +156,8 @@ struct TerminalGuard {
 }
 
 impl TerminalGuard {
-    fn enter() -> anyhow::Result<Self> {
-        let terminal = ratatui::try_init()
-            .map_err(|e| anyhow::anyhow!("failed to set up the terminal: {e}"))?;
+    fn enter() -> Result<Self, TerminalError> {
+        let terminal = ratatui::try_init().map_err(TerminalError::Setup)?;
         Ok(Self { terminal })
     }
 }
@@ -170,30 +166,6 @@ impl Drop for TerminalGuard {
     fn drop(&mut self) {
         ratatui::restore();
     }
-}
-
-/// `tui --once --json`: the overview as JSON, for scripts.
-pub async fn overview_json(client: &DaemonClient) -> Result<serde_json::Value, String> {
-    let stats = client.json("/v1/stats").await?;
-    let overlaps = client.json("/v1/overlaps?state=open&limit=1000").await?;
-    let alerts = client.json("/v1/alerts").await?;
-    let firing: Vec<serde_json::Value> = alerts["alerts"]
-        .as_array()
-        .map(|all| {
-            all.iter()
-                .filter(|a| a["state"] == "firing")
-                .cloned()
-                .collect()
-        })
-        .unwrap_or_default();
-    Ok(serde_json::json!({
-        "url": client.base(),
-        "totals": stats["totals"],
-        "rates": stats["rates"],
-        "open_overlaps": overlaps["overlaps"],
-        "firing_alerts": firing,
-        "events_dropped": stats["events_dropped"],
-    }))
 }
 
 #[cfg(test)]

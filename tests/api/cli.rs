@@ -36,6 +36,8 @@ async fn serve_takes_its_settings_from_the_environment_and_creates_the_database(
         "{base}"
     );
     assert!(file.exists(), "the SQLite file is created on first start");
+    // reqwest is built without a crypto provider of its own: a test run alone needs one.
+    fencewatch::tls::install_crypto_provider();
     let reply = Reply::from(reqwest::get(format!("{base}/readyz")).await.unwrap()).await;
     assert_eq!(reply.status, 200);
     child.kill().await.unwrap();
@@ -332,6 +334,7 @@ async fn the_worker_loop_with_the_cli(#[case] backend: crate::helpers::Backend) 
         .0,
         0
     );
+    fencewatch::tls::install_crypto_provider();
     let value = Reply::from(
         reqwest::get(format!("{base}/v1/resources/jobs/totals"))
             .await

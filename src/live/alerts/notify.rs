@@ -164,8 +164,7 @@ impl Notification {
 
 /// Delay before retry `attempt` (1-based): 200 ms doubling, at most 5 s.
 pub fn backoff(attempt: u32) -> Duration {
-    let millis = 200u64.saturating_mul(1u64 << attempt.saturating_sub(1).min(16));
-    Duration::from_millis(millis.min(5_000))
+    crate::domain::backoff::doubling(attempt, Duration::from_millis(200), Duration::from_secs(5))
 }
 
 /// Starts the notifier: notifications queue (boundedly) and every receiver gets each one in its

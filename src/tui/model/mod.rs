@@ -1,4 +1,4 @@
-//! The dashboard's state and how messages change it. Knows nothing of ratatui: the view is a
+//! The dashboard's state and how messages change it. Knows nothing of the terminal: the view is a
 //! pure function of this model, and every rule here is tested by feeding it messages.
 
 pub mod chart;
@@ -85,6 +85,29 @@ impl OverlapSort {
     }
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a key asks of the dashboard; `keys` binds keys to these.
+pub enum Action {
+    Quit,
+    Help,
+    Back,
+    NextView,
+    PreviousView,
+    Show(View),
+    Pause,
+    ZoomIn,
+    ZoomOut,
+    Filter,
+    Sort,
+    Up,
+    Down,
+    PageUp,
+    PageDown,
+    Home,
+    End,
+    Open,
+}
+
 /// Everything that can happen to the dashboard.
 #[derive(Debug, Clone)]
 pub enum Msg {
@@ -109,7 +132,7 @@ pub enum Msg {
     Tick {
         now: i64,
     },
-    Key(crate::tui::keys::Action),
+    Key(Action),
     /// Typed into the filter while it is being edited.
     FilterInput(char),
     FilterBackspace,
@@ -350,8 +373,7 @@ impl Model {
         fetch.map(|fetch| Command::FetchTimeline { resource, fetch })
     }
 
-    fn act(&mut self, action: crate::tui::keys::Action) -> Option<Command> {
-        use crate::tui::keys::Action;
+    fn act(&mut self, action: Action) -> Option<Command> {
         if self.help && !matches!(action, Action::Help | Action::Quit | Action::Back) {
             return None;
         }
@@ -564,7 +586,6 @@ impl Model {
 mod tests {
     use super::*;
     use crate::tui::fixtures::{incident, row, write, NOW};
-    use crate::tui::keys::Action;
 
     #[test]
     fn events_build_the_picture() {

@@ -1,17 +1,21 @@
 //! Drawing: a pure function of the model. Colour only ever repeats what the text says.
+//! One file per screen (overview, overlaps, rejections, alerts, timeline), the help overlay,
+//! and the chrome around them; this module lays them out and holds what they share.
 
-use super::keys::BINDINGS;
-use super::model::{Connection, Model, View};
+use super::model::{Model, View};
 use crate::domain::Outcome;
 use chrono::{DateTime, Utc};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
-use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Clear, Paragraph, TableState, Tabs, Wrap};
+use ratatui::widgets::{Block, Row, Table, TableState};
 use ratatui::Frame;
 
+mod alerts;
+mod chrome;
+mod help;
+mod overlaps;
 mod overview;
-mod tables;
+mod rejections;
 #[cfg(test)]
 mod tests;
 mod timeline;
@@ -61,131 +65,19 @@ pub fn render(frame: &mut Frame, model: &Model, url: &str, theme: Theme) {
         Constraint::Length(1),
     ])
     .areas(frame.area());
-    render_header(frame, header, model, url, theme);
-    render_tabs(frame, tabs, model, theme);
+    chrome::header(frame, header, model, url, theme);
+    chrome::tabs(frame, tabs, model, theme);
     match model.view {
         View::Overview => overview::render(frame, body, model, theme),
-        View::Overlaps => tables::overlaps(frame, body, model, theme),
-        View::Rejections => tables::rejections(frame, body, model, theme),
-        View::Alerts => tables::alerts(frame, body, model, theme),
+        View::Overlaps => overlaps::render(frame, body, model, theme),
+        View::Rejections => rejections::render(frame, body, model, theme),
+        View::Alerts => alerts::render(frame, body, model, theme),
         View::Timeline => timeline::render(frame, body, model, theme),
     }
-    render_footer(frame, footer, model, theme);
+    chrome::footer(frame, footer, model, theme);
     if model.help {
-        render_help(frame, body, theme);
+        help::render(frame, body, theme);
     }
-}
-
-fn render_header(frame: &mut Frame, area: Rect, model: &Model, url: &str, theme: Theme) {
-    let mut spans = vec![
-        Span::styled("fencewatch ", theme.bold()),
-        Span::raw(url.to_owned()),
-        Span::raw("  "),
-    ];
-    spans.push(match &model.connection {
-        Connection::Connecting => Span::styled("CONNECTING", theme.fg(Color::Yellow)),
-        Connection::Live => {
-            Span::styled("LIVE", theme.fg(Color::Green).add_modifier(Modifier::BOLD))
-        }
-        Connection::Reconnecting {
-            attempt, retry_in, ..
-        } => Span::styled(
-            format!(
-                "RECONNECTING in {:.1}s (attempt {attempt})",
-                retry_in.as_secs_f64()
-            ),
-            theme.fg(Color::Red).add_modifier(Modifier::BOLD),
-        ),
-    });
-    // Paused, the screen is as of the pause: say so instead of how fresh the data is.
-    match (model.paused_at, model.data_age()) {
-        (Some(at), _) => spans.push(Span::styled(
-            format!(
-                "  PAUSED {} held, view at {}",
-                model.held.len(),
-                second_clock(at)
-            ),
-            theme
-                .fg(Color::Black)
-                .bg_if(theme, Color::Yellow)
-                .add_modifier(Modifier::BOLD),
-        )),
-        (None, Some(age)) => spans.push(Span::raw(format!("  data {age}s old"))),
-        (None, None) => spans.push(Span::raw("  no data yet")),
-    }
-    if model.missed > 0 {
-        spans.push(Span::styled(
-            format!("  missed {} (replayed)", model.missed),
-            theme.fg(Color::Yellow),
-        ));
-    }
-    if model.events_dropped > 0 {
-        spans.push(Span::raw(format!("  dropped {}", model.events_dropped)));
-    }
-    frame.render_widget(Paragraph::new(Line::from(spans)), area);
-}
-
-trait StyleExt {
-    fn bg_if(self, theme: Theme, color: Color) -> Style;
-}
-
-impl StyleExt for Style {
-    fn bg_if(self, theme: Theme, color: Color) -> Style {
-        if theme.color {
-            self.bg(color)
-        } else {
-            self.add_modifier(Modifier::REVERSED)
-        }
-    }
-}
-
-fn render_tabs(frame: &mut Frame, area: Rect, model: &Model, theme: Theme) {
-    let titles: Vec<Line> = View::TABS
-        .iter()
-        .enumerate()
-        .map(|(i, view)| {
-            let label = match view {
-                View::Overlaps => format!(
-                    "{} {} ({} open)",
-                    i + 1,
-                    view.title(),
-                    model.open_overlaps()
-                ),
-                View::Alerts => format!(
-                    "{} {} ({} firing)",
-                    i + 1,
-                    view.title(),
-                    model.firing_alerts()
-                ),
-                _ => format!("{} {}", i + 1, view.title()),
-            };
-            Line::from(label)
-        })
-        .collect();
-    let selected = View::TABS.iter().position(|v| *v == model.view);
-    let tabs = Tabs::new(titles)
-        .select(selected)
-        .highlight_style(theme.bold().add_modifier(Modifier::REVERSED));
-    frame.render_widget(tabs, area);
-}
-
-fn render_footer(frame: &mut Frame, area: Rect, model: &Model, theme: Theme) {
-    if model.editing_filter || !model.filter.is_empty() {
-        let cursor = if model.editing_filter { "_" } else { "" };
-        let line = Line::from(vec![
-            Span::styled("filter: ", theme.bold()),
-            Span::raw(format!("{}{cursor}", model.filter)),
-            Span::raw("  (Enter/Esc to finish, Esc again to clear)"),
-        ]);
-        frame.render_widget(Paragraph::new(line), area);
-        return;
-    }
-    let mut spans = Vec::new();
-    for binding in BINDINGS.iter().filter(|b| b.footer) {
-        spans.push(Span::styled(binding.label, theme.bold()));
-        spans.push(Span::raw(format!(" {}  ", binding.description)));
-    }
-    frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
 /// HH:MM:SS of a time.
@@ -234,44 +126,18 @@ fn wide(area: Rect) -> bool {
     area.width >= 100
 }
 
-fn render_help(frame: &mut Frame, area: Rect, theme: Theme) {
-    // Two columns of keys when one does not fit the height.
-    let halves = if BINDINGS.len() as u16 + 2 > area.height {
-        2
-    } else {
-        1
-    };
-    let per_column = BINDINGS.len().div_ceil(halves);
-    let width = (40 * halves as u16).min(area.width);
-    let height = (per_column as u16 + 2).min(area.height);
-    let popup = Rect {
-        x: area.x + (area.width.saturating_sub(width)) / 2,
-        y: area.y + (area.height.saturating_sub(height)) / 2,
-        width,
-        height,
-    };
-    let entry = |b: &super::keys::Binding| {
-        vec![
-            Span::styled(format!("{:>7}  ", b.label), theme.bold()),
-            Span::raw(format!("{:<29}", b.description)),
-        ]
-    };
-    let lines: Vec<Line> = (0..per_column)
-        .map(|i| {
-            let mut spans = Vec::new();
-            for column in 0..halves {
-                if let Some(binding) = BINDINGS.get(column * per_column + i) {
-                    spans.extend(entry(binding));
-                }
-            }
-            Line::from(spans)
-        })
-        .collect();
-    frame.render_widget(Clear, popup);
-    frame.render_widget(
-        Paragraph::new(lines)
-            .wrap(Wrap { trim: false })
-            .block(Block::bordered().title(" Keys (? or Esc to close) ")),
-        popup,
-    );
+/// A table with a bold header row, the selected row reversed, in a titled border. Narrow
+/// terminals get fewer columns rather than cut ones: every fixed column is at least as wide as
+/// its header.
+fn table<'a>(
+    rows: Vec<Row<'a>>,
+    columns: Vec<(&'a str, Constraint)>,
+    title: String,
+    theme: Theme,
+) -> Table<'a> {
+    let (headers, widths): (Vec<&str>, Vec<Constraint>) = columns.into_iter().unzip();
+    Table::new(rows, widths)
+        .header(Row::new(headers).style(theme.bold()))
+        .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED))
+        .block(Block::bordered().title(title))
 }

@@ -1,0 +1,59 @@
+//! `fencewatch lease acquire|renew|release|show`.
+
+use super::answer::{document, report};
+use crate::api::leases::{ttl_ms, AcquireRequest, ReleaseRequest, RenewRequest};
+use crate::cli::{LeaseAction, LeaseArgs};
+use crate::client::DaemonClient;
+use std::process::ExitCode;
+
+pub async fn run(args: LeaseArgs) -> anyhow::Result<ExitCode> {
+    let connection = &args.connection;
+    let client = DaemonClient::new(
+        &connection.url,
+        connection.api_key.clone(),
+        connection.ca_cert.as_deref(),
+    )?;
+    let answer = match args.action {
+        LeaseAction::Acquire {
+            name,
+            holder,
+            ttl,
+            token_only,
+        } => {
+            let request = AcquireRequest {
+                holder,
+                ttl_ms: ttl_ms(ttl),
+            };
+            let answer = client.acquire(&name, &request).await?;
+            if token_only && answer.is_success() {
+                println!("{}", document(&answer)["token"]);
+                return Ok(ExitCode::SUCCESS);
+            }
+            answer
+        }
+        LeaseAction::Renew {
+            name,
+            holder,
+            token,
+            ttl,
+        } => {
+            let request = RenewRequest {
+                holder,
+                token,
+                ttl_ms: ttl.map(ttl_ms),
+            };
+            client.renew(&name, &request).await?
+        }
+        LeaseAction::Release {
+            name,
+            holder,
+            token,
+        } => {
+            client
+                .release(&name, &ReleaseRequest { holder, token })
+                .await?
+        }
+        LeaseAction::Show { name } => client.show_lease(&name).await?,
+    };
+    Ok(ExitCode::from(report(&answer)))
+}
