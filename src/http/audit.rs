@@ -3,24 +3,19 @@
 use super::problem::{json_ok, Problem};
 use super::query::{AuditId, Limit, Resource, StrictQuery};
 use super::AppState;
-use crate::domain::AuditEntry;
+use crate::api::monitoring::AuditPage;
 use crate::store::AuditQuery;
 use axum::extract::State;
 use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 pub const DEFAULT_LIMIT: u32 = 100;
 pub const MAX_LIMIT: u32 = 1000;
 
 pub fn router() -> Router<AppState> {
     Router::new().route("/v1/audit", get(list))
-}
-
-#[derive(Serialize)]
-struct AuditPage<'a> {
-    entries: &'a [AuditEntry],
 }
 
 /// `GET /v1/audit`'s parameters.
@@ -49,7 +44,7 @@ async fn list(
     StrictQuery(params): StrictQuery<AuditParams>,
 ) -> Result<Response, Problem> {
     let entries = state.service.audit(&params.into()).await?;
-    Ok(json_ok(&AuditPage { entries: &entries }))
+    Ok(json_ok(&AuditPage { entries }))
 }
 
 #[cfg(test)]

@@ -3,6 +3,9 @@
 use super::problem::{json_ok, Problem};
 use super::write_request::is_length_limit;
 use super::AppState;
+use crate::api::leases::{
+    AcquireRequest, LeaseState as ViewState, LeaseView, ReleaseRequest, RenewRequest,
+};
 use crate::domain::audit::format_rfc3339_micros;
 use crate::domain::{FencingToken, Holder, LeaseName, LeaseRecord, ParseError, Ttl};
 use crate::store::{AcquireResult, LeaseState, ReleaseResult, RenewResult};
@@ -14,7 +17,6 @@ use axum::routing::get;
 use axum::Router;
 use chrono::DateTime;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
 
 const PREFIX: &str = "/v1/leases/";
 
@@ -25,62 +27,27 @@ pub fn router() -> Router<AppState> {
     Router::new().route("/v1/leases/{*rest}", get(show).post(act))
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct AcquireBody {
-    holder: String,
-    ttl_ms: i64,
+/// A grant just made or renewed: held by definition.
+fn granted(record: &LeaseRecord) -> LeaseView {
+    view(record, record.expires_at_us - 1)
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RenewBody {
-    holder: String,
-    token: i64,
-    ttl_ms: Option<i64>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ReleaseBody {
-    holder: String,
-    token: i64,
-}
-
-/// A lease as the API shows it.
-#[derive(Serialize)]
-struct LeaseView {
-    lease: String,
-    holder: String,
-    token: i64,
-    expires_at: String,
-    ttl_ms: i64,
-    /// `held`, `expired` or `released`.
-    state: &'static str,
-}
-
-impl LeaseView {
-    /// A grant just made or renewed: held by definition.
-    fn granted(record: &LeaseRecord) -> Self {
-        Self::new(record, record.expires_at_us - 1)
-    }
-
-    fn new(record: &LeaseRecord, now_us: i64) -> Self {
-        let state = if record.released {
-            "released"
-        } else if record.expires_at_us <= now_us {
-            "expired"
-        } else {
-            "held"
-        };
-        Self {
-            lease: record.name.as_str().to_owned(),
-            holder: record.holder.as_str().to_owned(),
-            token: record.token.get(),
-            expires_at: expires_at(record),
-            ttl_ms: record.ttl.millis(),
-            state,
-        }
+/// A lease as the API shows it at `now_us`.
+fn view(record: &LeaseRecord, now_us: i64) -> LeaseView {
+    let state = if record.released {
+        ViewState::Released
+    } else if record.expires_at_us <= now_us {
+        ViewState::Expired
+    } else {
+        ViewState::Held
+    };
+    LeaseView {
+        lease: record.name.as_str().to_owned(),
+        holder: record.holder.as_str().to_owned(),
+        token: record.token.get(),
+        expires_at: expires_at(record),
+        ttl_ms: record.ttl.millis(),
+        state,
     }
 }
 
@@ -147,7 +114,7 @@ fn json_body<T: DeserializeOwned>(body: &Bytes) -> Result<T, Problem> {
 async fn show(State(state): State<AppState>, uri: Uri) -> Result<Response, Problem> {
     let name = lease_name(uri.path().strip_prefix(PREFIX).unwrap_or_default())?;
     match state.service.lease(&name).await? {
-        Some(LeaseState { record, now_us }) => Ok(json_ok(&LeaseView::new(&record, now_us))),
+        Some(LeaseState { record, now_us }) => Ok(json_ok(&view(&record, now_us))),
         None => Err(Problem::not_found(format!(
             "lease {:?} has never been acquired",
             name.as_str()
@@ -185,11 +152,11 @@ async fn act(
     let service = &state.service;
     match action {
         "acquire" => {
-            let request: AcquireBody = json_body(&body)?;
+            let request: AcquireRequest = json_body(&body)?;
             let holder = Holder::parse(&request.holder).map_err(invalid)?;
             let ttl = Ttl::from_millis(request.ttl_ms).map_err(invalid)?;
             match service.acquire_lease(&name, &holder, ttl).await? {
-                AcquireResult::Granted(record) => Ok(json_ok(&LeaseView::granted(&record))),
+                AcquireResult::Granted(record) => Ok(json_ok(&granted(&record))),
                 AcquireResult::Held(current) => Err(Problem::lease_held(format!(
                     "lease {:?} is held by {:?} until {}",
                     name.as_str(),
@@ -204,7 +171,7 @@ async fn act(
             }
         }
         "renew" => {
-            let request: RenewBody = json_body(&body)?;
+            let request: RenewRequest = json_body(&body)?;
             let holder = Holder::parse(&request.holder).map_err(invalid)?;
             let token = FencingToken::new(request.token).map_err(invalid)?;
             let ttl = request
@@ -213,12 +180,12 @@ async fn act(
                 .transpose()
                 .map_err(invalid)?;
             match service.renew_lease(&name, &holder, token, ttl).await? {
-                RenewResult::Renewed(record) => Ok(json_ok(&LeaseView::granted(&record))),
+                RenewResult::Renewed(record) => Ok(json_ok(&granted(&record))),
                 RenewResult::Lost(current) => Err(lost(&name, &holder, token, current.as_ref())),
             }
         }
         "release" => {
-            let request: ReleaseBody = json_body(&body)?;
+            let request: ReleaseRequest = json_body(&body)?;
             let holder = Holder::parse(&request.holder).map_err(invalid)?;
             let token = FencingToken::new(request.token).map_err(invalid)?;
             match service.release_lease(&name, &holder, token).await? {
@@ -255,5 +222,5 @@ fn lost(
         format!("generation {token} expired at {}", expires_at(record))
     };
     Problem::lease_lost(format!("lease {:?}: {why}", name.as_str()))
-        .with_members(serde_json::json!({ "lease": LeaseView::new(record, *now_us) }))
+        .with_members(serde_json::json!({ "lease": view(record, *now_us) }))
 }

@@ -3,7 +3,7 @@
 use super::problem::{json_ok, Problem};
 use super::query::{Limit, Resource, StateFilter, StrictQuery};
 use super::AppState;
-use crate::domain::Overlap;
+use crate::api::monitoring::{AlertList, OverlapList};
 use crate::metrics::Exposition;
 use crate::store::OverlapQuery;
 use axum::extract::State;
@@ -11,18 +11,13 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/v1/overlaps", get(overlaps))
         .route("/v1/stats", get(stats))
         .route("/v1/alerts", get(alerts))
-}
-
-#[derive(Serialize)]
-struct OverlapList {
-    overlaps: Vec<Overlap>,
 }
 
 /// `GET /v1/overlaps`' parameters: `state=open|closed|all` (default all), `resource=KEY`,
@@ -79,11 +74,6 @@ async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response 
     );
     headers.insert(header::VARY, HeaderValue::from_static("accept"));
     response
-}
-
-#[derive(Serialize)]
-struct AlertList {
-    alerts: Vec<crate::live::alerts::AlertView>,
 }
 
 async fn alerts(State(state): State<AppState>) -> Result<Response, Problem> {
