@@ -335,7 +335,7 @@ impl FenceService {
             ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 ticker.tick().await;
-                let cutoff = chrono::Utc::now().timestamp_micros()
+                let cutoff = store.clock().now_us()
                     - i64::try_from(retention.as_micros()).unwrap_or(i64::MAX);
                 match store.prune_audit(cutoff).await {
                     Ok(report) if report != PruneReport::default() => {

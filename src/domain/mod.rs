@@ -6,6 +6,7 @@ pub mod audit;
 pub mod authority;
 pub mod backoff;
 pub mod chain;
+pub mod clock;
 pub mod fence;
 pub mod idempotency;
 pub mod key;

@@ -123,6 +123,8 @@ impl Live {
             config.alerts.webhooks.clone(),
             config.alerts.alertmanager.clone(),
         );
+        // Unique among daemons sharing the database: the process and when it started (the
+        // system's time, even under a test clock, which two daemons in one test may share).
         let identity = Holder::parse(&format!(
             "fencewatch-{}-{}",
             std::process::id(),
@@ -179,7 +181,7 @@ impl Live {
     }
 
     pub async fn stats_view(&self) -> StatsView {
-        let now = chrono::Utc::now().timestamp();
+        let now = self.store.clock().now().timestamp();
         let mut view = match self.tail.stats.lock() {
             Ok(window) => window.view(now),
             Err(poisoned) => poisoned.into_inner().view(now),
@@ -199,14 +201,15 @@ fn gauge_value(count: u64) -> i64 {
 /// Closes quiet overlaps and publishes every overlap change, whichever daemon made it.
 async fn watch_overlaps(store: Store, bus: EventBus, quiet: Duration, open: Gauge) {
     let quiet_us = i64::try_from(quiet.as_micros()).unwrap_or(i64::MAX);
-    let mut since = chrono::Utc::now().timestamp_micros();
+    let clock = store.clock().clone();
+    let mut since = clock.now_us();
     // What was last published of each overlap: (rejected writes, open), and when it changed.
     let mut published: HashMap<i64, ((i64, bool), i64)> = HashMap::new();
     let mut ticker = tokio::time::interval(OVERLAP_WATCH);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticker.tick().await;
-        let now = chrono::Utc::now().timestamp_micros();
+        let now = clock.now_us();
         let result = async {
             store
                 .close_quiet_overlaps(now.saturating_sub(quiet_us), now)

@@ -18,6 +18,7 @@
 use super::bus::{Event, EventBus};
 use super::feed::CommitFeed;
 use super::stats::StatsWindow;
+use crate::domain::clock::SharedClock;
 use crate::domain::AuditEntry;
 use crate::store::Store;
 use prometheus_client::metrics::counter::Counter;
@@ -76,6 +77,7 @@ pub async fn spawn_tail(
             bus,
             stats,
             sources,
+            clock: store.clock().clone(),
         };
         let mut cursor = start;
         let mut gap: Option<Gap> = None;
@@ -142,12 +144,13 @@ struct Publisher {
     bus: EventBus,
     stats: Arc<Mutex<StatsWindow>>,
     sources: TailSources,
+    clock: SharedClock,
 }
 
 impl Publisher {
     fn publish(&self, row: Arc<AuditEntry>, cursor: &mut i64) {
         *cursor = row.id;
-        let second = chrono::Utc::now().timestamp();
+        let second = self.clock.now().timestamp();
         if let Ok(mut window) = self.stats.lock() {
             window.record(row.outcome, second);
         }

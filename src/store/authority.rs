@@ -43,7 +43,7 @@ impl Store {
         lock: &ExternalLock,
         regressed: RegressedLock,
     ) -> Result<(), StoreError> {
-        let now = chrono::Utc::now().timestamp_micros();
+        let now = self.clock.now_us();
         sqlx::query(
             "INSERT INTO authority_locks (lock, highest_holder_revision, holder_key, owner, \
              seen_at_us, regressed_at_us, regressed_revision) VALUES ($1, $2, '', NULL, $3, $3, $4) \
@@ -125,9 +125,9 @@ pub(super) async fn observe(
 pub(super) async fn store(
     conn: &mut AnyConnection,
     changed: &HashMap<String, RecordedLock>,
+    now: i64,
 ) -> Result<i64, StoreError> {
     let mut rows = 0;
-    let now = chrono::Utc::now().timestamp_micros();
     for (lock, record) in changed {
         let done = sqlx::query(
             "INSERT INTO authority_locks (lock, highest_holder_revision, holder_key, owner, \

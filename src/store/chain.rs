@@ -2,7 +2,7 @@
 //! verifiable.
 
 use super::reads::{audit_entry, AUDIT_COLUMNS};
-use super::{now_micros, Store, StoreError};
+use super::{Store, StoreError};
 use crate::domain::chain::{row_hash, GENESIS};
 use futures_util::TryStreamExt;
 use serde::Serialize;
@@ -200,7 +200,7 @@ impl Store {
             .bind(resource.as_str())
             .bind(last)
             .bind(hash.as_str())
-            .bind(now_micros())
+            .bind(self.clock.now_us())
             .execute(&mut *tx)
             .await?;
             let deleted = sqlx::query("DELETE FROM audit WHERE resource = $1 AND (seq <= $2 OR (seq IS NULL AND at_us < $3))")

@@ -1,6 +1,7 @@
 use super::batch::sqlite::CREATE_BATCH_CHECK;
 use super::wal_sync::WalSync;
 use super::{Store, StoreError};
+use crate::domain::clock::{SharedClock, SystemClock};
 use sqlx::any::{install_default_drivers, AnyPoolOptions};
 use sqlx::{AnyPool, Connection, Executor};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -52,6 +53,8 @@ pub struct StoreOptions {
     /// noticed the client gone (TCP keepalive: hours by default).
     pub db_timeout: Duration,
     pub mode: OpenMode,
+    /// Where "now" comes from (see `domain::clock`).
+    pub clock: SharedClock,
 }
 
 impl Default for StoreOptions {
@@ -61,6 +64,7 @@ impl Default for StoreOptions {
             acquire_timeout: Duration::from_secs(5),
             db_timeout: DEFAULT_DB_TIMEOUT,
             mode: OpenMode::CreateAndMigrate,
+            clock: Arc::new(SystemClock),
         }
     }
 }
@@ -172,6 +176,7 @@ async fn open_sqlite(path_and_query: &str, options: &StoreOptions) -> Result<Sto
             wal: None,
             writer_clean: Arc::new(AtomicBool::new(false)),
             observe_hook: None,
+            clock: options.clock.clone(),
         });
     }
     let writer_mode = match options.mode {
@@ -216,6 +221,7 @@ async fn open_sqlite(path_and_query: &str, options: &StoreOptions) -> Result<Sto
         wal: Some(Arc::new(WalSync::new(path))),
         writer_clean,
         observe_hook: None,
+        clock: options.clock.clone(),
     })
 }
 
@@ -276,6 +282,7 @@ async fn open_postgres(url: &str, options: &StoreOptions) -> Result<Store, Store
         wal: None,
         writer_clean: Arc::new(AtomicBool::new(false)),
         observe_hook: None,
+        clock: options.clock.clone(),
     })
 }
 

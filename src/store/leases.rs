@@ -69,7 +69,7 @@ impl Store {
         retrying(|| async move {
             let mut tx = self.writer.begin().await?;
             loop {
-                let now = clock_us(&mut tx, self.backend).await?;
+                let now = clock_us(&mut tx, self.backend, &*self.clock).await?;
                 let current = read_lease(&mut tx, name, "").await?;
                 let decision = decide_acquire(current.as_ref(), holder, now)
                     .map_err(|e| StoreError::Invariant(e.0))?;
@@ -143,7 +143,7 @@ impl Store {
     ) -> Result<RenewResult, StoreError> {
         retrying(|| async move {
             let mut tx = self.writer.begin().await?;
-            let now = clock_us(&mut tx, self.backend).await?;
+            let now = clock_us(&mut tx, self.backend, &*self.clock).await?;
             let current = read_lease(&mut tx, name, "").await?;
             if !holds(current.as_ref(), holder, token, now, false) {
                 tx.commit().await?;
@@ -193,7 +193,7 @@ impl Store {
     ) -> Result<ReleaseResult, StoreError> {
         retrying(|| async move {
             let mut tx = self.writer.begin().await?;
-            let now = clock_us(&mut tx, self.backend).await?;
+            let now = clock_us(&mut tx, self.backend, &*self.clock).await?;
             let current = read_lease(&mut tx, name, "").await?;
             if !holds(current.as_ref(), holder, token, now, true) {
                 tx.commit().await?;
@@ -224,7 +224,7 @@ impl Store {
     /// The lease as it stands, with the authority's clock.
     pub async fn lease(&self, name: &LeaseName) -> Result<Option<LeaseState>, StoreError> {
         let mut tx = self.reader.begin().await?;
-        let now = clock_us(&mut tx, self.backend).await?;
+        let now = clock_us(&mut tx, self.backend, &*self.clock).await?;
         let record = read_lease(&mut tx, name, "").await?;
         tx.commit().await?;
         Ok(record.map(|record| LeaseState {

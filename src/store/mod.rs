@@ -32,6 +32,7 @@ pub use overlaps::OverlapQuery;
 pub use reads::{AuditQuery, StoredValue};
 pub use tail::Snapshot;
 
+use crate::domain::clock::SharedClock;
 use sqlx::AnyPool;
 use std::future::Future;
 use std::pin::Pin;
@@ -55,11 +56,17 @@ pub struct Store {
     /// release skips the check (a round trip to the connection's thread on every batch).
     writer_clean: Arc<std::sync::atomic::AtomicBool>,
     observe_hook: Option<ObserveHook>,
+    clock: SharedClock,
 }
 
 impl Store {
     pub fn backend(&self) -> Backend {
         self.backend
+    }
+
+    /// The daemon's clock, which the live side and the service read too.
+    pub fn clock(&self) -> &SharedClock {
+        &self.clock
     }
 
     /// Installs a hook that runs between observing and changing state on the write path.
@@ -112,8 +119,4 @@ impl Store {
         self.writer.close().await;
         self.reader.close().await;
     }
-}
-
-pub(crate) fn now_micros() -> i64 {
-    chrono::Utc::now().timestamp_micros()
 }

@@ -8,7 +8,7 @@ use super::error::corrupt;
 use super::tx::{begin_audited, retrying};
 use super::{Backend, Store, StoreError};
 use crate::domain::{AuditEntry, RefusedAttempt, ResourceKey, ResourceState, Revision};
-use chrono::{SubsecRound, Utc};
+use chrono::SubsecRound;
 use sqlx::{Any, AnyConnection, Row, Transaction};
 use std::collections::{BTreeSet, HashMap};
 
@@ -22,7 +22,7 @@ impl Store {
                 .unwrap_or(ResourceState::FRESH);
             let entry = attempt
                 .clone()
-                .into_audit_entry(state, Utc::now().trunc_subsecs(6));
+                .into_audit_entry(state, self.clock.now().trunc_subsecs(6));
             let resources = BTreeSet::from([entry.resource.as_str()]);
             let ids = append_audit(
                 &mut tx,

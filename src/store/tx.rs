@@ -2,6 +2,7 @@
 
 use super::error::is_retryable;
 use super::{Backend, StoreError};
+use crate::domain::clock::Clock;
 use sqlx::{Any, AnyConnection, Transaction};
 use std::future::Future;
 use std::time::Duration;
@@ -72,6 +73,7 @@ pub(crate) async fn begin_batch(pool: &sqlx::AnyPool) -> Result<Transaction<'_, 
 pub(crate) async fn clock_us(
     conn: &mut AnyConnection,
     backend: Backend,
+    clock: &dyn Clock,
 ) -> Result<i64, sqlx::Error> {
     match backend {
         Backend::Postgres => {
@@ -79,6 +81,6 @@ pub(crate) async fn clock_us(
                 .fetch_one(conn)
                 .await
         }
-        Backend::Sqlite => Ok(chrono::Utc::now().timestamp_micros()),
+        Backend::Sqlite => Ok(clock.now_us()),
     }
 }

@@ -210,7 +210,7 @@ impl Evaluator {
         token: FencingToken,
         sent: &mut HashMap<(String, String), i64>,
     ) -> Result<bool, StoreError> {
-        let now = chrono::Utc::now().timestamp_micros();
+        let now = self.store.clock().now_us();
         let resend_us = micros(self.config.resend_interval);
         let evaluation_us = micros(self.config.evaluation_interval);
         let stored: HashMap<(String, String), StoredAlert> = self

@@ -24,6 +24,7 @@ mod rows;
 pub(crate) mod shared;
 pub(crate) mod sqlite;
 
+use crate::domain::clock::Clock;
 use crate::domain::{FencedWrite, LeasePolicy, WriteResult};
 use crate::store::authority;
 use crate::store::chain_heads::StartingHeads;
@@ -259,7 +260,7 @@ impl Store {
             Backend::Postgres => postgres::observe(conn, &keys, writes).await?,
             Backend::Sqlite => sqlite::observe(conn, opening, &keys, writes).await?,
         };
-        let leases = observe_leases(conn, self.backend, writes).await?;
+        let leases = observe_leases(conn, self.backend, &*self.clock, writes).await?;
         let lock_names: BTreeSet<String> = writes
             .iter()
             .filter_map(|w| w.authority.as_ref().map(|view| view.lock.lease_name()))
@@ -274,9 +275,10 @@ impl Store {
             &operations,
             &leases,
             &mut locks,
+            &*self.clock,
         )?;
         if !locks.is_empty() {
-            let stored = authority::store(conn, &locks).await?;
+            let stored = authority::store(conn, &locks, self.clock.now_us()).await?;
             // SQLite's application checks the rows it changed against a count taken when the
             // batch observed; these were changed since, on purpose.
             if let AuditPosition::Sqlite(position) = &mut audit {
@@ -390,6 +392,7 @@ impl CommittedBatch {
 async fn observe_leases(
     conn: &mut AnyConnection,
     backend: Backend,
+    clock: &dyn Clock,
     writes: &[FencedWrite],
 ) -> Result<ObservedLeases, StoreError> {
     let names: BTreeSet<&str> = writes
@@ -422,7 +425,7 @@ async fn observe_leases(
         let record = lease_record(row)?;
         records.insert(record.name.as_str().to_owned(), record);
     }
-    let now_us = clock_us(conn, backend).await?;
+    let now_us = clock_us(conn, backend, clock).await?;
     Ok(ObservedLeases { records, now_us })
 }
 

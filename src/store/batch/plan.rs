@@ -5,6 +5,7 @@
 
 use super::shared::{internal, ChainHeads, Link, ObservedLeases, ObservedResource};
 use crate::domain::authority::Anomaly;
+use crate::domain::clock::Clock;
 use crate::domain::{
     chain, decide, AuditEntry, Decision, FencedWrite, LeaseCheck, LeasePolicy, RecordedOperation,
     ResourceState, Revision, WriteIntent, WriteResult,
@@ -109,6 +110,7 @@ pub(super) fn decide_in_order<'a>(
     operations: &HashMap<(String, String), RecordedOperation>,
     leases: &ObservedLeases,
     locks: &mut HashMap<String, RecordedLock>,
+    clock: &dyn Clock,
 ) -> Result<Decided<'a>, StoreError> {
     let mut working: HashMap<&str, Working> = keys
         .iter()
@@ -167,7 +169,7 @@ pub(super) fn decide_in_order<'a>(
                 lease: lease.as_ref().map(|observed| observed.check),
             },
         );
-        let at = Utc::now().trunc_subsecs(6);
+        let at = clock.now().trunc_subsecs(6);
         if let Decision::Accept { revision, .. } = decision {
             resource.state = ResourceState {
                 highest_token: write.token.get(),
