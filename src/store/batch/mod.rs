@@ -271,9 +271,11 @@ impl Store {
             writes,
             &keys,
             policy,
-            &observed,
-            &operations,
-            &leases,
+            &plan::Observations {
+                resources: &observed,
+                operations: &operations,
+                leases: &leases,
+            },
             &mut locks,
             &*self.clock,
         )?;

@@ -99,6 +99,14 @@ pub(super) struct Decided<'a> {
     anomalies: Vec<Option<Anomaly>>,
 }
 
+/// What a batch read before deciding: the resources' rows, the operations recorded under the
+/// writes' idempotency keys, and the leases the writes name.
+pub(super) struct Observations<'o> {
+    pub resources: &'o HashMap<String, ObservedResource>,
+    pub operations: &'o HashMap<(String, String), RecordedOperation>,
+    pub leases: &'o ObservedLeases,
+}
+
 /// Decides each write of a segment on the state its predecessors left: the observed rows at
 /// first, then kept in memory per resource. `locks` are the external locks as recorded, advanced
 /// by the writes that name them.
@@ -106,12 +114,15 @@ pub(super) fn decide_in_order<'a>(
     writes: &'a [FencedWrite],
     keys: &BTreeSet<&'a str>,
     policy: LeasePolicy,
-    resources: &HashMap<String, ObservedResource>,
-    operations: &HashMap<(String, String), RecordedOperation>,
-    leases: &ObservedLeases,
+    observed: &Observations<'_>,
     locks: &mut HashMap<String, RecordedLock>,
     clock: &dyn Clock,
 ) -> Result<Decided<'a>, StoreError> {
+    let Observations {
+        resources,
+        operations,
+        leases,
+    } = observed;
     let mut working: HashMap<&str, Working> = keys
         .iter()
         .map(|key| {
