@@ -1,5 +1,7 @@
-//! The layers stay apart: nothing under `src/domain/` may name the edges, the dashboard's model
-//! names no terminal crate, and the daemon client knows nothing of the dashboard.
+//! The layers stay apart (docs/architecture.md): each layer names only those below it. Nothing
+//! under `src/domain/` names the edges, the store knows nothing of HTTP or the use cases, the
+//! dashboard's model names no terminal crate, and the daemon client knows nothing of the
+//! dashboard.
 
 #[test]
 fn the_domain_names_no_database_runtime_web_or_terminal_crate() {
@@ -20,22 +22,114 @@ fn the_domain_names_no_database_runtime_web_or_terminal_crate() {
     assert!(checked >= 5, "found only {checked} files under src/domain");
 }
 
-/// Asserts that no file directly under `folder` names any of `forbidden`.
+/// Asserts that no Rust file under `folder` (at any depth) names any of `forbidden`.
 fn assert_names_none(folder: &str, forbidden: &[&str], at_least: usize) {
-    let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(folder);
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(folder);
+    let mut pending = vec![root.clone()];
     let mut checked = 0;
-    for entry in std::fs::read_dir(&folder).unwrap() {
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|ext| ext != "rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            for name in forbidden {
+                assert!(!text.contains(name), "{} names {name}", path.display());
+            }
+            checked += 1;
+        }
+    }
+    assert!(
+        checked >= at_least,
+        "found only {checked} files under {}",
+        root.display()
+    );
+}
+
+/// The wire types are plain serde structs both ends share.
+#[test]
+fn the_wire_types_name_no_runtime_database_web_or_terminal_crate() {
+    let forbidden = [
+        "sqlx",
+        "tokio",
+        "axum",
+        "reqwest",
+        "ratatui",
+        "crossterm",
+        "crate::",
+    ];
+    // `crate::domain` is the one layer below; every other crate path would be a layer above.
+    let allowed_below = ["crate::domain"];
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/api");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&root).unwrap() {
         let path = entry.unwrap().path();
-        let text = std::fs::read_to_string(&path).unwrap();
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        for allowed in allowed_below {
+            text = text.replace(allowed, "");
+        }
         for name in forbidden {
             assert!(!text.contains(name), "{} names {name}", path.display());
         }
         checked += 1;
     }
-    assert!(
-        checked >= at_least,
-        "found only {checked} files under {}",
-        folder.display()
+    assert!(checked >= 3, "found only {checked} files under src/api");
+}
+
+/// Persistence knows nothing of the use cases, the live side, HTTP or the terminal.
+#[test]
+fn the_store_names_no_layer_above_it() {
+    assert_names_none(
+        "src/store",
+        &[
+            "axum",
+            "reqwest",
+            "ratatui",
+            "crossterm",
+            "crate::app",
+            "crate::live",
+            "crate::http",
+            "crate::commands",
+            "crate::tui",
+        ],
+        10,
+    );
+}
+
+/// The use cases and the live side run beneath every edge: HTTP calls them, never the reverse.
+#[test]
+fn the_use_cases_and_the_live_side_name_no_edge() {
+    let edges = [
+        "axum",
+        "ratatui",
+        "crossterm",
+        "crate::http",
+        "crate::commands",
+        "crate::tui",
+        "crate::client",
+    ];
+    assert_names_none("src/app", &edges, 2);
+    assert_names_none("src/live", &edges, 5);
+}
+
+/// The HTTP edge serves the use cases; composing the daemon is `commands::serve`'s job.
+#[test]
+fn the_http_edge_names_no_command_or_terminal() {
+    assert_names_none(
+        "src/http",
+        &[
+            "ratatui",
+            "crossterm",
+            "crate::commands",
+            "crate::tui",
+            "crate::client",
+        ],
+        10,
     );
 }
 
