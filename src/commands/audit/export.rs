@@ -51,7 +51,7 @@ pub(super) async fn run(
 
 /// Where the rows go, buffered: one CSV writer for the whole export, or JSON lines.
 enum Sink {
-    Csv(csv::Writer<Box<dyn Write>>),
+    Csv(Box<csv::Writer<Box<dyn Write>>>),
     Jsonl(std::io::BufWriter<Box<dyn Write>>),
 }
 
@@ -67,7 +67,7 @@ async fn export(
         ExportFormat::Csv => {
             let mut csv = csv::Writer::from_writer(writer);
             csv.write_record(CSV_COLUMNS)?;
-            Sink::Csv(csv)
+            Sink::Csv(Box::new(csv))
         }
         ExportFormat::Jsonl => Sink::Jsonl(std::io::BufWriter::new(writer)),
     };
