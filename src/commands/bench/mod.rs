@@ -17,6 +17,7 @@ pub use report::print;
 
 use crate::cli::BenchArgs;
 use anyhow::Context;
+use baseline::{run_store, StorePath};
 use serde::Serialize;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -148,11 +149,8 @@ pub async fn run(options: BenchOptions) -> anyhow::Result<BenchReport> {
     };
     let (baseline, group_commit) = match baseline {
         Some(url) => (
-            Some(
-                baseline::run_store(&url, &options, baseline::StorePath::OneTransactionPerWrite)
-                    .await?,
-            ),
-            Some(baseline::run_store(&url, &options, baseline::StorePath::GroupCommit).await?),
+            Some(run_store(&url, &options, StorePath::OneTransactionPerWrite).await?),
+            Some(run_store(&url, &options, StorePath::GroupCommit).await?),
         ),
         None => (None, None),
     };
