@@ -212,6 +212,17 @@ mod tests {
             (result.requests, result.accepted, result.rejected),
             (1000, 900, 100)
         );
+        // Latencies past the histogram's first range, in two clients' tallies added up.
+        let (mut fast, mut slow) = (tally::Tally::new().unwrap(), tally::Tally::new().unwrap());
+        fast.record(Duration::from_millis(5), false);
+        slow.record(Duration::from_secs(2), false);
+        let result = tally::summarise("p", 2, vec![fast, slow], Duration::from_secs(1)).unwrap();
+        assert!((4.99..=5.01).contains(&result.p50_ms), "{}", result.p50_ms);
+        assert!(
+            (1999.0..=2001.0).contains(&result.p99_ms),
+            "{}",
+            result.p99_ms
+        );
         let empty = tally::summarise("p", 1, Vec::new(), Duration::from_secs(1)).unwrap();
         assert_eq!((empty.requests, empty.p99_ms), (0, 0.0));
 

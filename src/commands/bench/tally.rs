@@ -29,8 +29,12 @@ impl Tally {
     }
 
     pub(super) fn record(&mut self, took: Duration, rejected: bool) {
-        self.latencies
-            .saturating_record(u64::try_from(took.as_micros()).unwrap_or(u64::MAX));
+        let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        // `record` grows the histogram to fit; only a value past what any histogram can hold is
+        // clamped (`saturating_record` alone would clamp to the histogram's current range).
+        if self.latencies.record(micros).is_err() {
+            self.latencies.saturating_record(micros);
+        }
         if rejected {
             self.rejected += 1;
         } else {
