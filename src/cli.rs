@@ -199,9 +199,8 @@ impl ServeArgs {
     /// On SQLite, sqlx's writer thread and the group-commit thread are the write path's serial
     /// stage and together keep about a core busy under load. A worker on every core competes
     /// with them for it and wakes its sibling workers to steal each newly woken task; one per
-    /// core less one did more writes on two cores (32 clients over HTTP: better in 10 of 14
-    /// alternations, +9 % in a calm series of six; lone and 8 clients alike; reads beside them
-    /// no slower). PostgreSQL's batches run on the runtime itself, so it keeps every core.
+    /// core less one did more writes (docs/performance.md, "Tried, kept or not, and why").
+    /// PostgreSQL's batches run on the runtime itself, so it keeps every core.
     pub fn http_workers(&self, cores: usize) -> usize {
         match self.http_workers {
             Some(workers) => usize::from(workers),

@@ -221,18 +221,6 @@ fn print_summary(summary: &Value) {
     );
 }
 
-/// A small deterministic generator per worker, so runs look alike.
-struct Rng(u64);
-
-impl Rng {
-    fn chance(&mut self, percent: u64) -> bool {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % 100 < percent
-    }
-}
-
 /// One simulated worker: takes a resource's lease, writes with its token, renews, and now and
 /// then pauses past its lease (a GC pause, a stalled host) and resumes writing as if nothing
 /// happened, which the fence refuses.
@@ -242,7 +230,8 @@ async fn worker(id: usize, base: String, resources: Vec<String>, stop: watch::Re
         return;
     };
     let holder = format!("worker-{id}");
-    let mut rng = Rng((id as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    // Seeded per worker, so runs look alike.
+    let mut rng = fastrand::Rng::with_seed(id as u64 + 1);
     let mut turn = id;
     // Worker 0's first lease always lapses early, so every run shows an incident within
     // seconds; after that, pauses come at random.
@@ -275,7 +264,7 @@ async fn worker(id: usize, base: String, resources: Vec<String>, stop: watch::Re
                 scripted_pause = false;
                 true
             } else {
-                rng.chance(12)
+                rng.u8(..100) < 12
             };
             if pause {
                 // Paused past the lease: a replacement takes over meanwhile.

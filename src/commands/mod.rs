@@ -21,42 +21,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Lease(args) => lease::run(args).await,
         Command::Write(args) => write::run(args).await,
         Command::Audit(args) => audit::run(args).await,
-        Command::Bench(args) => {
-            if let Some(events) = args.dashboard {
-                let report = bench::run_dashboard(events.max(1)).await?;
-                if args.json {
-                    print_line(&serde_json::to_string(&report)?)?;
-                } else {
-                    println!(
-                        "dashboard event path: {} events in {:.2} s, {:.0} events/s",
-                        report.events, report.seconds, report.per_second
-                    );
-                }
-                return Ok(ExitCode::SUCCESS);
-            }
-            let report = bench::run(bench::BenchOptions {
-                url: args.url,
-                ca_cert: args.ca_cert,
-                database: args.database,
-                connections: args.connections.max(1),
-                resources: args.resources.max(1),
-                stale_fraction: args.stale.clamp(0.0, 1.0),
-                idempotency_keys: args.idempotency_keys,
-                duration: args.duration,
-                baseline: !args.no_baseline,
-                http: !args.no_http,
-                json: args.json,
-                readers: args.readers,
-                subscribers: args.subscribers,
-            })
-            .await?;
-            if args.json {
-                print_line(&serde_json::to_string(&report)?)?;
-            } else {
-                bench::print(&report);
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Bench(args) => bench::run_command(args).await,
         Command::Tui(args) => {
             let daemon = client::DaemonClient::new(
                 &args.connection.url,

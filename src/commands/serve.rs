@@ -93,7 +93,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .local_addr()
         .context("failed to read the bound address")?;
     let alerts = match &args.config {
-        Some(path) => AlertConfig::load(path).map_err(anyhow::Error::msg)?,
+        Some(path) => AlertConfig::load(path)?,
         None => AlertConfig::default(),
     };
     let live = LiveConfig {

@@ -7,7 +7,7 @@ mod notify;
 mod rules;
 
 pub use notify::{backoff, spawn_notifier, Notification};
-pub use rules::{default_rules, AlertConfig, Rule, Webhook};
+pub use rules::{default_rules, AlertConfig, Rule, RulesError, Webhook};
 
 use crate::domain::alert::{step, AlertInstance, AlertState, Transition};
 use crate::domain::audit::format_rfc3339_micros;

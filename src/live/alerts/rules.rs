@@ -3,7 +3,43 @@
 use crate::domain::Outcome;
 use serde::Deserialize;
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::time::Duration;
+
+/// Why an alert config was refused. Each variant's text is its own part of the message; the
+/// cause follows it in the error chain (`serve` prints the chain joined by ": ").
+#[derive(Debug, thiserror::Error)]
+pub enum RulesError {
+    #[error("cannot read {}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A parse error, said with the file it came from.
+    #[error("{}", path.display())]
+    InFile {
+        path: PathBuf,
+        #[source]
+        source: Box<RulesError>,
+    },
+    #[error(transparent)]
+    Toml(#[from] toml::de::Error),
+    #[error("{what}")]
+    Duration {
+        what: &'static str,
+        #[source]
+        source: humantime::DurationError,
+    },
+    #[error("{0} must be positive")]
+    NotPositive(&'static str),
+    #[error("webhook url {0:?} must be http:// or https://")]
+    WebhookScheme(String),
+    #[error("rule {rule}: unknown outcome {outcome:?}")]
+    UnknownOutcome { rule: String, outcome: String },
+    #[error("rule names must be unique")]
+    DuplicateRuleName,
+}
 
 /// One rule: more than `threshold` writes with one of `outcomes` within `window`.
 #[derive(Debug, Clone, PartialEq)]
@@ -123,16 +159,13 @@ struct WebhookSection {
     max_retries: Option<u32>,
 }
 
-fn duration(text: &str, what: &str) -> Result<Duration, String> {
-    humantime::parse_duration(text).map_err(|e| format!("{what}: {e}"))
+fn duration(text: &str, what: &'static str) -> Result<Duration, RulesError> {
+    humantime::parse_duration(text).map_err(|source| RulesError::Duration { what, source })
 }
 
-fn webhook(section: WebhookSection) -> Result<Webhook, String> {
+fn webhook(section: WebhookSection) -> Result<Webhook, RulesError> {
     if !(section.url.starts_with("http://") || section.url.starts_with("https://")) {
-        return Err(format!(
-            "webhook url {:?} must be http:// or https://",
-            section.url
-        ));
+        return Err(RulesError::WebhookScheme(section.url));
     }
     Ok(Webhook {
         timeout: duration(
@@ -146,8 +179,8 @@ fn webhook(section: WebhookSection) -> Result<Webhook, String> {
 
 impl AlertConfig {
     /// Parses a config file's text; the built-in rules apply when it names none.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let file: File = toml::from_str(text).map_err(|e| e.to_string())?;
+    pub fn parse(text: &str) -> Result<Self, RulesError> {
+        let file: File = toml::from_str(text)?;
         let Some(section) = file.alerts else {
             return Ok(Self::default());
         };
@@ -155,13 +188,13 @@ impl AlertConfig {
         if let Some(interval) = section.evaluation_interval {
             config.evaluation_interval = duration(&interval, "evaluation_interval")?;
             if config.evaluation_interval.is_zero() {
-                return Err("evaluation_interval must be positive".into());
+                return Err(RulesError::NotPositive("evaluation_interval"));
             }
         }
         if let Some(interval) = section.resend_interval {
             config.resend_interval = duration(&interval, "resend_interval")?;
             if config.resend_interval.is_zero() {
-                return Err("resend_interval must be positive".into());
+                return Err(RulesError::NotPositive("resend_interval"));
             }
         }
         if let Some(rules) = section.rules {
@@ -173,8 +206,9 @@ impl AlertConfig {
                         Some(names) => names
                             .iter()
                             .map(|name| {
-                                Outcome::parse(name).ok_or_else(|| {
-                                    format!("rule {}: unknown outcome {name:?}", rule.name)
+                                Outcome::parse(name).ok_or_else(|| RulesError::UnknownOutcome {
+                                    rule: rule.name.clone(),
+                                    outcome: name.clone(),
                                 })
                             })
                             .collect::<Result<_, _>>()?,
@@ -196,11 +230,11 @@ impl AlertConfig {
                         labels: rule.labels,
                     })
                 })
-                .collect::<Result<_, String>>()?;
+                .collect::<Result<_, RulesError>>()?;
             let mut names: Vec<&str> = config.rules.iter().map(|r| r.name.as_str()).collect();
             names.sort();
             if names.windows(2).any(|pair| pair[0] == pair[1]) {
-                return Err("rule names must be unique".into());
+                return Err(RulesError::DuplicateRuleName);
             }
         }
         config.webhooks = section
@@ -212,10 +246,15 @@ impl AlertConfig {
         Ok(config)
     }
 
-    pub fn load(path: &std::path::Path) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        Self::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+    pub fn load(path: &std::path::Path) -> Result<Self, RulesError> {
+        let text = std::fs::read_to_string(path).map_err(|source| RulesError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::parse(&text).map_err(|source| RulesError::InFile {
+            path: path.to_owned(),
+            source: Box::new(source),
+        })
     }
 }
 
@@ -254,5 +293,30 @@ mod tests {
         ] {
             assert!(AlertConfig::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn the_error_chain_reads_as_one_message() {
+        // `serve` prints the chain joined by ": ", as the messages were once written out whole.
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("fencewatch.toml");
+        std::fs::write(&path, "[alerts]\nevaluation_interval = \"soon\"").unwrap();
+        let cause = humantime::parse_duration("soon").unwrap_err();
+        let error = anyhow::Error::from(AlertConfig::load(&path).unwrap_err());
+        assert_eq!(
+            format!("{error:#}"),
+            format!("{}: evaluation_interval: {cause}", path.display())
+        );
+        let missing = folder.path().join("missing.toml");
+        let error = anyhow::Error::from(AlertConfig::load(&missing).unwrap_err());
+        assert!(
+            format!("{error:#}").starts_with(&format!("cannot read {}: ", missing.display())),
+            "{error:#}"
+        );
+        let error = AlertConfig::parse("[[alerts.webhooks]]\nurl = \"ftp://x\"").unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "webhook url \"ftp://x\" must be http:// or https://"
+        );
     }
 }

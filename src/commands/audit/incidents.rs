@@ -1,0 +1,56 @@
+//! `audit incidents`: the overlaps seen, as a table or JSON.
+
+use super::{text, time};
+use crate::store::Store;
+use serde_json::json;
+use std::io::Write;
+use std::process::ExitCode;
+
+pub(super) async fn run(
+    store: &Store,
+    since_us: Option<i64>,
+    until_us: Option<i64>,
+    resource: Option<&str>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let incidents = store.incidents(since_us, until_us, resource).await?;
+    let mut out = std::io::stdout().lock();
+    if json {
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string(&json!({ "incidents": incidents }))?
+        )?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(
+        out,
+        "{:<5} {:<24} {:>5} {:>5} {:<12} {:<12} {:>6} {:<27} {:<27} STATE",
+        "ID",
+        "RESOURCE",
+        "STALE",
+        "NEW",
+        "STALE OWNER",
+        "NEW OWNER",
+        "COUNT",
+        "FIRST SEEN",
+        "LAST SEEN"
+    )?;
+    for o in &incidents {
+        writeln!(
+            out,
+            "{:<5} {:<24} {:>5} {:>5} {:<12} {:<12} {:>6} {:<27} {:<27} {}",
+            o.id,
+            o.resource,
+            o.stale_token,
+            o.superseding_token,
+            text(&o.stale_owner),
+            text(&o.superseding_owner),
+            o.rejected_writes,
+            time(&o.first_seen),
+            time(&o.last_seen),
+            o.state.as_str()
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,188 @@
+//! `fencewatch audit …`: incident reconstruction, tamper checks, retention and export, straight
+//! from the database, so they work while the daemon is down. One file per subcommand.
+
+mod export;
+mod incidents;
+mod log;
+mod prune;
+mod timeline;
+mod verify;
+
+pub use export::CSV_COLUMNS;
+pub use timeline::{holdings, timeline, Holding, Timeline};
+
+use crate::cli::{AuditArgs, AuditCommand, AuditFilterArgs};
+use crate::domain::audit::format_rfc3339_micros;
+use crate::domain::Outcome;
+use crate::store::{AuditFilter, OpenMode, Store, StoreError, StoreOptions};
+use anyhow::Context;
+use chrono::{DateTime, Utc};
+use std::process::ExitCode;
+
+/// A time on the command line that is neither absolute nor a duration ago.
+#[derive(Debug, thiserror::Error)]
+pub enum TimeError {
+    #[error("{0:?} is neither an RFC 3339 time nor a duration like 1h")]
+    Unrecognised(String),
+    #[error(transparent)]
+    TooFarBack(#[from] chrono::OutOfRangeError),
+}
+
+/// Parses `2026-11-30T03:40:00Z` or a duration ago such as `1h` or `90m`.
+pub fn parse_time(text: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, TimeError> {
+    if let Ok(at) = DateTime::parse_from_rfc3339(text) {
+        return Ok(at.with_timezone(&Utc));
+    }
+    let ago =
+        humantime::parse_duration(text).map_err(|_| TimeError::Unrecognised(text.to_owned()))?;
+    Ok(now - chrono::Duration::from_std(ago)?)
+}
+
+pub async fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
+    // Only `prune` writes; nothing here creates a database or migrates one, so that a mistyped
+    // path is an error rather than an empty audit that verifies.
+    let mode = match args.command {
+        AuditCommand::Prune { .. } => OpenMode::Existing,
+        _ => OpenMode::ReadOnly,
+    };
+    let store = Store::open(
+        &args.database,
+        &StoreOptions {
+            max_connections: 2,
+            mode,
+            ..StoreOptions::default()
+        },
+    )
+    .await
+    .context("failed to open the database")?;
+    let now = Utc::now();
+    let code = match args.command {
+        AuditCommand::Verify { json } => verify::run(&store, json).await?,
+        AuditCommand::Log {
+            filter: filter_args,
+            json,
+            limit,
+        } => log::run(&store, &filter(&filter_args, now)?, json, limit).await?,
+        AuditCommand::Export {
+            format,
+            filter: filter_args,
+            output,
+        } => {
+            export::run(
+                &store,
+                &filter(&filter_args, now)?,
+                format,
+                output.as_deref(),
+            )
+            .await?
+        }
+        AuditCommand::Incidents {
+            since,
+            until,
+            resource,
+            json,
+        } => {
+            let (since, until) = (
+                micros(since.as_deref(), now)?,
+                micros(until.as_deref(), now)?,
+            );
+            incidents::run(&store, since, until, resource.as_deref(), json).await?
+        }
+        AuditCommand::Timeline {
+            resource,
+            around,
+            since,
+            until,
+            json,
+        } => {
+            let window = match around {
+                Some(id) => timeline::Window::Around(id),
+                None => timeline::Window::Between(
+                    micros(since.as_deref(), now)?,
+                    micros(until.as_deref(), now)?,
+                ),
+            };
+            timeline::run(&store, &resource, window, json).await?
+        }
+        AuditCommand::Prune { before, json } => {
+            prune::run(&store, parse_time(&before, now)?, json).await?
+        }
+    };
+    store.close().await;
+    Ok(code)
+}
+
+fn micros(text: Option<&str>, now: DateTime<Utc>) -> Result<Option<i64>, TimeError> {
+    text.map(|t| parse_time(t, now).map(|at| at.timestamp_micros()))
+        .transpose()
+}
+
+fn filter(args: &AuditFilterArgs, now: DateTime<Utc>) -> anyhow::Result<AuditFilter> {
+    Ok(AuditFilter {
+        resource: args.resource.clone(),
+        owner: args.owner.clone(),
+        outcome: args
+            .outcome
+            .as_deref()
+            .map(|o| Outcome::parse(o).ok_or_else(|| anyhow::anyhow!("unknown outcome {o:?}")))
+            .transpose()?,
+        token: args.token,
+        since_us: micros(args.since.as_deref(), now)?,
+        until_us: micros(args.until.as_deref(), now)?,
+    })
+}
+
+fn time(at: &DateTime<Utc>) -> String {
+    format_rfc3339_micros(at)
+}
+
+/// An absent text column, as the tables print it.
+fn text(value: &Option<String>) -> &str {
+    value.as_deref().unwrap_or("-")
+}
+
+/// Why printing or exporting the audit stopped.
+#[derive(Debug, thiserror::Error)]
+enum OutputError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The output could not be written (a closed pipe, a full disk) or encoded.
+    #[error("failed to write the output: {0}")]
+    Write(String),
+}
+
+/// A failed write of the output, inside a visit of the audit rows.
+fn io(error: impl std::fmt::Display) -> OutputError {
+    OutputError::Write(error.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_absolute_or_ago() {
+        let now = DateTime::parse_from_rfc3339("2026-11-30T04:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        assert_eq!(
+            parse_time("2026-11-30T03:40:00Z", now)
+                .unwrap()
+                .to_rfc3339(),
+            "2026-11-30T03:40:00+00:00"
+        );
+        assert_eq!(
+            parse_time("1h", now).unwrap().to_rfc3339(),
+            "2026-11-30T03:00:00+00:00"
+        );
+        assert_eq!(
+            parse_time("90m", now).unwrap().to_rfc3339(),
+            "2026-11-30T02:30:00+00:00"
+        );
+        assert!(parse_time("yesterday", now).is_err());
+        assert_eq!(
+            parse_time("yesterday", now).unwrap_err().to_string(),
+            "\"yesterday\" is neither an RFC 3339 time nor a duration like 1h"
+        );
+    }
+}

@@ -1,0 +1,325 @@
+//! `audit timeline`: one resource's writes and the history of its leases, interleaved, with who
+//! held which generation when and any stale write that got through.
+
+use super::time;
+use crate::domain::{Outcome, Overlap};
+use crate::store::{AuditFilter, LeaseEvent, Store};
+use chrono::DateTime;
+use serde::Serialize;
+use serde_json::{json, Value};
+use std::io::Write;
+use std::process::ExitCode;
+
+/// Which part of the resource's history to show.
+pub(super) enum Window {
+    /// A minute either side of an incident.
+    Around(i64),
+    /// Between two times, in microseconds; either end open.
+    Between(Option<i64>, Option<i64>),
+}
+
+pub(super) async fn run(
+    store: &Store,
+    resource: &str,
+    window: Window,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let (since_us, until_us) = match window {
+        Window::Around(id) => {
+            let incident = store
+                .overlap(id)
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("no incident {id}"))?;
+            if incident.resource != resource {
+                anyhow::bail!(
+                    "incident {id} is of resource {:?}, not {resource:?}: \
+                     use `audit timeline {:?} --around {id}`",
+                    incident.resource,
+                    incident.resource
+                );
+            }
+            window_around(&incident)
+        }
+        Window::Between(since_us, until_us) => (since_us, until_us),
+    };
+    let timeline = timeline(store, resource, since_us, until_us).await?;
+    let mut out = std::io::stdout().lock();
+    if json {
+        writeln!(out, "{}", serde_json::to_string(&timeline)?)?;
+    } else {
+        print_timeline(&mut out, &timeline)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A minute either side of an incident.
+fn window_around(incident: &Overlap) -> (Option<i64>, Option<i64>) {
+    let margin = 60_000_000;
+    (
+        Some(incident.first_seen.timestamp_micros() - margin),
+        Some(incident.last_seen.timestamp_micros() + margin),
+    )
+}
+
+/// Who held a lease's generation, from when until when.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Holding {
+    pub lease: String,
+    pub token: i64,
+    pub holder: String,
+    pub from: String,
+    /// When the grant ended (released, expired as observed, or superseded); `None` if current.
+    pub until: Option<String>,
+    pub ended_by: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Timeline {
+    pub resource: String,
+    pub since: Option<String>,
+    pub until: Option<String>,
+    pub leases: Vec<String>,
+    pub holders: Vec<Holding>,
+    /// Writes and lease events interleaved in time order.
+    pub entries: Vec<Value>,
+    /// Accepted writes whose generation the lease authority had already superseded: the stale
+    /// writes that got through (possible only without `Fencing-Lease`).
+    pub accepted_while_superseded: Vec<i64>,
+    /// Rejected attempts: audit id, outcome, token, operation, owner.
+    pub rejected: Vec<Value>,
+}
+
+/// The resource's writes and the history of the leases that touch it, interleaved, with the
+/// value's revision and hash before and after each accepted write.
+pub async fn timeline(
+    store: &Store,
+    resource: &str,
+    since_us: Option<i64>,
+    until_us: Option<i64>,
+) -> anyhow::Result<Timeline> {
+    let mut records = Vec::new();
+    store
+        .each_audit_record(
+            &AuditFilter {
+                resource: Some(resource.to_owned()),
+                ..AuditFilter::default()
+            },
+            |r| {
+                records.push(r.clone());
+                Ok::<_, crate::store::StoreError>(())
+            },
+        )
+        .await?;
+    // Leases named by the writes, and leases whose scope covers the resource.
+    let mut leases: Vec<String> = records
+        .iter()
+        .filter_map(|r| r.entry.lease.clone())
+        .collect();
+    for name in store.lease_names().await? {
+        if resource == name || resource.starts_with(&format!("{name}/")) {
+            leases.push(name);
+        }
+    }
+    leases.sort();
+    leases.dedup();
+    let history = store.lease_history(&leases, None, None).await?;
+    let holders = holdings(&history);
+
+    let in_window = |us: i64| since_us.is_none_or(|s| us >= s) && until_us.is_none_or(|u| us <= u);
+    let mut entries: Vec<(i64, i64, Value)> = Vec::new();
+    let mut accepted_while_superseded = Vec::new();
+    let mut rejected = Vec::new();
+    let mut before: (i64, Option<String>) = (0, None);
+    for record in &records {
+        let e = &record.entry;
+        let at = e.at.timestamp_micros();
+        let mut row = serde_json::to_value(record)?;
+        row["kind"] = "write".into();
+        if e.outcome == Outcome::Accepted {
+            row["revision_before"] = before.0.into();
+            row["value_sha256_before"] = before.1.clone().into();
+            row["revision_after"] = e.revision.into();
+            row["value_sha256_after"] = e.body_sha256.clone().into();
+            // The newest generation any related lease had issued when this write landed.
+            let current = history
+                .iter()
+                .filter(|ev| {
+                    ev.event == "acquired"
+                        && ev.at <= e.at
+                        && (e.lease.is_none() || e.lease.as_deref() == Some(ev.lease.as_str()))
+                })
+                .map(|ev| ev.token)
+                .max();
+            if let (Some(current), Some(token)) = (current, e.token) {
+                row["lease_generation_at_write"] = current.into();
+                if token < current {
+                    accepted_while_superseded.push(e.id);
+                }
+            }
+            before = (e.revision, e.body_sha256.clone());
+        } else if in_window(at) {
+            rejected.push(json!({
+                "audit_id": e.id, "at": time(&e.at), "outcome": e.outcome.as_str(), "token": e.token,
+                "highest_token": e.highest_token, "idempotency_key": e.idempotency_key, "owner": e.owner,
+            }));
+        }
+        if in_window(at) {
+            entries.push((at, 1, row));
+        }
+    }
+    for event in &history {
+        let at = event.at.timestamp_micros();
+        if in_window(at) {
+            let mut row = serde_json::to_value(event)?;
+            row["kind"] = "lease".into();
+            entries.push((at, 0, row));
+        }
+    }
+    entries.sort_by_key(|(at, kind, row)| (*at, *kind, row["id"].as_i64()));
+    let accepted_while_superseded: Vec<i64> = accepted_while_superseded
+        .into_iter()
+        .filter(|id| {
+            records
+                .iter()
+                .any(|r| r.entry.id == *id && in_window(r.entry.at.timestamp_micros()))
+        })
+        .collect();
+    let format = |us: Option<i64>| {
+        us.and_then(DateTime::from_timestamp_micros)
+            .map(|t| time(&t))
+    };
+    Ok(Timeline {
+        resource: resource.to_owned(),
+        since: format(since_us),
+        until: format(until_us),
+        leases,
+        holders,
+        entries: entries.into_iter().map(|(_, _, row)| row).collect(),
+        accepted_while_superseded,
+        rejected,
+    })
+}
+
+/// Turns a lease's events into who held which generation when.
+pub fn holdings(events: &[LeaseEvent]) -> Vec<Holding> {
+    let mut holdings: Vec<Holding> = Vec::new();
+    for event in events {
+        match event.event.as_str() {
+            "acquired" => {
+                if let Some(open) = holdings
+                    .iter_mut()
+                    .rev()
+                    .find(|h| h.lease == event.lease && h.until.is_none())
+                {
+                    open.until = Some(time(&event.at));
+                    open.ended_by = Some(format!("superseded by generation {}", event.token));
+                }
+                holdings.push(Holding {
+                    lease: event.lease.clone(),
+                    token: event.token,
+                    holder: event.holder.clone(),
+                    from: time(&event.at),
+                    until: None,
+                    ended_by: None,
+                });
+            }
+            "released" | "expired" => {
+                if let Some(open) = holdings
+                    .iter_mut()
+                    .rev()
+                    .find(|h| h.lease == event.lease && h.token == event.token && h.until.is_none())
+                {
+                    let end = if event.event == "expired" {
+                        event.expires_at
+                    } else {
+                        event.at
+                    };
+                    open.until = Some(time(&end));
+                    open.ended_by = Some(event.event.clone());
+                }
+            }
+            _ => {}
+        }
+    }
+    holdings
+}
+
+fn print_timeline(out: &mut impl Write, timeline: &Timeline) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "timeline of {} ({} entries)",
+        timeline.resource,
+        timeline.entries.len()
+    )?;
+    for holding in &timeline.holders {
+        writeln!(
+            out,
+            "  lease {} generation {} held by {} from {} until {}{}",
+            holding.lease,
+            holding.token,
+            holding.holder,
+            holding.from,
+            holding.until.as_deref().unwrap_or("now"),
+            holding
+                .ended_by
+                .as_ref()
+                .map(|e| format!(" ({e})"))
+                .unwrap_or_default()
+        )?;
+    }
+    for entry in &timeline.entries {
+        let text = |key: &str| match &entry[key] {
+            Value::Null => "-".to_owned(),
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        if entry["kind"] == "lease" {
+            writeln!(
+                out,
+                "{}  LEASE {:<9} {} generation {} by {}",
+                text("at"),
+                text("event"),
+                text("lease"),
+                text("token"),
+                text("holder")
+            )?;
+        } else if entry["outcome"] == "accepted" {
+            writeln!(
+                out,
+                "{}  WRITE accepted  gen {} by {}: revision {} -> {}, value {} -> {}",
+                text("at"),
+                text("token"),
+                text("owner"),
+                text("revision_before"),
+                text("revision_after"),
+                short(&text("value_sha256_before")),
+                short(&text("value_sha256_after"))
+            )?;
+        } else {
+            writeln!(
+                out,
+                "{}  WRITE {:<9} gen {} by {} (highest {}): {}",
+                text("at"),
+                text("outcome"),
+                text("token"),
+                text("owner"),
+                text("highest_token"),
+                text("detail")
+            )?;
+        }
+    }
+    if timeline.accepted_while_superseded.is_empty() {
+        writeln!(out, "no write of a superseded generation was accepted")?;
+    } else {
+        writeln!(
+            out,
+            "ACCEPTED WHILE SUPERSEDED: audit rows {:?}",
+            timeline.accepted_while_superseded
+        )?;
+    }
+    Ok(())
+}
+
+fn short(hash: &str) -> String {
+    hash.get(..12).unwrap_or(hash).to_owned()
+}

@@ -1,0 +1,272 @@
+//! The HTTP load: writers on keep-alive connections, readers and live-event subscribers beside
+//! them, against a daemon the bench starts or one at `--url`.
+
+use super::connection::{exchange, Endpoint};
+use super::cpu::{peak_rss_mib, CpuMark, CpuPerWrite};
+use super::tally::{finish, summarise, Tally};
+use super::{BenchOptions, EventsResult, PathResult, Picks};
+use anyhow::Context;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::io::AsyncBufReadExt;
+
+/// What the HTTP run measured: the writes, and the reads and streams beside them.
+pub(super) struct HttpRun {
+    pub(super) writes: PathResult,
+    pub(super) reads: Option<PathResult>,
+    pub(super) events: Option<EventsResult>,
+    pub(super) cpu: Option<CpuPerWrite>,
+}
+
+/// The HTTP path against the daemon at `--url`, or one it starts (with its peak memory).
+pub(super) async fn run_daemon_and_http(
+    options: &BenchOptions,
+    folder: &std::path::Path,
+) -> anyhow::Result<(HttpRun, Option<f64>)> {
+    let (base, mut daemon) = match &options.url {
+        Some(url) => (url.trim_end_matches('/').to_owned(), None),
+        None => {
+            let database = options
+                .database
+                .clone()
+                .unwrap_or_else(|| format!("sqlite://{}", folder.join("bench.db").display()));
+            let (base, child) = start_daemon(&database).await?;
+            (base, Some(child))
+        }
+    };
+    let daemon_pid = daemon.as_ref().and_then(tokio::process::Child::id);
+    let http = run_http(&base, options, daemon_pid).await;
+    let peak = daemon_pid.and_then(peak_rss_mib);
+    if let Some(child) = daemon.as_mut() {
+        let _ = child.kill().await;
+    }
+    Ok((http?, peak))
+}
+
+/// Starts `fencewatch serve` as a child process and waits for its address.
+async fn start_daemon(database: &str) -> anyhow::Result<(String, tokio::process::Child)> {
+    let exe = std::env::current_exe().context("cannot find this executable")?;
+    let mut child = tokio::process::Command::new(exe)
+        .args(["serve", "--listen", "127.0.0.1:0", "--database", database])
+        .env("FENCEWATCH_LOG", "error")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .context("failed to start the daemon")?;
+    let stdout = child.stdout.take().context("no stdout")?;
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let first = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+        .await
+        .context("the daemon did not start within 30 s")??
+        .context("the daemon exited before announcing its address")?;
+    let base = first
+        .strip_prefix("listening on ")
+        .context("unexpected first line from the daemon")?
+        .to_owned();
+    Ok((base, child))
+}
+
+async fn run_http(
+    base: &str,
+    options: &BenchOptions,
+    daemon_pid: Option<u32>,
+) -> anyhow::Result<HttpRun> {
+    let ca_cert = options.ca_cert.as_deref();
+    let http = crate::tls::http_client(
+        reqwest::Client::builder().pool_max_idle_per_host(options.connections),
+        ca_cert,
+    )?;
+    // Every resource first sees generation 1000, so that 999 is stale from then on.
+    for resource in 0..options.resources {
+        http.put(format!("{base}/v1/resources/bench/{resource}"))
+            .header("Fencing-Token", "1000")
+            .body("seed")
+            .send()
+            .await
+            .context("the daemon did not answer")?;
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    // Subscribed before the writes start, on connections of their own.
+    let streams = crate::tls::http_client(reqwest::Client::builder(), ca_cert)?;
+    let subscribers: Vec<_> = (0..options.subscribers)
+        .map(|_| {
+            tokio::spawn(follow_events(
+                streams.clone(),
+                base.to_owned(),
+                stop.clone(),
+            ))
+        })
+        .collect();
+    let endpoint = Arc::new(Endpoint::of(base, ca_cert)?);
+    let cpu_at_start = CpuMark::now(daemon_pid);
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for client in 0..options.connections {
+        tasks.push(tokio::spawn(write_on_one_connection(
+            endpoint.clone(),
+            client,
+            options.clone(),
+            stop.clone(),
+            Tally::new()?,
+        )));
+    }
+    let mut readers = Vec::with_capacity(options.readers);
+    for reader in 0..options.readers {
+        readers.push(tokio::spawn(read_values(
+            http.clone(),
+            base.to_owned(),
+            reader,
+            options.resources,
+            stop.clone(),
+            Tally::new()?,
+        )));
+    }
+    let tallies = finish(tasks, &stop, options.duration).await?;
+    let elapsed = started.elapsed();
+    let cpu_at_end = CpuMark::now(daemon_pid);
+    let mut read_tallies = Vec::with_capacity(readers.len());
+    for reader in readers {
+        read_tallies.push(reader.await.context("a reader failed")?);
+    }
+    let mut events = 0;
+    let mut stream_errors = 0;
+    for subscriber in subscribers {
+        match subscriber.await.context("a subscriber failed")? {
+            Ok(received) => events += received,
+            Err(_) => stream_errors += 1,
+        }
+    }
+    let writes = summarise("http", options.connections, tallies, elapsed)?;
+    Ok(HttpRun {
+        cpu: cpu_at_end.per_write_since(&cpu_at_start, writes.requests),
+        writes,
+        reads: (options.readers > 0)
+            .then(|| summarise("http reads", options.readers, read_tallies, elapsed))
+            .transpose()?,
+        events: (options.subscribers > 0).then(|| EventsResult {
+            subscribers: options.subscribers,
+            events,
+            per_subscriber_per_second: events as f64
+                / options.subscribers as f64
+                / elapsed.as_secs_f64().max(f64::EPSILON),
+            errors: stream_errors,
+        }),
+    })
+}
+
+/// One keep-alive connection writing until `stop`, through hyper's connection API rather than
+/// a pooled client: the load generator shares the machine with the daemon, and the CPU
+/// reqwest's client spent on its pool, connector and body wrappers was taken from the daemon
+/// it measures (see docs/performance.md).
+async fn write_on_one_connection(
+    endpoint: Arc<Endpoint>,
+    client: usize,
+    options: BenchOptions,
+    stop: Arc<AtomicBool>,
+    mut tally: Tally,
+) -> Tally {
+    let mut picks = Picks::seeded(client as u64 + 1);
+    let mut sent = 0u64;
+    let body = bytes::Bytes::from(format!("value from client {client}"));
+    let mut connection = None;
+    while !stop.load(Ordering::Relaxed) {
+        let sender = match &mut connection {
+            Some(sender) => sender,
+            None => match endpoint.connect().await {
+                Ok(sender) => connection.insert(sender),
+                Err(_) => {
+                    tally.errors += 1;
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
+            },
+        };
+        let resource = picks.resource(options.resources);
+        let (token, _) = picks.token(options.stale_fraction);
+        let mut request = axum::http::Request::put(format!("/v1/resources/bench/{resource}"))
+            .header(axum::http::header::HOST, endpoint.authority.as_str())
+            .header("fencing-token", token);
+        if options.idempotency_keys {
+            request = request.header("idempotency-key", format!("c{client}-{sent}"));
+        }
+        sent += 1;
+        let Ok(request) = request.body(http_body_util::Full::new(body.clone())) else {
+            tally.errors += 1;
+            continue;
+        };
+        let began = Instant::now();
+        match exchange(sender, request).await {
+            Ok(status) => {
+                let took = began.elapsed();
+                match status {
+                    200 | 201 => tally.record(took, false),
+                    409 => tally.record(took, true),
+                    _ => tally.errors += 1,
+                }
+            }
+            Err(_) => {
+                tally.errors += 1;
+                connection = None;
+            }
+        }
+    }
+    tally
+}
+
+/// Reads random values until `stop`; a 200 counts as accepted.
+async fn read_values(
+    http: reqwest::Client,
+    base: String,
+    reader: usize,
+    resources: usize,
+    stop: Arc<AtomicBool>,
+    mut tally: Tally,
+) -> Tally {
+    let mut picks = Picks::seeded(reader as u64 + 101);
+    while !stop.load(Ordering::Relaxed) {
+        let resource = picks.resource(resources);
+        let began = Instant::now();
+        let outcome = http
+            .get(format!("{base}/v1/resources/bench/{resource}"))
+            .send()
+            .await;
+        match outcome {
+            Ok(response) if response.status() == reqwest::StatusCode::OK => {
+                let took = began.elapsed();
+                let _ = response.bytes().await;
+                tally.record(took, false);
+            }
+            _ => tally.errors += 1,
+        }
+    }
+    tally
+}
+
+/// Follows the live event stream until `stop`, counting the events it receives.
+async fn follow_events(
+    http: reqwest::Client,
+    base: String,
+    stop: Arc<AtomicBool>,
+) -> anyhow::Result<u64> {
+    use eventsource_stream::Eventsource;
+    use futures_util::StreamExt;
+    let response = http
+        .get(format!("{base}/v1/events"))
+        .send()
+        .await?
+        .error_for_status()?;
+    let mut events = response.bytes_stream().eventsource();
+    let mut received = 0;
+    while !stop.load(Ordering::Relaxed) {
+        // Wakes now and then to notice `stop` when no event comes.
+        match tokio::time::timeout(Duration::from_millis(100), events.next()).await {
+            Ok(Some(Ok(_))) => received += 1,
+            Ok(Some(Err(error))) => anyhow::bail!("the event stream broke: {error}"),
+            Ok(None) => anyhow::bail!("the event stream ended"),
+            Err(_) => {}
+        }
+    }
+    Ok(received)
+}

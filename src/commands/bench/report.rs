@@ -1,0 +1,75 @@
+//! The bench's report as a table for a person (`--json` prints the report's fields instead).
+
+use super::{BenchReport, DashboardReport};
+
+pub fn print(report: &BenchReport) {
+    println!(
+        "{:<16} {:>7} {:>9} {:>10} {:>8} {:>8} {:>9} {:>9} {:>8} {:>6}",
+        "path",
+        "clients",
+        "requests",
+        "per second",
+        "p50 ms",
+        "p99 ms",
+        "p99.9 ms",
+        "accepted",
+        "rejected",
+        "errors"
+    );
+    for result in report
+        .http
+        .iter()
+        .chain(report.reads.iter())
+        .chain(report.group_commit.iter())
+        .chain(report.baseline.iter())
+    {
+        println!(
+            "{:<16} {:>7} {:>9} {:>10.0} {:>8.2} {:>8.2} {:>9.2} {:>9} {:>8} {:>6}",
+            result.path,
+            result.clients,
+            result.requests,
+            result.per_second,
+            result.p50_ms,
+            result.p99_ms,
+            result.p999_ms,
+            result.accepted,
+            result.rejected,
+            result.errors
+        );
+    }
+    if let Some(events) = &report.events {
+        println!(
+            "live streams: {} subscribers received {} events, {:.0}/s each, {} streams failed",
+            events.subscribers, events.events, events.per_subscriber_per_second, events.errors
+        );
+    }
+    if let Some(ratio) = report.ratio {
+        println!("http / store one transaction per write: {ratio:.2}");
+    }
+    if let Some(peak) = report.daemon_peak_rss_mib {
+        println!("daemon peak memory: {peak:.1} MiB");
+    }
+    if let Some(cpu) = &report.cpu {
+        let daemon = cpu.daemon_us.map_or_else(
+            || "unknown (not started by the bench)".to_owned(),
+            |us| format!("{us:.1} µs"),
+        );
+        println!(
+            "CPU per HTTP write: daemon {daemon}, load generator {:.1} µs",
+            cpu.load_generator_us
+        );
+        if let Some(ceiling) = cpu.ceiling_per_second {
+            println!(
+                "CPU ceiling on {} cores: {ceiling:.0} writes/s, were both to use every core",
+                cpu.cores
+            );
+        }
+    }
+}
+
+pub(super) fn print_dashboard(report: &DashboardReport) {
+    println!(
+        "dashboard event path: {} events in {:.2} s, {:.0} events/s",
+        report.events, report.seconds, report.per_second
+    );
+}

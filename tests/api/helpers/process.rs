@@ -1,0 +1,95 @@
+//! Real processes: the daemon as users run it, and the programs the tests run beside it.
+
+use super::db::TestDb;
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// The daemon as a real process, as users run it.
+pub struct Daemon {
+    pub child: Child,
+    pub base: String,
+}
+
+impl Daemon {
+    pub async fn spawn(db: &TestDb, extra: &[&str]) -> Daemon {
+        Self::spawn_on(&db.url, extra).await
+    }
+
+    /// A daemon on a database URL of the test's own making (through a proxy, say).
+    pub async fn spawn_on(database_url: &str, extra: &[&str]) -> Daemon {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_fencewatch"))
+            .args([
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--database",
+                database_url,
+                "--db-max-connections",
+                "8",
+            ])
+            .args(extra)
+            .env("FENCEWATCH_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start fencewatch serve");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let first = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+            .await
+            .expect("the daemon announces its address within 30 s")
+            .expect("read stdout")
+            .expect("a first line");
+        let base = first
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
+            .to_owned();
+        Daemon { child, base }
+    }
+
+    pub fn signal(&self, name: &str) {
+        let pid = self.child.id().expect("running").to_string();
+        let status = std::process::Command::new("kill")
+            .args([&format!("-{name}"), &pid])
+            .status()
+            .expect("run kill");
+        assert!(status.success());
+    }
+
+    pub async fn kill(mut self) {
+        self.child.kill().await.expect("SIGKILL");
+    }
+
+    /// Sends SIGTERM and returns whether it exited cleanly.
+    pub async fn terminate(mut self) -> bool {
+        self.signal("TERM");
+        tokio::time::timeout(Duration::from_secs(30), self.child.wait())
+            .await
+            .expect("stops within 30 s of SIGTERM")
+            .expect("wait")
+            .success()
+    }
+}
+
+/// not, the test is skipped, saying so, unless `FENCEWATCH_REQUIRE_PEERS=1` makes that a failure.
+pub fn peer(path: &str) -> Option<String> {
+    let runs = std::process::Command::new(path)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    if !runs {
+        assert!(
+            std::env::var("FENCEWATCH_REQUIRE_PEERS").as_deref() != Ok("1"),
+            "FENCEWATCH_REQUIRE_PEERS=1 but {path} is not installed"
+        );
+        eprintln!("skipping: {path} is not installed");
+        return None;
+    }
+    Some(path.to_owned())
+}
