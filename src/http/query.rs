@@ -3,7 +3,7 @@
 //! answer (a typo must not return the wrong rows).
 
 use super::problem::Problem;
-use crate::domain::{OverlapState, ResourceKey};
+use crate::domain::{OverlapState, ParseError, ResourceKey};
 use axum::extract::{FromRequestParts, Query};
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
@@ -39,14 +39,14 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for StrictQuery<T>
 pub struct Limit<const MAX: u32>(pub u32);
 
 impl<const MAX: u32> TryFrom<String> for Limit<MAX> {
-    type Error = String;
+    type Error = ParseError;
 
-    fn try_from(text: String) -> Result<Self, String> {
+    fn try_from(text: String) -> Result<Self, ParseError> {
         text.parse::<u32>()
             .ok()
             .filter(|limit| (1..=MAX).contains(limit))
             .map(Self)
-            .ok_or_else(|| format!("limit must be an integer from 1 to {MAX}"))
+            .ok_or_else(|| ParseError(format!("limit must be an integer from 1 to {MAX}")))
     }
 }
 
@@ -57,14 +57,14 @@ impl<const MAX: u32> TryFrom<String> for Limit<MAX> {
 pub struct AuditId<const MIN: i64>(pub i64);
 
 impl<const MIN: i64> TryFrom<String> for AuditId<MIN> {
-    type Error = String;
+    type Error = ParseError;
 
-    fn try_from(text: String) -> Result<Self, String> {
+    fn try_from(text: String) -> Result<Self, ParseError> {
         text.parse::<i64>()
             .ok()
             .filter(|id| *id >= MIN)
             .map(Self)
-            .ok_or_else(|| format!("an audit id must be an integer from {MIN}"))
+            .ok_or_else(|| ParseError(format!("an audit id must be an integer from {MIN}")))
     }
 }
 
@@ -74,10 +74,10 @@ impl<const MIN: i64> TryFrom<String> for AuditId<MIN> {
 pub struct Resource(pub ResourceKey);
 
 impl TryFrom<String> for Resource {
-    type Error = String;
+    type Error = ParseError;
 
-    fn try_from(text: String) -> Result<Self, String> {
-        ResourceKey::parse(text).map(Self).map_err(|e| e.0)
+    fn try_from(text: String) -> Result<Self, ParseError> {
+        ResourceKey::parse(text).map(Self)
     }
 }
 
