@@ -3,16 +3,10 @@
 use super::answer::{document, report};
 use crate::api::leases::{ttl_ms, AcquireRequest, ReleaseRequest, RenewRequest};
 use crate::cli::{LeaseAction, LeaseArgs};
-use crate::client::DaemonClient;
 use std::process::ExitCode;
 
 pub async fn run(args: LeaseArgs) -> anyhow::Result<ExitCode> {
-    let connection = &args.connection;
-    let client = DaemonClient::new(
-        &connection.url,
-        connection.api_key.clone(),
-        connection.ca_cert.as_deref(),
-    )?;
+    let client = super::connect(&args.connection)?;
     let answer = match args.action {
         LeaseAction::Acquire {
             name,

@@ -8,7 +8,7 @@ pub mod lease;
 pub mod serve;
 pub mod write;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{Cli, Command, Connection};
 use crate::{client, tls, tui};
 
 use std::process::ExitCode;
@@ -23,11 +23,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Audit(args) => audit::run(args).await,
         Command::Bench(args) => bench::run_command(args).await,
         Command::Tui(args) => {
-            let daemon = client::DaemonClient::new(
-                &args.connection.url,
-                args.connection.api_key.clone(),
-                args.connection.ca_cert.as_deref(),
-            )?;
+            let daemon = connect(&args.connection)?;
             if args.once {
                 let overview = tui::once::overview(&daemon).await?;
                 let text = if args.json {
@@ -72,6 +68,15 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         .await
         .map(|()| ExitCode::SUCCESS),
     }
+}
+
+/// The daemon a client command talks to, as its connection options name it.
+fn connect(connection: &Connection) -> Result<client::DaemonClient, client::ClientError> {
+    client::DaemonClient::new(
+        &connection.url,
+        connection.api_key.clone(),
+        connection.ca_cert.as_deref(),
+    )
 }
 
 /// Prints one line of a command's answer. A reader that went away (`| head`) is not an error:

@@ -2,18 +2,13 @@
 
 use super::answer::report;
 use crate::cli::WriteArgs;
-use crate::client::{DaemonClient, WriteRequest};
+use crate::client::WriteRequest;
 use anyhow::Context;
 use std::io::Read;
 use std::process::ExitCode;
 
 pub async fn run(args: WriteArgs) -> anyhow::Result<ExitCode> {
-    let connection = &args.connection;
-    let client = DaemonClient::new(
-        &connection.url,
-        connection.api_key.clone(),
-        connection.ca_cert.as_deref(),
-    )?;
+    let client = super::connect(&args.connection)?;
     let mut value = Vec::new();
     std::io::stdin()
         .read_to_end(&mut value)
