@@ -10,6 +10,7 @@ mod bad_input;
 mod browser;
 mod chain_heads;
 mod cli;
+mod clock;
 mod concurrency;
 mod deploy;
 mod durability;
