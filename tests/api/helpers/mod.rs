@@ -10,6 +10,9 @@ mod sse;
 
 pub use app::TestApp;
 pub use db::{Backend, TestDb};
+/// The etcd tests build their writes by hand.
+#[cfg(feature = "etcd")]
+pub use http::Put;
 pub use http::{audit_of, encode, http_builder, http_client, Reply};
 pub use process::{peer, Daemon};
 pub use sse::SseClient;
