@@ -1,7 +1,7 @@
 //! `GET /v1/audit`.
 
 use super::problem::{json_ok, Problem};
-use super::query::{AuditId, Limit, Resource, StrictQuery};
+use super::query::{After, Before, Limit, QueryParams, Resource, StrictQuery};
 use super::AppState;
 use crate::api::monitoring::AuditPage;
 use crate::store::AuditQuery;
@@ -24,16 +24,20 @@ pub fn router() -> Router<AppState> {
 pub struct AuditParams {
     resource: Option<Resource>,
     limit: Option<Limit<MAX_LIMIT>>,
-    before: Option<AuditId<1>>,
-    after: Option<AuditId<0>>,
+    before: Option<Before>,
+    after: Option<After>,
+}
+
+impl QueryParams for AuditParams {
+    const KNOWN: &'static [&'static str] = &["resource", "limit", "before", "after"];
 }
 
 impl From<AuditParams> for AuditQuery {
     fn from(params: AuditParams) -> Self {
         AuditQuery {
             resource: params.resource.map(|Resource(key)| key),
-            before: params.before.map(|AuditId(id)| id),
-            after: params.after.map(|AuditId(id)| id),
+            before: params.before.map(|Before(id)| id),
+            after: params.after.map(|After(id)| id),
             limit: params.limit.map_or(DEFAULT_LIMIT, |Limit(limit)| limit),
         }
     }
@@ -50,18 +54,9 @@ async fn list(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use axum::extract::FromRequestParts;
 
     fn parse_query(raw: &str) -> Result<AuditQuery, Problem> {
-        let (mut parts, ()) = axum::http::Request::get(format!("/v1/audit?{raw}"))
-            .body(())
-            .expect("a request")
-            .into_parts();
-        let parsed = futures_util::FutureExt::now_or_never(
-            StrictQuery::<AuditParams>::from_request_parts(&mut parts, &()),
-        )
-        .expect("parsing a query never waits");
-        parsed.map(|StrictQuery(params)| params.into())
+        super::super::query::parse::<AuditParams>(raw).map(AuditQuery::from)
     }
 
     #[test]
@@ -102,5 +97,28 @@ mod tests {
         ] {
             assert!(parse_query(bad).is_err(), "{bad:?} was accepted");
         }
+    }
+
+    #[test]
+    fn refusals_say_what_is_wrong_with_which_parameter() {
+        let detail = |raw: &str| parse_query(raw).map(|_| ()).unwrap_err().detail;
+        assert_eq!(detail("limit=0"), "limit must be an integer from 1 to 1000");
+        assert_eq!(
+            detail("before=0"),
+            "before must be an audit id (a positive integer)"
+        );
+        assert_eq!(
+            detail("after=x"),
+            "after must be an audit id (an integer from 0)"
+        );
+        assert_eq!(detail("limit=1&limit=2"), "limit is given more than once");
+        assert_eq!(
+            detail("owner=x"),
+            "unknown parameter \"owner\"; known: resource, limit, before, after"
+        );
+        assert_eq!(
+            detail("resource=%FF"),
+            "query parameter \"%FF\" is not valid UTF-8"
+        );
     }
 }

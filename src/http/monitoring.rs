@@ -1,7 +1,7 @@
 //! `GET /v1/overlaps` and `GET /v1/stats`.
 
 use super::problem::{json_ok, Problem};
-use super::query::{Limit, Resource, StateFilter, StrictQuery};
+use super::query::{Limit, QueryParams, Resource, StateFilter, StrictQuery};
 use super::AppState;
 use crate::api::monitoring::{AlertList, OverlapList};
 use crate::metrics::Exposition;
@@ -27,8 +27,16 @@ pub fn router() -> Router<AppState> {
 struct OverlapParams {
     state: Option<StateFilter>,
     resource: Option<Resource>,
-    limit: Option<Limit<1000>>,
+    limit: Option<Limit<MAX_OVERLAPS>>,
 }
+
+impl QueryParams for OverlapParams {
+    const KNOWN: &'static [&'static str] = &["state", "resource", "limit"];
+}
+
+/// Overlaps answered when no `limit` is given, and at most.
+const DEFAULT_OVERLAPS: u32 = 100;
+const MAX_OVERLAPS: u32 = 1000;
 
 async fn overlaps(
     State(state): State<AppState>,
@@ -37,7 +45,7 @@ async fn overlaps(
     let query = OverlapQuery {
         state: params.state.and_then(|StateFilter(state)| state),
         resource: params.resource.map(|Resource(key)| key.as_str().to_owned()),
-        limit: params.limit.map_or(100, |Limit(limit)| limit),
+        limit: params.limit.map_or(DEFAULT_OVERLAPS, |Limit(limit)| limit),
     };
     let overlaps = state.service.overlaps(&query).await?;
     Ok(json_ok(&OverlapList { overlaps }))

@@ -4,33 +4,59 @@
 
 use super::problem::Problem;
 use crate::domain::{OverlapState, ParseError, ResourceKey};
-use axum::extract::{FromRequestParts, Query};
+use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
-/// `Query<T>` with `T` denying unknown fields, after a check that every escape decodes to
-/// UTF-8 (the form decoder would replace a bad one with U+FFFD and carry on).
+/// A query's parameters: a struct that deserializes from the query string, and the names it
+/// knows, so that an unknown one is refused by name.
+pub trait QueryParams: DeserializeOwned {
+    const KNOWN: &'static [&'static str];
+}
+
+/// `T` from the query string, strictly: every escape must decode to UTF-8 (the form decoder
+/// would replace a bad one with U+FFFD and carry on), every name must be one `T` knows, no
+/// name may repeat, and each value must parse.
 pub struct StrictQuery<T>(pub T);
 
-impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for StrictQuery<T> {
+impl<T: QueryParams, S: Send + Sync> FromRequestParts<S> for StrictQuery<T> {
     type Rejection = Problem;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Problem> {
-        let raw = parts.uri.query().unwrap_or_default();
-        if let Some(part) = raw.split(['&', '=']).find(|part| {
-            percent_encoding::percent_decode_str(part)
-                .decode_utf8()
-                .is_err()
-        }) {
+        parse(parts.uri.query().unwrap_or_default()).map(Self)
+    }
+}
+
+/// Parses a query string into `T`, with the refusals `StrictQuery` answers.
+pub fn parse<T: QueryParams>(raw: &str) -> Result<T, Problem> {
+    if let Some(part) = raw.split(['&', '=']).find(|part| {
+        percent_encoding::percent_decode_str(part)
+            .decode_utf8()
+            .is_err()
+    }) {
+        return Err(Problem::invalid_request(format!(
+            "query parameter {part:?} is not valid UTF-8"
+        )));
+    }
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(raw)
+        .map_err(|error| Problem::invalid_request(format!("malformed query string: {error}")))?;
+    let mut seen: Vec<&str> = Vec::with_capacity(pairs.len());
+    for (name, _) in &pairs {
+        if !T::KNOWN.contains(&name.as_str()) {
             return Err(Problem::invalid_request(format!(
-                "query parameter {part:?} is not valid UTF-8"
+                "unknown parameter {name:?}; known: {}",
+                T::KNOWN.join(", ")
             )));
         }
-        Query::try_from_uri(&parts.uri)
-            .map(|Query(value)| Self(value))
-            .map_err(|rejection| Problem::invalid_request(rejection.body_text()))
+        if seen.contains(&name.as_str()) {
+            return Err(Problem::invalid_request(format!(
+                "{name} is given more than once"
+            )));
+        }
+        seen.push(name);
     }
+    serde_urlencoded::from_str(raw).map_err(|error| Problem::invalid_request(error.to_string()))
 }
 
 /// `limit`: how many rows, from 1 to `MAX`.
@@ -50,21 +76,37 @@ impl<const MAX: u32> TryFrom<String> for Limit<MAX> {
     }
 }
 
-/// An audit id to page from: `before` takes ids from 1 (rows below it), `after` ids from 0
-/// (rows above it).
+/// `before`: only rows with an id below this one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(try_from = "String")]
-pub struct AuditId<const MIN: i64>(pub i64);
+pub struct Before(pub i64);
 
-impl<const MIN: i64> TryFrom<String> for AuditId<MIN> {
+impl TryFrom<String> for Before {
     type Error = ParseError;
 
     fn try_from(text: String) -> Result<Self, ParseError> {
         text.parse::<i64>()
             .ok()
-            .filter(|id| *id >= MIN)
+            .filter(|id| *id >= 1)
             .map(Self)
-            .ok_or_else(|| ParseError(format!("an audit id must be an integer from {MIN}")))
+            .ok_or_else(|| ParseError::new("before must be an audit id (a positive integer)"))
+    }
+}
+
+/// `after`: only rows with an id above this one (0: from the start).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
+pub struct After(pub i64);
+
+impl TryFrom<String> for After {
+    type Error = ParseError;
+
+    fn try_from(text: String) -> Result<Self, ParseError> {
+        text.parse::<i64>()
+            .ok()
+            .filter(|id| *id >= 0)
+            .map(Self)
+            .ok_or_else(|| ParseError::new("after must be an audit id (an integer from 0)"))
     }
 }
 
@@ -87,14 +129,14 @@ impl TryFrom<String> for Resource {
 pub struct StateFilter(pub Option<OverlapState>);
 
 impl TryFrom<String> for StateFilter {
-    type Error = &'static str;
+    type Error = ParseError;
 
-    fn try_from(text: String) -> Result<Self, Self::Error> {
+    fn try_from(text: String) -> Result<Self, ParseError> {
         match text.as_str() {
             "all" => Ok(Self(None)),
             other => OverlapState::parse(other)
                 .map(|state| Self(Some(state)))
-                .ok_or("state must be open, closed or all"),
+                .ok_or_else(|| ParseError::new("state must be open, closed or all")),
         }
     }
 }
