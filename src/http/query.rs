@@ -98,3 +98,18 @@ impl TryFrom<String> for StateFilter {
         }
     }
 }
+
+/// A time in RFC 3339 (`2026-12-01T10:00:00Z`, any offset), as microseconds since the epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
+pub struct Time(pub i64);
+
+impl TryFrom<String> for Time {
+    type Error = &'static str;
+
+    fn try_from(text: String) -> Result<Self, Self::Error> {
+        chrono::DateTime::parse_from_rfc3339(&text)
+            .map(|at| Self(at.timestamp_micros()))
+            .map_err(|_| "a time must be RFC 3339, like 2026-12-01T10:00:00Z")
+    }
+}

@@ -169,6 +169,8 @@ mod tests {
             Need::of(&get, "/v1/leases/jobs/a"),
             Need::ReadLease(b"jobs/a".to_vec())
         );
+        // A lease's history is a monitoring read, like the audit.
+        assert_eq!(Need::of(&get, "/v1/lease-history/jobs%2Fa"), Need::Read);
         assert_eq!(Need::of(&get, "/v1/audit"), Need::Read);
         assert_eq!(Need::of(&get, "/v1/events"), Need::Read);
         assert_eq!(Need::of(&Method::DELETE, "/v1/resources/a"), Need::Nothing);
