@@ -6,12 +6,13 @@ pub mod timeline;
 
 use crate::api::events::{AlertEvent, DaemonEvent, OverlapEvent, StatsEvent, WriteEvent};
 use crate::domain::alert::AlertState;
+use crate::domain::lease_history::LeaseEvent;
 use crate::domain::{Outcome, OverlapState};
 use chart::{Rates, Series};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
-use timeline::{Anchor, Fetch, Page, Timeline};
+use timeline::{Anchor, Fetch, LeaseFetch, Page, Timeline};
 
 /// Rejected writes kept for the log.
 pub const REJECTION_LOG: usize = 2000;
@@ -128,6 +129,12 @@ pub enum Msg {
         resource: String,
         page: Page,
     },
+    /// The history of the lease the open timeline's writes name, newest first.
+    LeaseHistory {
+        resource: String,
+        fetch: LeaseFetch,
+        events: Vec<LeaseEvent>,
+    },
     /// The clock, once per frame: seconds since the epoch.
     Tick {
         now: i64,
@@ -154,6 +161,7 @@ pub struct Snapshot {
 pub enum Command {
     Quit,
     FetchTimeline { resource: String, fetch: Fetch },
+    FetchLeaseHistory { resource: String, fetch: LeaseFetch },
 }
 
 /// Rows a page key moves.
@@ -281,6 +289,19 @@ impl Model {
             Msg::Timeline { resource, page } => {
                 if let Some(timeline) = self.timeline.as_mut().filter(|t| t.resource == resource) {
                     timeline.apply(page);
+                    // The rows say which lease and how far back: its history follows them.
+                    return timeline
+                        .lease_request()
+                        .map(|fetch| Command::FetchLeaseHistory { resource, fetch });
+                }
+            }
+            Msg::LeaseHistory {
+                resource,
+                fetch,
+                events,
+            } => {
+                if let Some(timeline) = self.timeline.as_mut().filter(|t| t.resource == resource) {
+                    timeline.apply_lease(fetch, events);
                 }
             }
             Msg::Tick { now } => self.now = now,
