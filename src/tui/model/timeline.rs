@@ -2,7 +2,7 @@
 //! the history of the lease its writes name beside it.
 
 use crate::api::events::WriteEvent;
-use crate::domain::lease_history::{tenure_at, LeaseEvent, Tenure};
+use crate::domain::lease_history::{tenure_at, LeaseChange, LeaseEvent, Tenure};
 use chrono::{DateTime, Utc};
 use std::sync::Arc;
 
@@ -28,6 +28,47 @@ pub struct LeaseFetch {
 pub struct LeaseTrail {
     pub fetch: LeaseFetch,
     pub events: Vec<LeaseEvent>,
+}
+
+/// A line of the lease's column: one event, or a run of renewals of one grant (a holder renews
+/// several times a second; one line each would push the grants and expiries off the screen).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseLine {
+    /// The first event's time.
+    pub at: DateTime<Utc>,
+    pub change: LeaseChange,
+    pub token: i64,
+    pub holder: String,
+    /// Events in the line: more than one only for renewals.
+    pub count: usize,
+    /// The grant's end as of the line's last event.
+    pub expires_at: DateTime<Utc>,
+}
+
+impl LeaseTrail {
+    pub fn lines(&self) -> Vec<LeaseLine> {
+        let mut lines: Vec<LeaseLine> = Vec::new();
+        for e in &self.events {
+            if let Some(last) = lines.last_mut().filter(|last| {
+                e.event == LeaseChange::Renewed
+                    && last.change == LeaseChange::Renewed
+                    && last.token == e.token
+            }) {
+                last.count += 1;
+                last.expires_at = e.expires_at;
+                continue;
+            }
+            lines.push(LeaseLine {
+                at: e.at,
+                change: e.event,
+                token: e.token,
+                holder: e.holder.clone(),
+                count: 1,
+                expires_at: e.expires_at,
+            });
+        }
+        lines
+    }
 }
 
 /// Where a timeline opens.
@@ -147,12 +188,11 @@ impl Timeline {
         tenure_at(&trail.events, row.token?, row.at)
     }
 
-    /// The index of the last lease event at or before the selected row's time: where the
-    /// lease's column is centred.
-    pub fn lease_cursor(&self) -> Option<usize> {
+    /// The index of the last of `lines` that began at or before the selected row's time:
+    /// where the lease's column is centred.
+    pub fn lease_cursor(&self, lines: &[LeaseLine]) -> Option<usize> {
         let at = self.selected_row()?.at;
-        let events = &self.lease.as_ref()?.events;
-        events.iter().rposition(|e| e.at <= at)
+        lines.iter().rposition(|line| line.at <= at)
     }
 
     /// The two generations of the overlap the timeline opened on, if it did.
@@ -339,6 +379,57 @@ mod tests {
         assert!(timeline.lease.is_none());
         timeline.apply_lease(fetch, Vec::new());
         assert!(timeline.lease.is_some());
+    }
+
+    #[test]
+    fn runs_of_renewals_are_one_line_each_and_the_cursor_follows_the_selected_row() {
+        use crate::domain::lease_history::LeaseChange::*;
+        let event = |id, seconds, event, token, until| LeaseEvent {
+            id,
+            at: at(seconds),
+            event,
+            holder: format!("w{token}"),
+            token,
+            expires_at: at(until),
+        };
+        let trail = LeaseTrail {
+            fetch: LeaseFetch {
+                lease: "jobs".into(),
+                until: None,
+            },
+            events: vec![
+                event(1, 20, Acquired, 1, 19),
+                event(2, 19, Renewed, 1, 18),
+                event(3, 18, Renewed, 1, 17),
+                event(4, 17, Renewed, 1, 16),
+                event(5, 14, Expired, 1, 16),
+                event(6, 14, Acquired, 2, 13),
+                event(7, 13, Renewed, 2, 12),
+            ],
+        };
+        let lines = trail.lines();
+        let summary: Vec<_> = lines.iter().map(|l| (l.change, l.token, l.count)).collect();
+        assert_eq!(
+            summary,
+            [
+                (Acquired, 1, 1),
+                (Renewed, 1, 3),
+                (Expired, 1, 1),
+                (Acquired, 2, 1),
+                (Renewed, 2, 1)
+            ]
+        );
+        // The run's line starts at its first renewal and ends where its last one left the grant.
+        assert_eq!((lines[1].at, lines[1].expires_at), (at(19), at(16)));
+
+        let mut timeline = Timeline::new("jobs".into(), None);
+        timeline.apply(page(vec![leased(5, 1, Some("jobs"))], true, Some(5)));
+        // Row 5 is at 5 s before now: past everything, so the last line.
+        assert_eq!(timeline.lease_cursor(&lines), Some(4));
+        let mut early = (*leased(5, 1, Some("jobs"))).clone();
+        early.at = at(16);
+        timeline.rows = vec![Arc::new(early)];
+        assert_eq!(timeline.lease_cursor(&lines), Some(1));
     }
 
     #[test]

@@ -219,7 +219,8 @@ async fn timeline_opens_at_the_overlap() {
         assert!(text.contains("◀ stale") && text.contains("  new"), "{text}");
         // Beside the writes, the lease's history; for the stale write, who held gen 7 then.
         assert!(text.contains("Lease accounts/totals: 8 events"), "{text}");
-        assert!(text.contains("acquired g8"), "{text}");
+        assert!(text.contains("acquired     g8   worker-8"), "{text}");
+        assert!(text.contains("expired      g7   worker-7"), "{text}");
         assert!(
             text.contains(
                 "gen 7: worker-7's since 03:39:19, LAPSED 03:39:25.123; worker-8 held gen 8"

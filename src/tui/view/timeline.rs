@@ -13,7 +13,7 @@ use ratatui::widgets::{Block, Cell, Paragraph, Row, Table, TableState};
 use ratatui::Frame;
 
 /// The lease column's width beside the table, on terminals wide enough to keep both.
-const LEASE_COLUMN: u16 = 50;
+const LEASE_COLUMN: u16 = 54;
 /// The lease panel's height under the table on narrow terminals (three events).
 const LEASE_ROWS: u16 = 5;
 
@@ -197,32 +197,32 @@ fn render_lease(frame: &mut Frame, area: Rect, timeline: &Timeline, theme: Theme
         return;
     };
     let marked = timeline.generations();
-    let cursor = timeline.lease_cursor();
+    let entries = trail.lines();
+    let cursor = timeline.lease_cursor(&entries);
     let visible = usize::from(area.height.saturating_sub(2));
-    let last_start = trail.events.len().saturating_sub(visible);
+    let last_start = entries.len().saturating_sub(visible);
     // More of what led up to the write than of what followed it.
     let start = cursor
         .map_or(last_start, |at| at.saturating_sub(visible * 2 / 3))
         .min(last_start);
-    let wide = area.width >= 46;
-    let lines: Vec<Line> = trail
-        .events
+    let lines: Vec<Line> = entries
         .iter()
         .enumerate()
         .skip(start)
         .take(visible)
         .map(|(index, e)| {
             let here = if Some(index) == cursor { "▶" } else { " " };
-            let mut text = format!(
-                "{here}{} {:<8} g{:<3} {}",
+            let what = match e.count {
+                1 => e.change.as_str().to_owned(),
+                n => format!("{} ×{n}", e.change.as_str()),
+            };
+            let text = format!(
+                "{here}{} {what:<12} g{:<3} {} →{}",
                 clock_millis(&e.at),
-                e.event.as_str(),
                 e.token,
-                e.holder
+                e.holder,
+                clock(&e.expires_at)
             );
-            if wide || area.width >= 70 {
-                text.push_str(&format!(" →{}", clock(&e.expires_at)));
-            }
             let style = match marked {
                 Some((stale, _)) if e.token == stale => theme.fg(Color::Red),
                 Some((_, newer)) if e.token == newer => theme.fg(Color::Green),
