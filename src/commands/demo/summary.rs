@@ -136,7 +136,7 @@ impl Summary {
         for o in &self.incidents {
             let owner = |who: &Option<String>| who.clone().unwrap_or_else(|| "-".to_owned());
             lines.push(format!(
-                "  {} {}: gen {} ({}) wrote after gen {} ({}) took over, {} refused, {}",
+                "  {} {} gen {} ({}) < {} ({}): {} refused, {}",
                 o.first_seen.format("%H:%M:%S"),
                 o.resource,
                 o.stale_token,
