@@ -51,7 +51,7 @@ pub enum Grants {
 /// a prefix is matched against what the handler will see, whatever the encoding.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Need {
-    /// A read of the monitoring side: audit, overlaps, stats, alerts, events.
+    /// A read of the monitoring side: audit, overlaps, stats, alerts, events, lease history.
     Read,
     /// `GET /v1/resources/KEY`.
     ReadResource(Vec<u8>),
