@@ -267,6 +267,14 @@ impl Model {
                     self.held.push_back(event);
                 } else {
                     self.apply(event);
+                    // A live write may show a generation granted since the history was read.
+                    let timeline = self.timeline.as_mut().filter(|t| t.lease.is_some());
+                    if let Some(timeline) = timeline {
+                        let resource = timeline.resource.clone();
+                        return timeline
+                            .lease_request()
+                            .map(|fetch| Command::FetchLeaseHistory { resource, fetch });
+                    }
                 }
             }
             Msg::Snapshot(snapshot) => self.apply_snapshot(snapshot),

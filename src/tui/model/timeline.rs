@@ -279,6 +279,14 @@ impl Timeline {
             self.selected = self.rows.len() - 1;
         }
         self.trim_front();
+        // A generation the loaded history has not seen was granted since: ask again.
+        let newer = |trail: &LeaseTrail| {
+            row.token
+                .is_some_and(|token| trail.events.iter().all(|e| e.token < token))
+        };
+        if self.lease.as_ref().is_some_and(newer) {
+            self.lease_asked = None;
+        }
     }
 
     /// Moves the selection by `delta` rows; asks for more rows past either end.
@@ -430,6 +438,28 @@ mod tests {
         early.at = at(16);
         timeline.rows = vec![Arc::new(early)];
         assert_eq!(timeline.lease_cursor(&lines), Some(1));
+    }
+
+    #[test]
+    fn a_live_write_of_a_generation_the_history_lacks_asks_for_it_again() {
+        use crate::domain::lease_history::LeaseChange::Acquired;
+        let mut timeline = Timeline::new("jobs".into(), None);
+        timeline.apply(page(vec![leased(1, 1, Some("jobs"))], true, Some(1)));
+        let fetch = timeline.lease_request().unwrap();
+        assert_eq!(fetch.until, None, "at the live end: the newest history");
+        let granted = LeaseEvent {
+            id: 1,
+            at: at(20),
+            event: Acquired,
+            holder: "w1".into(),
+            token: 1,
+            expires_at: at(0),
+        };
+        timeline.apply_lease(fetch, vec![granted]);
+        timeline.append_live(&leased(2, 1, Some("jobs")));
+        assert_eq!(timeline.lease_request(), None, "generation 1 is known");
+        timeline.append_live(&leased(3, 2, Some("jobs")));
+        assert!(timeline.lease_request().is_some(), "generation 2 is new");
     }
 
     #[test]
