@@ -335,16 +335,19 @@ pub struct DemoArgs {
     /// Simulated workers.
     #[arg(long, default_value_t = 4)]
     pub workers: usize,
-    /// Resources they compete for.
-    #[arg(long, default_value_t = 2)]
+    /// Resources they hold (at most one fewer than workers: one stands by).
+    #[arg(long, default_value_t = 3)]
     pub resources: usize,
-    /// Run without the dashboard and print a summary at the end.
+    /// Time between incidents (a worker stalling past its lease).
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "12s")]
+    pub every: Duration,
+    /// Run without the dashboard, for --duration.
     #[arg(long)]
     pub headless: bool,
     /// How long a headless run lasts (e.g. 10s).
     #[arg(long, value_parser = humantime::parse_duration, default_value = "10s")]
     pub duration: Duration,
-    /// With --headless: the summary as JSON.
+    /// The summary at the end as JSON.
     #[arg(long)]
     pub json: bool,
     /// No colours in the dashboard (also when NO_COLOR is set).

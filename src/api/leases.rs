@@ -50,3 +50,13 @@ pub enum LeaseState {
     Expired,
     Released,
 }
+
+/// One entry of a lease's history, as the daemon records it.
+pub use crate::domain::lease_history::LeaseEvent as LeaseHistoryEvent;
+
+/// `GET /v1/lease-history/{name}`: the lease's events, newest first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeaseHistory {
+    pub lease: String,
+    pub events: Vec<LeaseHistoryEvent>,
+}

@@ -4,6 +4,7 @@
 use crate::app::group_commit::GroupCommit;
 use crate::authority::{Authorities, AuthorityError};
 use crate::domain::authority::{self, Anomaly, AuthorityView, ExternalLock, Progress};
+use crate::domain::lease_history::LeaseEvent;
 use crate::domain::{
     AuditEntry, FencedWrite, FencingToken, Holder, LeaseName, LeasePolicy, Overlap, RefusedAttempt,
     ResourceKey, Ttl, WriteResult,
@@ -11,8 +12,8 @@ use crate::domain::{
 use crate::live::CommitFeed;
 use crate::metrics::Metrics;
 use crate::store::{
-    AcquireResult, AuditQuery, LeaseState, OverlapQuery, PruneReport, RegressedLock, ReleaseResult,
-    RenewResult, Store, StoreError, StoredAlert, StoredValue,
+    AcquireResult, AuditQuery, LeaseHistoryQuery, LeaseState, OverlapQuery, PruneReport,
+    RegressedLock, ReleaseResult, RenewResult, Store, StoreError, StoredAlert, StoredValue,
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -324,6 +325,23 @@ impl FenceService {
 
     pub async fn lease(&self, name: &LeaseName) -> Result<Option<LeaseState>, StoreError> {
         self.bounded(self.store.lease(name)).await
+    }
+
+    /// A page of a lease's history, newest first; `None` if the lease was never acquired. Both
+    /// reads share one bound.
+    pub async fn lease_history(
+        &self,
+        name: &LeaseName,
+        query: &LeaseHistoryQuery,
+    ) -> Result<Option<Vec<LeaseEvent>>, StoreError> {
+        self.bounded(async {
+            let events = self.store.lease_history_page(name, query).await?;
+            if events.is_empty() && self.store.lease(name).await?.is_none() {
+                return Ok(None);
+            }
+            Ok(Some(events))
+        })
+        .await
     }
 
     /// Prunes audit rows older than `retention`, behind checkpoints, until aborted.

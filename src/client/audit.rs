@@ -1,8 +1,11 @@
-//! Reading the audit: a page at a time, and the first row at or after a time.
+//! Reading the audit: a page at a time, and the first row at or after a time; a lease's
+//! history beside it.
 
 use super::encode::encode_segment;
 use super::{ClientError, DaemonClient};
+use crate::api::leases::LeaseHistory;
 use crate::api::monitoring::AuditPage;
+use crate::domain::audit::format_rfc3339_micros;
 use chrono::{DateTime, Utc};
 use std::fmt::Write as _;
 
@@ -41,6 +44,17 @@ impl AuditQuery<'_> {
 }
 
 impl DaemonClient {
+    /// `GET /v1/lease-history/{name}`: the newest `limit` events of `lease` at or before
+    /// `until` (all without it), newest first.
+    pub async fn lease_history(
+        &self,
+        lease: &str,
+        until: Option<DateTime<Utc>>,
+        limit: u32,
+    ) -> Result<LeaseHistory, ClientError> {
+        self.read(&lease_history_path(lease, until, limit)).await
+    }
+
     /// A page of the audit, newest first.
     pub async fn audit(&self, query: AuditQuery<'_>) -> Result<AuditPage, ClientError> {
         self.read(&query.path()).await
@@ -83,6 +97,15 @@ impl DaemonClient {
     }
 }
 
+fn lease_history_path(lease: &str, until: Option<DateTime<Utc>>, limit: u32) -> String {
+    let mut path = format!("/v1/lease-history/{}?limit={limit}", encode_segment(lease));
+    if let Some(until) = until {
+        // UTC with a `Z`: nothing in it needs escaping.
+        let _ = write!(path, "&until={}", format_rfc3339_micros(&until));
+    }
+    path
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,5 +123,18 @@ mod tests {
             "/v1/audit?resource=jobs%2Fa%20b&before=10&limit=50"
         );
         assert_eq!(AuditQuery::default().path(), "/v1/audit");
+    }
+
+    #[test]
+    fn a_lease_history_path_encodes_the_name_and_reads_back_from_a_time() {
+        let at = DateTime::from_timestamp_micros(1_764_474_006_000_001).unwrap();
+        assert_eq!(
+            lease_history_path("jobs/a", Some(at), 200),
+            "/v1/lease-history/jobs%2Fa?limit=200&until=2025-11-30T03:40:06.000001Z"
+        );
+        assert_eq!(
+            lease_history_path("j", None, 5),
+            "/v1/lease-history/j?limit=5"
+        );
     }
 }

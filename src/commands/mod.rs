@@ -64,6 +64,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             duration: Some(args.duration),
             json: args.json,
             color: tui::wants_color(args.no_color),
+            every: args.every,
         })
         .await
         .map(|()| ExitCode::SUCCESS),

@@ -12,6 +12,7 @@ pub mod idempotency;
 pub mod key;
 pub mod label;
 pub mod lease;
+pub mod lease_history;
 pub mod outcome;
 pub mod overlap;
 pub mod revision;

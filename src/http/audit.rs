@@ -105,12 +105,9 @@ mod tests {
         assert_eq!(detail("limit=0"), "limit must be an integer from 1 to 1000");
         assert_eq!(
             detail("before=0"),
-            "before must be an audit id (a positive integer)"
+            "before must be an id (a positive integer)"
         );
-        assert_eq!(
-            detail("after=x"),
-            "after must be an audit id (an integer from 0)"
-        );
+        assert_eq!(detail("after=x"), "after must be an id (an integer from 0)");
         assert_eq!(detail("limit=1&limit=2"), "limit is given more than once");
         assert_eq!(
             detail("owner=x"),

@@ -1,14 +1,16 @@
-//! The lease authority: `POST /v1/leases/{name}/acquire|renew|release`, `GET /v1/leases/{name}`.
+//! The lease authority: `POST /v1/leases/{name}/acquire|renew|release`, `GET /v1/leases/{name}`,
+//! and a lease's history, `GET /v1/lease-history/{name}`.
 
 use super::problem::{json_ok, Problem};
+use super::query::{After, Before, Limit, QueryParams, StrictQuery, Time};
 use super::write_request::is_length_limit;
 use super::AppState;
 use crate::api::leases::{
-    AcquireRequest, LeaseState as ViewState, LeaseView, ReleaseRequest, RenewRequest,
+    AcquireRequest, LeaseHistory, LeaseState as ViewState, LeaseView, ReleaseRequest, RenewRequest,
 };
 use crate::domain::audit::format_rfc3339_micros;
 use crate::domain::{FencingToken, Holder, LeaseName, LeaseRecord, ParseError, Ttl};
-use crate::store::{AcquireResult, LeaseState, ReleaseResult, RenewResult};
+use crate::store::{AcquireResult, LeaseHistoryQuery, LeaseState, ReleaseResult, RenewResult};
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode, Uri};
@@ -17,14 +19,73 @@ use axum::routing::get;
 use axum::Router;
 use chrono::DateTime;
 use serde::de::DeserializeOwned;
+use serde::Deserialize;
 
 const PREFIX: &str = "/v1/leases/";
 
 /// A lease request's body is a small JSON object; anything longer is refused unread.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
+/// The history's own prefix: under `/v1/leases/` a `/history` suffix could not be told from a
+/// lease whose name ends in it (names may contain `/`). Being a monitoring read, it needs the
+/// `read` scope, like the audit.
+const HISTORY_PREFIX: &str = "/v1/lease-history/";
+
+pub const DEFAULT_HISTORY_LIMIT: u32 = 100;
+pub const MAX_HISTORY_LIMIT: u32 = 1000;
+
 pub fn router() -> Router<AppState> {
-    Router::new().route("/v1/leases/{*rest}", get(show).post(act))
+    Router::new()
+        .route("/v1/leases/{*rest}", get(show).post(act))
+        .route("/v1/lease-history/{*rest}", get(history))
+}
+
+/// `GET /v1/lease-history/{name}`'s parameters: event ids to page by, like the audit's, and a
+/// time to read back from.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HistoryParams {
+    limit: Option<Limit<MAX_HISTORY_LIMIT>>,
+    before: Option<Before>,
+    after: Option<After>,
+    until: Option<Time>,
+}
+
+impl QueryParams for HistoryParams {
+    const KNOWN: &'static [&'static str] = &["limit", "before", "after", "until"];
+}
+
+impl From<HistoryParams> for LeaseHistoryQuery {
+    fn from(params: HistoryParams) -> Self {
+        LeaseHistoryQuery {
+            before: params.before.map(|Before(id)| id),
+            after: params.after.map(|After(id)| id),
+            until_us: params.until.map(|Time(at)| at),
+            limit: params
+                .limit
+                .map_or(DEFAULT_HISTORY_LIMIT, |Limit(limit)| limit),
+        }
+    }
+}
+
+/// Reserved (`fencewatch/…`) names are readable, as `GET /v1/leases/{name}` is: only taking
+/// one is refused.
+async fn history(
+    State(state): State<AppState>,
+    uri: Uri,
+    StrictQuery(params): StrictQuery<HistoryParams>,
+) -> Result<Response, Problem> {
+    let name = lease_name(uri.path().strip_prefix(HISTORY_PREFIX).unwrap_or_default())?;
+    match state.service.lease_history(&name, &params.into()).await? {
+        Some(events) => Ok(json_ok(&LeaseHistory {
+            lease: name.as_str().to_owned(),
+            events,
+        })),
+        None => Err(Problem::not_found(format!(
+            "lease {:?} has never been acquired",
+            name.as_str()
+        ))),
+    }
 }
 
 /// A grant just made or renewed: held by definition.

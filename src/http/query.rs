@@ -89,7 +89,7 @@ impl TryFrom<String> for Before {
             .ok()
             .filter(|id| *id >= 1)
             .map(Self)
-            .ok_or_else(|| ParseError::new("before must be an audit id (a positive integer)"))
+            .ok_or_else(|| ParseError::new("before must be an id (a positive integer)"))
     }
 }
 
@@ -106,7 +106,7 @@ impl TryFrom<String> for After {
             .ok()
             .filter(|id| *id >= 0)
             .map(Self)
-            .ok_or_else(|| ParseError::new("after must be an audit id (an integer from 0)"))
+            .ok_or_else(|| ParseError::new("after must be an id (an integer from 0)"))
     }
 }
 
@@ -138,5 +138,20 @@ impl TryFrom<String> for StateFilter {
                 .map(|state| Self(Some(state)))
                 .ok_or_else(|| ParseError::new("state must be open, closed or all")),
         }
+    }
+}
+
+/// A time in RFC 3339 (`2026-12-01T10:00:00Z`, any offset), as microseconds since the epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
+pub struct Time(pub i64);
+
+impl TryFrom<String> for Time {
+    type Error = ParseError;
+
+    fn try_from(text: String) -> Result<Self, ParseError> {
+        chrono::DateTime::parse_from_rfc3339(&text)
+            .map(|at| Self(at.timestamp_micros()))
+            .map_err(|_| ParseError::new("a time must be RFC 3339, like 2026-12-01T10:00:00Z"))
     }
 }

@@ -51,7 +51,7 @@ pub enum Grants {
 /// a prefix is matched against what the handler will see, whatever the encoding.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Need {
-    /// A read of the monitoring side: audit, overlaps, stats, alerts, events.
+    /// A read of the monitoring side: audit, overlaps, stats, alerts, events, lease history.
     Read,
     /// `GET /v1/resources/KEY`.
     ReadResource(Vec<u8>),
@@ -169,6 +169,8 @@ mod tests {
             Need::of(&get, "/v1/leases/jobs/a"),
             Need::ReadLease(b"jobs/a".to_vec())
         );
+        // A lease's history is a monitoring read, like the audit.
+        assert_eq!(Need::of(&get, "/v1/lease-history/jobs%2Fa"), Need::Read);
         assert_eq!(Need::of(&get, "/v1/audit"), Need::Read);
         assert_eq!(Need::of(&get, "/v1/events"), Need::Read);
         assert_eq!(Need::of(&Method::DELETE, "/v1/resources/a"), Need::Nothing);

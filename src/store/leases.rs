@@ -5,6 +5,7 @@ use super::error::{corrupt, time_from_us};
 use super::tx::{clock_us, retrying};
 use super::{Store, StoreError};
 use crate::domain::lease::{decide_acquire, holds, AcquireDecision};
+use crate::domain::lease_history::{LeaseChange, LeaseEvent as HistoryEvent};
 use crate::domain::{FencingToken, Holder, LeaseName, LeaseRecord, Ttl};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -54,6 +55,15 @@ pub struct LeaseEvent {
     pub token: i64,
     #[serde(serialize_with = "crate::domain::audit::serialize_rfc3339_micros")]
     pub expires_at: DateTime<Utc>,
+}
+
+/// Which page of a lease's history: ids exclusive, the time inclusive, in microseconds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LeaseHistoryQuery {
+    pub before: Option<i64>,
+    pub after: Option<i64>,
+    pub until_us: Option<i64>,
+    pub limit: u32,
 }
 
 pub(crate) const LEASE_COLUMNS: &str = "name, holder, token, ttl_ms, expires_at_us, released_at_us";
@@ -233,6 +243,54 @@ impl Store {
         }))
     }
 
+    /// A page of a lease's history, newest first: the newest `limit` events below `before`
+    /// and at or before `until`, or with `after`, the oldest `limit` above it.
+    pub async fn lease_history_page(
+        &self,
+        name: &LeaseName,
+        query: &LeaseHistoryQuery,
+    ) -> Result<Vec<HistoryEvent>, StoreError> {
+        let mut sql = String::from(
+            "SELECT id, at_us, lease, event, holder, token, expires_at_us FROM lease_events \
+             WHERE lease = $1",
+        );
+        let mut next_param = 2;
+        let mut condition = |sql: &mut String, text: &str| {
+            sql.push_str(&format!(" AND {text} ${next_param}"));
+            next_param += 1;
+        };
+        if query.before.is_some() {
+            condition(&mut sql, "id <");
+        }
+        if query.after.is_some() {
+            condition(&mut sql, "id >");
+        }
+        if query.until_us.is_some() {
+            condition(&mut sql, "at_us <=");
+        }
+        let order = if query.after.is_some() { "ASC" } else { "DESC" };
+        sql.push_str(&format!(" ORDER BY id {order} LIMIT ${next_param}"));
+        let mut statement = sqlx::query(&sql).bind(name.as_str());
+        for bound in [query.before, query.after, query.until_us]
+            .into_iter()
+            .flatten()
+        {
+            statement = statement.bind(bound);
+        }
+        let rows = statement
+            .bind(i64::from(query.limit))
+            .fetch_all(&self.reader)
+            .await?;
+        let mut events = rows
+            .iter()
+            .map(|row| lease_event(row).and_then(history_event))
+            .collect::<Result<Vec<_>, _>>()?;
+        if query.after.is_some() {
+            events.reverse();
+        }
+        Ok(events)
+    }
+
     /// The history of a lease, oldest first.
     pub async fn lease_events(&self, name: &LeaseName) -> Result<Vec<LeaseEvent>, StoreError> {
         let rows = sqlx::query(
@@ -286,6 +344,20 @@ fn lease_event(row: &AnyRow) -> Result<LeaseEvent, StoreError> {
         holder: row.try_get("holder")?,
         token: row.try_get("token")?,
         expires_at: time("expires_at_us")?,
+    })
+}
+
+/// The typed form of a stored event, as the API sends it.
+fn history_event(event: LeaseEvent) -> Result<HistoryEvent, StoreError> {
+    let change = LeaseChange::parse(&event.event)
+        .ok_or_else(|| corrupt(format!("unknown lease event {:?}", event.event)))?;
+    Ok(HistoryEvent {
+        id: event.id,
+        at: event.at,
+        event: change,
+        holder: event.holder,
+        token: event.token,
+        expires_at: event.expires_at,
     })
 }
 

@@ -27,7 +27,9 @@ pub use batch::{CommittedBatch, MAX_BATCH};
 pub use chain::{Breach, PruneReport, VerifyReport};
 pub use connect::{is_sqlite_url, Backend, OpenMode, StoreOptions, DEFAULT_DB_TIMEOUT};
 pub use error::{within, StoreError};
-pub use leases::{AcquireResult, LeaseEvent, LeaseState, ReleaseResult, RenewResult};
+pub use leases::{
+    AcquireResult, LeaseEvent, LeaseHistoryQuery, LeaseState, ReleaseResult, RenewResult,
+};
 pub use overlaps::OverlapQuery;
 pub use reads::{AuditQuery, StoredValue};
 pub use tail::Snapshot;

@@ -1,7 +1,7 @@
 //! The dashboard's side of the daemon client: the stream's updates as the model's messages,
 //! and the timeline's pages read from the audit.
 
-use super::model::timeline::{Anchor, Fetch, Page, PAGE};
+use super::model::timeline::{Anchor, Fetch, LeaseFetch, Page, LEASE_EVENTS, PAGE};
 use super::model::{Msg, Snapshot};
 use super::Effects;
 use crate::api::events::{OverlapEvent, WriteEvent};
@@ -50,6 +50,34 @@ impl Effects for DaemonClient {
                     let _ = to_model.send(Msg::Timeline { resource, page }).await;
                 }
                 Err(error) => tracing::debug!(%error, "cannot load the timeline"),
+            }
+        });
+    }
+
+    fn fetch_lease_history(
+        &self,
+        resource: String,
+        fetch: LeaseFetch,
+        to_model: mpsc::Sender<Msg>,
+    ) {
+        let client = self.clone();
+        tokio::spawn(async move {
+            match client
+                .lease_history(&fetch.lease, fetch.until, LEASE_EVENTS)
+                .await
+            {
+                Ok(history) => {
+                    let events = history.events;
+                    let _ = to_model
+                        .send(Msg::LeaseHistory {
+                            resource,
+                            fetch,
+                            events,
+                        })
+                        .await;
+                }
+                // A write may name a lease of another authority (etcd): no history, no column.
+                Err(error) => tracing::debug!(%error, "cannot load the lease's history"),
             }
         });
     }

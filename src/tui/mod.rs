@@ -11,7 +11,7 @@ pub mod view;
 use crate::client::DaemonClient;
 use crossterm::event::{Event as TermEvent, EventStream, KeyCode, KeyEventKind};
 use futures_util::{Stream, StreamExt};
-use model::timeline::Fetch;
+use model::timeline::{Fetch, LeaseFetch};
 use model::{Command, Model, Msg};
 use ratatui::backend::Backend;
 use ratatui::Terminal;
@@ -62,6 +62,8 @@ pub async fn run(client: DaemonClient, theme: Theme) -> Result<(), TerminalError
 pub trait Effects {
     /// Fetches timeline rows and sends them to the model as `Msg::Timeline`.
     fn fetch_timeline(&self, resource: String, fetch: Fetch, to_model: mpsc::Sender<Msg>);
+    /// Fetches a lease's history and sends it to the model as `Msg::LeaseHistory`.
+    fn fetch_lease_history(&self, resource: String, fetch: LeaseFetch, to_model: mpsc::Sender<Msg>);
 }
 
 /// The loop's surroundings.
@@ -121,6 +123,10 @@ where
             Some(Command::FetchTimeline { resource, fetch }) => {
                 env.effects
                     .fetch_timeline(resource, fetch, env.to_model.clone());
+            }
+            Some(Command::FetchLeaseHistory { resource, fetch }) => {
+                env.effects
+                    .fetch_lease_history(resource, fetch, env.to_model.clone());
             }
             None => {}
         }

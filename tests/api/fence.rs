@@ -1,6 +1,6 @@
 //! The fence itself: the article's register over HTTP, token rules, revisions and reading back.
 
-use crate::helpers::{Backend, TestApp};
+use crate::helpers::{Backend, Reply, TestApp};
 use crate::test_db;
 use rstest::rstest;
 
@@ -393,6 +393,87 @@ async fn the_audit_pages_newest_first(#[case] backend: Backend) {
         "resource=%00",
         "colour=red",
     ] {
+        app.get(&format!("/v1/audit?{bad}"))
+            .await
+            .assert_problem(400, "invalid-request");
+    }
+}
+
+/// `after=ID` at the SQL level, on both dialects: the page is the oldest `limit` rows above the
+/// id (a reader paging forward must not skip any), still returned newest first, and it narrows
+/// together with `resource` and `before`.
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn the_audit_pages_forward_after_an_id(#[case] backend: Backend) {
+    let db = test_db!(backend);
+    let app = TestApp::spawn(&db).await;
+    for token in 1..=6 {
+        app.put("a").token(token).body("v").send().await;
+        app.put("b").token(token).body("v").send().await;
+    }
+    let ids = |reply: &Reply| -> Vec<i64> {
+        reply.json["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["id"].as_i64().unwrap())
+            .collect()
+    };
+    let mut all = ids(&app.get("/v1/audit").await);
+    all.reverse();
+    assert_eq!(all.len(), 12);
+
+    // The oldest three above the third row, newest first.
+    let page = ids(&app
+        .get(&format!("/v1/audit?after={}&limit=3", all[2]))
+        .await);
+    assert_eq!(page, vec![all[5], all[4], all[3]]);
+    // From the start.
+    let page = ids(&app.get("/v1/audit?after=0&limit=2").await);
+    assert_eq!(page, vec![all[1], all[0]]);
+    // Past the end: nothing.
+    let page = ids(&app.get(&format!("/v1/audit?after={}", all[11])).await);
+    assert!(page.is_empty(), "{page:?}");
+
+    // With `resource`: b's rows are the odd ones; the oldest two of them above all[2].
+    let reply = app
+        .get(&format!("/v1/audit?resource=b&after={}&limit=2", all[2]))
+        .await;
+    assert!(reply.json["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["resource"] == "b"));
+    assert_eq!(ids(&reply), vec![all[5], all[3]]);
+
+    // With `before`: a window strictly between the two ids, the oldest `limit` of it.
+    let page = ids(&app
+        .get(&format!(
+            "/v1/audit?after={}&before={}&limit=3",
+            all[1], all[8]
+        ))
+        .await);
+    assert_eq!(page, vec![all[4], all[3], all[2]]);
+    let page = ids(&app
+        .get(&format!(
+            "/v1/audit?resource=a&after={}&before={}",
+            all[1], all[8]
+        ))
+        .await);
+    assert_eq!(page, vec![all[6], all[4], all[2]]);
+    // An empty window.
+    let page = ids(&app
+        .get(&format!("/v1/audit?after={}&before={}", all[4], all[5]))
+        .await);
+    assert!(page.is_empty(), "{page:?}");
+
+    for bad in ["after=-1", "after=x", "after=1&after=2"] {
         app.get(&format!("/v1/audit?{bad}"))
             .await
             .assert_problem(400, "invalid-request");

@@ -827,3 +827,107 @@ async fn an_oversized_lease_body_is_a_413_problem() {
         "nothing taken"
     );
 }
+
+/// `GET /v1/lease-history/{name}`: newest first, paged by event id like the audit, read back
+/// from a time; enough for the dashboard to say who held a generation when.
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn a_leases_history_pages_newest_first(#[case] backend: Backend) {
+    use fencewatch::api::leases::LeaseHistory;
+    use fencewatch::domain::lease_history::{tenure_at, Standing};
+
+    let db = test_db!(backend);
+    let app = TestApp::spawn(&db).await;
+    app.get("/v1/lease-history/jobs%2Fa")
+        .await
+        .assert_problem(404, "not-found");
+
+    assert_eq!(app.acquire("jobs/a", "w1", 150).await.status, 200);
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    assert_eq!(app.acquire("jobs/a", "w2", 60_000).await.json["token"], 2);
+    assert_eq!(app.release("jobs/a", "w2", 2).await.status, 204);
+    assert_eq!(app.acquire("jobs/a", "w3", 60_000).await.json["token"], 3);
+    assert_eq!(app.renew("jobs/a", "w3", 3).await.status, 200);
+
+    let read = |query: String| {
+        let app = &app;
+        async move {
+            let reply = app.get(&format!("/v1/lease-history/jobs%2Fa{query}")).await;
+            assert_eq!(reply.status, 200, "{}", reply.json);
+            serde_json::from_value::<LeaseHistory>(reply.json).unwrap()
+        }
+    };
+    let all = read(String::new()).await;
+    assert_eq!(all.lease, "jobs/a");
+    let seen: Vec<_> = all
+        .events
+        .iter()
+        .map(|e| (e.event.as_str(), e.holder.as_str(), e.token))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("renewed", "w3", 3),
+            ("acquired", "w3", 3),
+            ("released", "w2", 2),
+            ("acquired", "w2", 2),
+            ("expired", "w1", 1),
+            ("acquired", "w1", 1),
+        ]
+    );
+    let id = |i: usize| all.events[i].id;
+    let ids = |history: LeaseHistory| history.events.iter().map(|e| e.id).collect::<Vec<_>>();
+    // The raw `/` reads the same lease.
+    let raw = app.get("/v1/lease-history/jobs/a").await;
+    assert_eq!(raw.json["events"].as_array().map(Vec::len), Some(6));
+
+    assert_eq!(ids(read("?limit=2".into()).await), [id(0), id(1)]);
+    assert_eq!(
+        ids(read(format!("?before={}&limit=2", id(1))).await),
+        [id(2), id(3)]
+    );
+    // `after`: the oldest `limit` above the id, newest first.
+    assert_eq!(
+        ids(read(format!("?after={}&limit=2", id(4))).await),
+        [id(2), id(3)]
+    );
+    // `until`: at or before the time w2 was granted (its predecessor's expiry is recorded then).
+    let granted_w2 = all.events[3].at;
+    let until = granted_w2.to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+    let until = until.replace('+', "%2B");
+    assert_eq!(
+        ids(read(format!("?until={until}")).await),
+        [id(3), id(4), id(5)]
+    );
+
+    // Who held generation 1 when w2 started: w1, lapsed, succeeded by w2.
+    let tenure = tenure_at(&all.events, 1, granted_w2).unwrap();
+    assert_eq!(tenure.holder, "w1");
+    assert!(matches!(tenure.standing, Standing::Lapsed { .. }));
+    assert_eq!(tenure.successor, Some(("w2".to_owned(), 2)));
+
+    for bad in [
+        "limit=0",
+        "limit=1001",
+        "before=0",
+        "after=-1",
+        "until=yesterday",
+        "colour=red",
+        "limit=1&limit=2",
+    ] {
+        app.get(&format!("/v1/lease-history/jobs%2Fa?{bad}"))
+            .await
+            .assert_problem(400, "invalid-request");
+    }
+    app.get("/v1/lease-history/%FF")
+        .await
+        .assert_problem(400, "invalid-request");
+    // Reading changed nothing.
+    assert_eq!(read(String::new()).await, all);
+}

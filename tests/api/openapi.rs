@@ -28,6 +28,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("post", "/v1/leases/{name}/renew"),
     ("post", "/v1/leases/{name}/release"),
     ("get", "/v1/leases/{name}"),
+    ("get", "/v1/lease-history/{name}"),
     ("get", "/v1/openapi.json"),
     ("get", "/metrics"),
     ("get", "/healthz"),

@@ -124,13 +124,18 @@ async fn once_json_prints_the_overview_for_scripts() {
     assert!(!output.status.success());
 }
 
-/// The demo's simulated workers really overlap and really page.
+/// The demo tells a story: its first incident is a zombie refused after its successor took
+/// over, spiking into an alert; the summary names it, and with `--database` the incident is
+/// there to look at again with `fencewatch audit incidents`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_headless_demo_produces_overlaps_and_a_firing_alert() {
+    let dir = tempfile::tempdir().unwrap();
+    let database = format!("sqlite://{}", dir.path().join("demo.db").display());
     let output = tokio::time::timeout(
         Duration::from_secs(60),
         Command::new(BIN)
             .args(["demo", "--headless", "--duration", "5s", "--json"])
+            .args(["--database", &database])
             .output(),
     )
     .await
@@ -152,6 +157,56 @@ async fn the_headless_demo_produces_overlaps_and_a_firing_alert() {
         summary["writes"]["superseded"].as_u64().unwrap()
             + summary["writes"]["stale"].as_u64().unwrap()
             >= 1
+    );
+    // Spaced, not an overlap a second: in 5 s, the one scripted incident.
+    let incidents = summary["incidents"].as_array().unwrap();
+    assert_eq!(incidents.len(), 1, "{summary}");
+    let first = &incidents[0];
+    // A zombie: an older generation of one worker, refused after another's newer one.
+    assert!(first["stale_token"].as_i64() < first["superseding_token"].as_i64());
+    assert_ne!(first["stale_owner"], first["superseding_owner"]);
+    // The spike: more refused retries than the alert's threshold of 2.
+    assert!(first["rejected_writes"].as_i64().unwrap() > 2, "{summary}");
+    assert_eq!(
+        summary["alert_history"][0]["rule"], "StaleOwnerSpike",
+        "{summary}"
+    );
+    assert_eq!(summary["database"]["url"], database.as_str());
+    assert_eq!(summary["database"]["kept"], true);
+
+    // Looked at again afterwards, from the database it kept.
+    let again = Command::new(BIN)
+        .args(["audit", "incidents", "--json", "--database", &database])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    let text = String::from_utf8_lossy(&again.stdout);
+    assert!(text.contains(first["resource"].as_str().unwrap()), "{text}");
+}
+
+/// Without `--database` the summary says the database went with the demo, and how to keep one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_says_where_its_database_went() {
+    let output = tokio::time::timeout(
+        Duration::from_secs(60),
+        Command::new(BIN)
+            .args(["demo", "--headless", "--duration", "1s"])
+            .output(),
+    )
+    .await
+    .expect("the demo ends after its duration")
+    .unwrap();
+    assert!(output.status.success());
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("was temporary and is deleted now"), "{text}");
+    assert!(
+        text.contains("fencewatch audit incidents --database sqlite://demo.db"),
+        "{text}"
     );
 }
 

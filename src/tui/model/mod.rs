@@ -2,16 +2,17 @@
 //! pure function of this model, and every rule here is tested by feeding it messages.
 
 pub mod chart;
+mod lists;
 pub mod timeline;
 
 use crate::api::events::{AlertEvent, DaemonEvent, OverlapEvent, StatsEvent, WriteEvent};
 use crate::domain::alert::AlertState;
-use crate::domain::{Outcome, OverlapState};
+use crate::domain::lease_history::LeaseEvent;
 use chart::{Rates, Series};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
-use timeline::{Anchor, Fetch, Page, Timeline};
+use timeline::{Anchor, Fetch, LeaseFetch, Page, Timeline};
 
 /// Rejected writes kept for the log.
 pub const REJECTION_LOG: usize = 2000;
@@ -128,6 +129,12 @@ pub enum Msg {
         resource: String,
         page: Page,
     },
+    /// The history of the lease the open timeline's writes name, newest first.
+    LeaseHistory {
+        resource: String,
+        fetch: LeaseFetch,
+        events: Vec<LeaseEvent>,
+    },
     /// The clock, once per frame: seconds since the epoch.
     Tick {
         now: i64,
@@ -154,6 +161,7 @@ pub struct Snapshot {
 pub enum Command {
     Quit,
     FetchTimeline { resource: String, fetch: Fetch },
+    FetchLeaseHistory { resource: String, fetch: LeaseFetch },
 }
 
 /// Rows a page key moves.
@@ -259,6 +267,14 @@ impl Model {
                     self.held.push_back(event);
                 } else {
                     self.apply(event);
+                    // A live write may show a generation granted since the history was read.
+                    let timeline = self.timeline.as_mut().filter(|t| t.lease.is_some());
+                    if let Some(timeline) = timeline {
+                        let resource = timeline.resource.clone();
+                        return timeline
+                            .lease_request()
+                            .map(|fetch| Command::FetchLeaseHistory { resource, fetch });
+                    }
                 }
             }
             Msg::Snapshot(snapshot) => self.apply_snapshot(snapshot),
@@ -281,6 +297,19 @@ impl Model {
             Msg::Timeline { resource, page } => {
                 if let Some(timeline) = self.timeline.as_mut().filter(|t| t.resource == resource) {
                     timeline.apply(page);
+                    // The rows say which lease and how far back: its history follows them.
+                    return timeline
+                        .lease_request()
+                        .map(|fetch| Command::FetchLeaseHistory { resource, fetch });
+                }
+            }
+            Msg::LeaseHistory {
+                resource,
+                fetch,
+                events,
+            } => {
+                if let Some(timeline) = self.timeline.as_mut().filter(|t| t.resource == resource) {
+                    timeline.apply_lease(fetch, events);
                 }
             }
             Msg::Tick { now } => self.now = now,
@@ -495,96 +524,12 @@ impl Model {
             View::Overview => 0,
         }
     }
-
-    fn matches_filter(&self, fields: &[Option<&str>], numbers: &[Option<i64>]) -> bool {
-        if self.filter.is_empty() {
-            return true;
-        }
-        let needle = self.filter.to_lowercase();
-        fields
-            .iter()
-            .flatten()
-            .any(|text| text.to_lowercase().contains(&needle))
-            || numbers.iter().flatten().any(|n| n.to_string() == needle)
-    }
-
-    /// Overlaps that pass the filter, in the chosen order.
-    pub fn visible_overlaps(&self) -> Vec<&OverlapEvent> {
-        let mut overlaps: Vec<&OverlapEvent> = self
-            .overlaps
-            .values()
-            .filter(|o| {
-                let o = &o.overlap;
-                self.matches_filter(
-                    &[
-                        Some(&o.resource),
-                        o.stale_owner.as_deref(),
-                        o.superseding_owner.as_deref(),
-                        Some(o.state.as_str()),
-                    ],
-                    &[Some(o.stale_token), Some(o.superseding_token)],
-                )
-            })
-            .collect();
-        match self.sort {
-            OverlapSort::LastSeen => {
-                overlaps.sort_by_key(|o| std::cmp::Reverse(o.overlap.last_seen))
-            }
-            OverlapSort::Count => {
-                overlaps.sort_by_key(|o| std::cmp::Reverse(o.overlap.rejected_writes))
-            }
-            OverlapSort::Resource => {
-                overlaps.sort_by(|a, b| a.overlap.resource.cmp(&b.overlap.resource))
-            }
-        }
-        overlaps
-    }
-
-    /// Rejected writes that pass the filter (resource, owner or outcome), newest first.
-    pub fn visible_rejections(&self) -> Vec<&WriteEvent> {
-        self.rejections
-            .iter()
-            .map(|r| &**r)
-            .filter(|r| {
-                self.matches_filter(
-                    &[
-                        Some(&r.resource),
-                        r.owner.as_deref(),
-                        Some(r.outcome.as_str()),
-                    ],
-                    &[r.token],
-                )
-            })
-            .collect()
-    }
-
-    pub fn open_overlaps(&self) -> usize {
-        self.overlaps
-            .values()
-            .filter(|o| o.overlap.state == OverlapState::Open)
-            .count()
-    }
-
-    pub fn firing_alerts(&self) -> usize {
-        self.alerts
-            .values()
-            .filter(|a| a.state == AlertState::Firing)
-            .count()
-    }
-
-    pub fn total(&self, outcome: Outcome) -> u64 {
-        self.totals.get(outcome.as_str()).copied().unwrap_or(0)
-    }
-
-    /// Seconds since the last event, if any.
-    pub fn data_age(&self) -> Option<i64> {
-        self.last_event.map(|at| (self.now - at).max(0))
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::Outcome;
     use crate::tui::fixtures::{incident, row, write, NOW};
 
     #[test]

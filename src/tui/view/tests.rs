@@ -1,8 +1,9 @@
 //! The dashboard as a user drives it: the real event loop on a `TestBackend`, with scripted
 //! keys and daemon messages under paused tokio time, snapshotted at 80×24 and 160×45.
 
+use crate::domain::lease_history::{LeaseChange, LeaseEvent};
 use crate::tui::fixtures::{at, incident_messages, row, NOW};
-use crate::tui::model::timeline::{Fetch, Page};
+use crate::tui::model::timeline::{Fetch, LeaseFetch, Page};
 use crate::tui::model::{Model, Msg};
 use crate::tui::view::Theme;
 use crate::tui::{run_loop, Effects, Loop};
@@ -41,12 +42,60 @@ pub fn audit_rows() -> Vec<Arc<crate::api::events::WriteEvent>> {
             let highest = if id <= 20 { 7 } else { 8 };
             let mut r = (*row(id, outcome, "accounts/totals", token, highest, owner)).clone();
             r.at = at(40 - id / 4);
+            r.lease = Some("accounts/totals".to_owned());
             Arc::new(r)
         })
         .collect()
 }
 
+/// The lease `accounts/totals` behind those writes: worker-7 holds generation 7 and renews
+/// until it pauses; its grant lapses at the moment worker-8 is granted generation 8 (35 s
+/// before now), two seconds before worker-7's refused write.
+pub fn lease_events() -> Vec<LeaseEvent> {
+    use LeaseChange::*;
+    let event = |id, seconds, change, token: i64, until| LeaseEvent {
+        id,
+        at: at(seconds),
+        event: change,
+        holder: format!("worker-{token}"),
+        token,
+        expires_at: at(until),
+    };
+    vec![
+        event(1, 41, Acquired, 7, 38),
+        event(2, 39, Renewed, 7, 36),
+        event(3, 37, Renewed, 7, 35),
+        event(4, 35, Expired, 7, 35),
+        event(5, 35, Acquired, 8, 32),
+        event(6, 33, Renewed, 8, 30),
+        event(7, 31, Renewed, 8, 28),
+        event(8, 29, Renewed, 8, 26),
+    ]
+}
+
 impl Effects for Audit {
+    fn fetch_lease_history(
+        &self,
+        resource: String,
+        fetch: LeaseFetch,
+        to_model: mpsc::Sender<Msg>,
+    ) {
+        assert_eq!(fetch.lease, "accounts/totals");
+        // Newest first, as the daemon answers.
+        let mut events = lease_events();
+        events.reverse();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let _ = to_model
+                .send(Msg::LeaseHistory {
+                    resource,
+                    fetch,
+                    events,
+                })
+                .await;
+        });
+    }
+
     fn fetch_timeline(&self, resource: String, fetch: Fetch, to_model: mpsc::Sender<Msg>) {
         let page = Page {
             rows: audit_rows(),
@@ -168,6 +217,18 @@ async fn timeline_opens_at_the_overlap() {
         assert_eq!(timeline.selected_row().map(|r| r.id), Some(31));
         let text = screen.to_string();
         assert!(text.contains("◀ stale") && text.contains("  new"), "{text}");
+        // Beside the writes, the lease's history; for the stale write, who held gen 7 then.
+        assert!(text.contains("Lease accounts/totals: 8 events"), "{text}");
+        assert!(text.contains("acquired     g8   worker-8"), "{text}");
+        assert!(text.contains("expired      g7   worker-7"), "{text}");
+        assert!(
+            text.contains(
+                "gen 7: worker-7's since 03:39:19, LAPSED 03:39:25.123; worker-8 held gen 8"
+            ),
+            "{text}"
+        );
+        let tenure = timeline.tenure().unwrap();
+        assert_eq!(tenure.successor, Some(("worker-8".to_owned(), 8)));
         insta::assert_snapshot!(format!("timeline_{width}x{height}"), screen);
     }
 }

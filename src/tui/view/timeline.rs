@@ -1,6 +1,10 @@
-//! A resource's timeline: its audit around an incident, the overlap's two generations marked.
+//! A resource's timeline: its audit around an incident, the overlap's two generations marked,
+//! the history of the lease its writes name beside it, and for the selected write who held its
+//! generation at the time.
 
-use super::{clock_millis, or_dash, outcome_label, wide, Theme};
+use super::{clock, clock_millis, or_dash, outcome_label, wide, Theme};
+use crate::domain::lease_history::{Standing, Tenure};
+use crate::tui::model::timeline::Timeline;
 use crate::tui::model::Model;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -8,13 +12,35 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Cell, Paragraph, Row, Table, TableState};
 use ratatui::Frame;
 
+/// The lease column's width beside the table, on terminals wide enough to keep both.
+const LEASE_COLUMN: u16 = 54;
+/// The lease panel's height under the table on narrow terminals (three events).
+const LEASE_ROWS: u16 = 5;
+
 pub fn render(frame: &mut Frame, area: Rect, model: &Model, theme: Theme) {
     let Some(timeline) = &model.timeline else {
         return;
     };
-    let [table_area, detail_area] =
-        Layout::vertical([Constraint::Min(3), Constraint::Length(3)]).areas(area);
-    let wide = wide(area);
+    let [main_area, detail_area] =
+        Layout::vertical([Constraint::Min(3), Constraint::Length(4)]).areas(area);
+    // The lease's history beside the writes where there is room, under them where not; no
+    // panel when the writes name no lease.
+    let (table_area, lease_area) = if timeline.lease_asked.is_none() {
+        (main_area, None)
+    } else if area.width >= 120 {
+        let [table, lease] =
+            Layout::horizontal([Constraint::Min(40), Constraint::Length(LEASE_COLUMN)])
+                .areas(main_area);
+        (table, Some(lease))
+    } else {
+        let [table, lease] =
+            Layout::vertical([Constraint::Min(3), Constraint::Length(LEASE_ROWS)]).areas(main_area);
+        (table, Some(lease))
+    };
+    if let Some(lease_area) = lease_area {
+        render_lease(frame, lease_area, timeline, theme);
+    }
+    let wide = wide(table_area);
     let marked = timeline.generations();
     let rows: Vec<Row> = timeline
         .rows
@@ -94,21 +120,129 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, theme: Theme) {
     frame.render_stateful_widget(table, table_area, &mut state);
 
     let detail = match timeline.selected_row() {
-        Some(r) => format!(
-            "#{} {} gen {} by {}: {}; highest accepted then {}",
-            r.id,
-            clock_millis(&r.at),
-            r.token.map_or_else(|| "-".to_owned(), |t| t.to_string()),
-            or_dash(r.owner.as_deref()),
-            outcome_label(r.outcome),
-            r.highest_token,
-        ),
-        None if timeline.loading => "loading…".to_owned(),
-        None => "no writes to this resource".to_owned(),
+        Some(r) => vec![
+            Line::from(format!(
+                "#{} {} gen {} by {}: {}; highest accepted then {}",
+                r.id,
+                clock_millis(&r.at),
+                r.token.map_or_else(|| "-".to_owned(), |t| t.to_string()),
+                or_dash(r.owner.as_deref()),
+                outcome_label(r.outcome),
+                r.highest_token,
+            )),
+            Line::from(who_held(timeline, r.token)),
+        ],
+        None if timeline.loading => vec![Line::from("loading…")],
+        None => vec![Line::from("no writes to this resource")],
     };
     frame.render_widget(
-        Paragraph::new(Line::from(detail))
+        Paragraph::new(detail)
             .block(Block::bordered().title(" Selected (PgUp/PgDn page, Home/End ends, Esc back) ")),
         detail_area,
+    );
+}
+
+/// "Who held generation G at this row's time", from the lease's history.
+fn who_held(timeline: &Timeline, token: Option<i64>) -> String {
+    let Some(row) = timeline.selected_row() else {
+        return String::new();
+    };
+    let (Some(token), Some(lease)) = (token, row.lease.as_deref()) else {
+        return "this write names no lease: no holder to look up".to_owned();
+    };
+    match (timeline.tenure(), &timeline.lease) {
+        (Some(tenure), _) => tenure_text(&tenure),
+        (None, Some(_)) => format!("gen {token}: not in lease {lease}'s history as loaded"),
+        (None, None) => format!("gen {token}: lease {lease}'s history loading…"),
+    }
+}
+
+fn tenure_text(tenure: &Tenure) -> String {
+    let Tenure {
+        token,
+        holder,
+        granted_at,
+        standing,
+        successor,
+    } = tenure;
+    let since = format!("gen {token}: {holder}'s since {}", clock(granted_at));
+    let then = match standing {
+        Standing::NotYetGranted => {
+            return format!(
+                "gen {token} not granted yet then ({holder} got it at {})",
+                clock_millis(granted_at)
+            )
+        }
+        Standing::Held { until } => format!("valid until {}", clock_millis(until)),
+        Standing::Lapsed { at } => format!("LAPSED {}", clock_millis(at)),
+        Standing::Released { at } => format!("RELEASED {}", clock_millis(at)),
+    };
+    let instead = successor
+        .as_ref()
+        .map_or_else(String::new, |(who, gen)| format!("; {who} held gen {gen}"));
+    format!("{since}, {then}{instead}")
+}
+
+/// The lease's events around the selected write's time, the last one at or before it marked.
+fn render_lease(frame: &mut Frame, area: Rect, timeline: &Timeline, theme: Theme) {
+    let name = timeline
+        .lease_asked
+        .as_ref()
+        .map_or("", |fetch| fetch.lease.as_str());
+    let Some(trail) = &timeline.lease else {
+        frame.render_widget(
+            Paragraph::new("loading…").block(Block::bordered().title(format!(" Lease {name} "))),
+            area,
+        );
+        return;
+    };
+    let marked = timeline.generations();
+    let entries = trail.lines();
+    let cursor = timeline.lease_cursor(&entries);
+    let visible = usize::from(area.height.saturating_sub(2));
+    let last_start = entries.len().saturating_sub(visible);
+    // More of what led up to the write than of what followed it.
+    let start = cursor
+        .map_or(last_start, |at| at.saturating_sub(visible * 2 / 3))
+        .min(last_start);
+    let lines: Vec<Line> = entries
+        .iter()
+        .enumerate()
+        .skip(start)
+        .take(visible)
+        .map(|(index, e)| {
+            let here = if Some(index) == cursor { "▶" } else { " " };
+            let what = match e.count {
+                1 => e.change.as_str().to_owned(),
+                n => format!("{} ×{n}", e.change.as_str()),
+            };
+            let text = format!(
+                "{here}{} {what:<12} g{:<3} {} →{}",
+                clock_millis(&e.at),
+                e.token,
+                e.holder,
+                clock(&e.expires_at)
+            );
+            let style = match marked {
+                Some((stale, _)) if e.token == stale => theme.fg(Color::Red),
+                Some((_, newer)) if e.token == newer => theme.fg(Color::Green),
+                _ => Style::default(),
+            };
+            let style = if Some(index) == cursor {
+                style.add_modifier(Modifier::BOLD)
+            } else {
+                style
+            };
+            Line::styled(text, style)
+        })
+        .collect();
+    let title = format!(
+        " Lease {}: {} events ",
+        trail.fetch.lease,
+        trail.events.len()
+    );
+    frame.render_widget(
+        Paragraph::new(lines).block(Block::bordered().title(title)),
+        area,
     );
 }

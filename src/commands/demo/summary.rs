@@ -1,0 +1,256 @@
+//! What the demo tells at its end: the incidents with their resources and generations, the
+//! alerts that fired and resolved, where the database is and how to look at it again.
+
+use crate::api::events::AlertEvent;
+use crate::domain::alert::AlertState;
+use crate::domain::audit::serialize_rfc3339_micros;
+use crate::domain::{Overlap, OverlapState};
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// The summary, printed as text or (`--json`) as this object.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    pub seconds: f64,
+    pub workers: usize,
+    pub resources: usize,
+    /// Totals per outcome.
+    pub writes: BTreeMap<String, u64>,
+    /// How many incidents (ownership overlaps), and how many are still open.
+    pub overlaps: usize,
+    pub open_overlaps: usize,
+    /// The incidents, oldest first.
+    pub incidents: Vec<Overlap>,
+    pub alerts_fired: u64,
+    pub alerts_resolved: u64,
+    /// The alerts that fired: rule, and resource for per-resource rules.
+    pub alerts: Vec<String>,
+    /// Each firing, with when it fired and resolved.
+    pub alert_history: Vec<AlertRecord>,
+    pub database: DatabaseNote,
+}
+
+/// One firing of an alert.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AlertRecord {
+    pub rule: String,
+    pub resource: Option<String>,
+    #[serde(serialize_with = "serialize_rfc3339_micros")]
+    pub fired_at: DateTime<Utc>,
+    #[serde(serialize_with = "serialize_optional")]
+    pub resolved_at: Option<DateTime<Utc>>,
+}
+
+fn serialize_optional<S: serde::Serializer>(
+    at: &Option<DateTime<Utc>>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match at {
+        Some(at) => serialize_rfc3339_micros(at, serializer),
+        None => serializer.serialize_none(),
+    }
+}
+
+/// Where the demo's database is after the run.
+#[derive(Debug, Clone, Serialize)]
+pub struct DatabaseNote {
+    pub url: String,
+    /// False for the temporary file, deleted as the demo ends.
+    pub kept: bool,
+}
+
+/// Alert changes as the bus announces them, kept as firings with their resolution.
+#[derive(Debug, Default)]
+pub struct AlertLog {
+    pub records: Vec<AlertRecord>,
+}
+
+impl AlertLog {
+    pub fn observe(&mut self, alert: &AlertEvent, now: DateTime<Utc>) {
+        let open = self.records.iter_mut().rev().find(|r| {
+            r.rule == alert.rule && r.resource == alert.resource && r.resolved_at.is_none()
+        });
+        match (alert.state, open) {
+            (AlertState::Firing, None) => self.records.push(AlertRecord {
+                rule: alert.rule.clone(),
+                resource: alert.resource.clone(),
+                fired_at: now,
+                resolved_at: None,
+            }),
+            (AlertState::Inactive | AlertState::Pending, Some(record)) => {
+                record.resolved_at = Some(now)
+            }
+            _ => {}
+        }
+    }
+}
+
+impl Summary {
+    pub fn new(
+        seconds: f64,
+        (workers, resources): (usize, usize),
+        writes: BTreeMap<String, u64>,
+        mut incidents: Vec<Overlap>,
+        alerts: Vec<AlertRecord>,
+        database: DatabaseNote,
+    ) -> Self {
+        incidents.sort_by_key(|o| (o.first_seen, o.id));
+        let open = incidents
+            .iter()
+            .filter(|o| o.state == OverlapState::Open)
+            .count();
+        Self {
+            seconds,
+            workers,
+            resources,
+            writes,
+            overlaps: incidents.len(),
+            open_overlaps: open,
+            incidents,
+            alerts_fired: alerts.len() as u64,
+            alerts_resolved: alerts.iter().filter(|a| a.resolved_at.is_some()).count() as u64,
+            alerts: alerts.iter().map(alert_name).collect(),
+            alert_history: alerts,
+            database,
+        }
+    }
+
+    /// The summary as a person reads it.
+    pub fn text(&self) -> String {
+        let mut lines = vec![format!(
+            "demo ran {:.0}s with {} workers on {} resources",
+            self.seconds, self.workers, self.resources
+        )];
+        let writes: Vec<String> = self
+            .writes
+            .iter()
+            .filter(|(_, n)| **n > 0)
+            .map(|(outcome, n)| format!("{outcome} {n}"))
+            .collect();
+        lines.push(format!("writes: {}", writes.join(", ")));
+        lines.push(format!(
+            "incidents (ownership overlaps): {} ({} still open)",
+            self.overlaps, self.open_overlaps
+        ));
+        for o in &self.incidents {
+            let owner = |who: &Option<String>| who.clone().unwrap_or_else(|| "-".to_owned());
+            lines.push(format!(
+                "  {} {} gen {} ({}) < {} ({}): {} refused, {}",
+                o.first_seen.format("%H:%M:%S"),
+                o.resource,
+                o.stale_token,
+                owner(&o.stale_owner),
+                o.superseding_token,
+                owner(&o.superseding_owner),
+                o.rejected_writes,
+                o.state.as_str(),
+            ));
+        }
+        lines.push(format!(
+            "alerts: {} fired, {} resolved",
+            self.alerts_fired, self.alerts_resolved
+        ));
+        for a in &self.alert_history {
+            let resolved = a.resolved_at.map_or_else(
+                || "still firing".to_owned(),
+                |at| format!("resolved {}", at.format("%H:%M:%S")),
+            );
+            lines.push(format!(
+                "  {} fired {}, {resolved}",
+                alert_name(a),
+                a.fired_at.format("%H:%M:%S")
+            ));
+        }
+        let url = &self.database.url;
+        if self.database.kept {
+            lines.push(format!("database: kept at {url}"));
+            lines.push(format!(
+                "look again: fencewatch audit incidents --database {url}"
+            ));
+            lines.push(format!(
+                "        or: fencewatch audit timeline RESOURCE --database {url}"
+            ));
+        } else {
+            lines.push(format!(
+                "database: {url} was temporary and is deleted now; to keep one, run \
+                 fencewatch demo --database sqlite://demo.db"
+            ));
+            lines.push(
+                "then look again: fencewatch audit incidents --database sqlite://demo.db"
+                    .to_owned(),
+            );
+        }
+        lines.join("\n")
+    }
+}
+
+fn alert_name(alert: &AlertRecord) -> String {
+    match &alert.resource {
+        Some(resource) => format!("{} on {resource}", alert.rule),
+        None => alert.rule.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn alert(state: AlertState, resource: Option<&str>) -> AlertEvent {
+        AlertEvent {
+            rule: "StaleOwnerSpike".into(),
+            resource: resource.map(str::to_owned),
+            state,
+            since: None,
+            fired_at: None,
+            value: 0,
+            threshold: 2,
+            window_seconds: 10.0,
+            for_seconds: 1.0,
+            keep_firing_for_seconds: 5.0,
+            labels: BTreeMap::new(),
+            summary: String::new(),
+        }
+    }
+
+    fn t(seconds: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_764_000_000 + seconds, 0).unwrap()
+    }
+
+    #[test]
+    fn a_firing_is_recorded_once_and_closed_when_it_resolves() {
+        let mut log = AlertLog::default();
+        log.observe(&alert(AlertState::Pending, None), t(0));
+        assert!(log.records.is_empty(), "pending is not firing");
+        log.observe(&alert(AlertState::Firing, None), t(1));
+        log.observe(&alert(AlertState::Firing, None), t(2));
+        log.observe(&alert(AlertState::Firing, Some("a")), t(2));
+        log.observe(&alert(AlertState::Inactive, None), t(9));
+        assert_eq!(log.records.len(), 2);
+        assert_eq!(log.records[0].fired_at, t(1));
+        assert_eq!(log.records[0].resolved_at, Some(t(9)));
+        assert_eq!(log.records[1].resolved_at, None);
+        log.observe(&alert(AlertState::Firing, None), t(20));
+        assert_eq!(log.records.len(), 3, "a second firing is another record");
+
+        let summary = Summary::new(
+            30.0,
+            (4, 3),
+            BTreeMap::from([("accepted".to_owned(), 10), ("stale".to_owned(), 0)]),
+            Vec::new(),
+            log.records,
+            DatabaseNote {
+                url: "sqlite://demo.db".into(),
+                kept: true,
+            },
+        );
+        assert_eq!((summary.alerts_fired, summary.alerts_resolved), (3, 1));
+        let text = summary.text();
+        assert!(text.contains("writes: accepted 10\n"), "{text}");
+        assert!(text.contains("StaleOwnerSpike on a fired"), "{text}");
+        assert!(
+            text.contains("fencewatch audit incidents --database sqlite://demo.db"),
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,94 @@
+//! What the list views show of the model: the filter, the sorted and filtered lists, and the
+//! counts the header and tabs carry.
+
+use super::{Model, OverlapSort};
+use crate::api::events::{OverlapEvent, WriteEvent};
+use crate::domain::alert::AlertState;
+use crate::domain::{Outcome, OverlapState};
+
+impl Model {
+    fn matches_filter(&self, fields: &[Option<&str>], numbers: &[Option<i64>]) -> bool {
+        if self.filter.is_empty() {
+            return true;
+        }
+        let needle = self.filter.to_lowercase();
+        fields
+            .iter()
+            .flatten()
+            .any(|text| text.to_lowercase().contains(&needle))
+            || numbers.iter().flatten().any(|n| n.to_string() == needle)
+    }
+
+    /// Overlaps that pass the filter, in the chosen order.
+    pub fn visible_overlaps(&self) -> Vec<&OverlapEvent> {
+        let mut overlaps: Vec<&OverlapEvent> = self
+            .overlaps
+            .values()
+            .filter(|o| {
+                let o = &o.overlap;
+                self.matches_filter(
+                    &[
+                        Some(&o.resource),
+                        o.stale_owner.as_deref(),
+                        o.superseding_owner.as_deref(),
+                        Some(o.state.as_str()),
+                    ],
+                    &[Some(o.stale_token), Some(o.superseding_token)],
+                )
+            })
+            .collect();
+        match self.sort {
+            OverlapSort::LastSeen => {
+                overlaps.sort_by_key(|o| std::cmp::Reverse(o.overlap.last_seen))
+            }
+            OverlapSort::Count => {
+                overlaps.sort_by_key(|o| std::cmp::Reverse(o.overlap.rejected_writes))
+            }
+            OverlapSort::Resource => {
+                overlaps.sort_by(|a, b| a.overlap.resource.cmp(&b.overlap.resource))
+            }
+        }
+        overlaps
+    }
+
+    /// Rejected writes that pass the filter (resource, owner or outcome), newest first.
+    pub fn visible_rejections(&self) -> Vec<&WriteEvent> {
+        self.rejections
+            .iter()
+            .map(|r| &**r)
+            .filter(|r| {
+                self.matches_filter(
+                    &[
+                        Some(&r.resource),
+                        r.owner.as_deref(),
+                        Some(r.outcome.as_str()),
+                    ],
+                    &[r.token],
+                )
+            })
+            .collect()
+    }
+
+    pub fn open_overlaps(&self) -> usize {
+        self.overlaps
+            .values()
+            .filter(|o| o.overlap.state == OverlapState::Open)
+            .count()
+    }
+
+    pub fn firing_alerts(&self) -> usize {
+        self.alerts
+            .values()
+            .filter(|a| a.state == AlertState::Firing)
+            .count()
+    }
+
+    pub fn total(&self, outcome: Outcome) -> u64 {
+        self.totals.get(outcome.as_str()).copied().unwrap_or(0)
+    }
+
+    /// Seconds since the last event, if any.
+    pub fn data_age(&self) -> Option<i64> {
+        self.last_event.map(|at| (self.now - at).max(0))
+    }
+}
