@@ -9,9 +9,10 @@
 //! resource missing and appends to its `chain_heads` row finds it changed, or its insert of
 //! one taken, and runs again, so the chain never forks between the two places.
 
-use super::batch::shared::{internal, ChainHeads, ObservedResource};
+use super::batch::shared::{ChainHeads, ObservedResource};
 use super::{Backend, StoreError};
 use crate::domain::chain;
+use crate::store::error::corrupt;
 use sqlx::{AnyConnection, Row};
 use std::collections::{BTreeSet, HashMap};
 
@@ -62,7 +63,7 @@ impl StartingHeads {
 }
 
 fn moved_without_row() -> StoreError {
-    internal("a chain head is marked moved to a resource that has no row")
+    corrupt("a chain head is marked moved to a resource that has no row")
 }
 
 /// How the batch moves `chain_heads` rows; heads in resources' rows move with their updates
@@ -157,7 +158,7 @@ impl LockedHeads {
             let (seq, hash) = self
                 .heads
                 .get(resource)
-                .ok_or_else(|| internal("a locked chain head went missing"))?;
+                .ok_or_else(|| corrupt("a locked chain head went missing"))?;
             let sql = match row {
                 HeadRow::Resource => {
                     "UPDATE resources SET chain_seq = $2, chain_hash = $3 WHERE key = $1"

@@ -108,8 +108,8 @@ pub(crate) fn is_unavailable(error: &sqlx::Error) -> bool {
 }
 
 /// A row that does not decode into what the schema promises.
-pub(crate) fn corrupt(message: String) -> StoreError {
-    StoreError::Invariant(message)
+pub(crate) fn corrupt(message: impl Into<String>) -> StoreError {
+    StoreError::Invariant(message.into())
 }
 
 /// A stored time (microseconds since the epoch).

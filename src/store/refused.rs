@@ -2,7 +2,7 @@
 //! transaction of its own, outside group commit.
 
 use super::batch::plan::link;
-use super::batch::shared::{internal, placeholder_rows, power_of_two_chunks, Link};
+use super::batch::shared::{placeholder_rows, power_of_two_chunks, Link};
 use super::chain_heads::LockedHeads;
 use super::error::corrupt;
 use super::tx::{begin_audited, retrying};
@@ -35,7 +35,7 @@ impl Store {
             let id = ids
                 .first()
                 .copied()
-                .ok_or_else(|| internal("the audit row got no id"))?;
+                .ok_or_else(|| corrupt("the audit row got no id"))?;
             Ok(AuditEntry { id, ..entry })
         })
         .await
@@ -123,7 +123,7 @@ async fn append_audit(
         .map(|(entry, link)| {
             ids.get(&(entry.resource.clone(), link.seq))
                 .copied()
-                .ok_or_else(|| internal("an inserted audit row was not returned"))
+                .ok_or_else(|| corrupt("an inserted audit row was not returned"))
         })
         .collect::<Result<Vec<_>, _>>()?;
 

@@ -60,7 +60,7 @@ impl Store {
         self.apply_batch(std::slice::from_ref(write), policy)
             .await?
             .pop()
-            .ok_or_else(|| shared::internal("a batch of one gave no result"))
+            .ok_or_else(|| crate::store::error::corrupt("a batch of one gave no result"))
     }
 
     /// Decides `writes` in order against the committed state (and, where a write names a lease,
@@ -226,7 +226,9 @@ impl Store {
                 }
                 Ok(Segment::Changed { .. }) => {
                     roll_back(&mut conn).await;
-                    return Err(shared::internal("a SQLite batch found a resource changed"));
+                    return Err(crate::store::error::corrupt(
+                        "a SQLite batch found a resource changed",
+                    ));
                 }
                 Err(error) => {
                     roll_back(&mut conn).await;

@@ -3,7 +3,7 @@
 //! stale writes show, each audit row linked onto its resource's chain, and what every resource
 //! becomes. The dialects (`sqlite`, `postgres`) apply it.
 
-use super::shared::{internal, ChainHeads, Link, ObservedLeases, ObservedResource};
+use super::shared::{ChainHeads, Link, ObservedLeases, ObservedResource};
 use crate::domain::authority::Anomaly;
 use crate::domain::clock::Clock;
 use crate::domain::{
@@ -12,6 +12,7 @@ use crate::domain::{
 };
 use crate::store::authority::{self, RecordedLock};
 use crate::store::chain_heads::{UnwrittenMoves, UnwrittenSeen};
+use crate::store::error::corrupt;
 use crate::store::StoreError;
 use chrono::{DateTime, SubsecRound, Utc};
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -144,7 +145,7 @@ pub(super) fn decide_in_order<'a>(
     for (index, write) in writes.iter().enumerate() {
         let resource = working
             .get_mut(write.key.as_str())
-            .ok_or_else(|| internal("a write's resource was not observed"))?;
+            .ok_or_else(|| corrupt("a write's resource was not observed"))?;
         let recorded = write.idempotency_key.as_ref().and_then(|key| {
             operations.get(&(write.key.as_str().to_owned(), key.as_str().to_owned()))
         });
@@ -229,7 +230,7 @@ impl Decided<'_> {
             .map(|(key, resource)| {
                 let head = heads
                     .get(*key)
-                    .ok_or_else(|| internal("a resource of the batch has no chain head"))?;
+                    .ok_or_else(|| corrupt("a resource of the batch has no chain head"))?;
                 Ok(Change {
                     key,
                     observed: observed.get(*key),
@@ -376,7 +377,7 @@ pub(crate) fn link(
         .map(|entry| {
             let head = heads
                 .get_mut(&entry.resource)
-                .ok_or_else(|| internal("an audited resource has no chain head"))?;
+                .ok_or_else(|| corrupt("an audited resource has no chain head"))?;
             let seq = head.0 + 1;
             let hash = chain::row_hash(entry, seq, &head.1);
             let prev_hash = std::mem::replace(&mut head.1, hash.clone());

@@ -6,8 +6,9 @@
 //! size, so it stays prepared, and one statement per step, so one round trip.
 
 use super::plan::{Accepted, Plan, Sighting};
-use super::shared::{internal, recorded_operation, status_of, Link, ObservedResource};
+use super::shared::{recorded_operation, status_of, Link, ObservedResource};
 use crate::domain::{Applied, AuditEntry, Decision, RecordedOperation};
+use crate::store::error::corrupt;
 use crate::store::StoreError;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -305,11 +306,11 @@ pub(super) fn decode_operations(
 }
 
 pub(super) fn to_json<T: serde::Serialize + ?Sized>(value: &T) -> Result<String, StoreError> {
-    serde_json::to_string(value).map_err(|e| internal(&e.to_string()))
+    serde_json::to_string(value).map_err(|e| corrupt(e.to_string()))
 }
 
 pub(super) fn from_json<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, StoreError> {
-    serde_json::from_str(text).map_err(|e| internal(&format!("a batch observation: {e}")))
+    serde_json::from_str(text).map_err(|e| corrupt(format!("a batch observation: {e}")))
 }
 
 /// Rows for tests of the statements built from them: each array names its step, with these

@@ -5,6 +5,7 @@
 use crate::domain::{
     Applied, FencingToken, LeaseRecord, RecordedOperation, ResourceState, Revision,
 };
+use crate::store::error::corrupt;
 use crate::store::StoreError;
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -51,7 +52,7 @@ impl ObservedResource {
         owner: Option<String>,
         chain: (i64, String),
     ) -> Result<Self, StoreError> {
-        let revision = Revision::new(revision).map_err(|e| internal(&e.0))?;
+        let revision = Revision::new(revision).map_err(|e| corrupt(e.0))?;
         Ok(Self {
             state: ResourceState {
                 highest_token,
@@ -89,7 +90,7 @@ pub(crate) fn recorded_operation(
     highest_token: i64,
     audit_id: i64,
 ) -> Result<RecordedOperation, StoreError> {
-    let decode = |e: crate::domain::ParseError| internal(&e.0);
+    let decode = |e: crate::domain::ParseError| corrupt(e.0);
     Ok(RecordedOperation {
         token: FencingToken::new(token).map_err(decode)?,
         body_sha256,
@@ -113,7 +114,7 @@ fn applied_from_status(status: i64) -> Result<Applied, StoreError> {
     match status {
         201 => Ok(Applied::Created),
         200 => Ok(Applied::Updated),
-        other => Err(internal(&format!(
+        other => Err(corrupt(format!(
             "a recorded operation has status {other}, neither 200 nor 201"
         ))),
     }
@@ -168,11 +169,6 @@ pub(crate) fn placeholder_rows(width: usize, rows: usize) -> String {
         sql.push(')');
     }
     sql
-}
-
-/// A step of the write path found what cannot be: a bug, or a database changed behind its back.
-pub(crate) fn internal(message: &str) -> StoreError {
-    StoreError::Invariant(message.to_owned())
 }
 
 #[cfg(test)]

@@ -21,8 +21,9 @@ use super::plan::Plan;
 use super::rows::{
     decode_operations, decode_resources, encode, from_json, join_open_overlap, to_json, Rows,
 };
-use super::shared::{internal, AuditPosition, Observed, SqlitePosition};
+use super::shared::{AuditPosition, Observed, SqlitePosition};
 use crate::domain::FencedWrite;
+use crate::store::error::corrupt;
 use crate::store::wal_sync::{CommitTicket, WalSync};
 use crate::store::StoreError;
 use sqlx::{AnyConnection, Row};
@@ -95,7 +96,7 @@ pub(super) async fn observe(
         .await?;
     let row = rows
         .first()
-        .ok_or_else(|| internal("the observation returned no row"))?;
+        .ok_or_else(|| corrupt("the observation returned no row"))?;
 
     Ok(Observed {
         resources: decode_resources(&row.try_get::<String, _>("resources")?)?,
@@ -283,7 +284,7 @@ pub(super) async fn apply(
 /// The check's failure, named.
 fn unapplied(error: sqlx::Error) -> StoreError {
     match &error {
-        sqlx::Error::Database(database) if database.message().contains("unapplied") => internal(
+        sqlx::Error::Database(database) if database.message().contains("unapplied") => corrupt(
             "a batch changed other rows than it planned: a resource was no longer as observed",
         ),
         _ => error.into(),
