@@ -112,10 +112,6 @@ impl FenceService {
         self
     }
 
-    pub fn authorities(&self) -> &Authorities {
-        &self.authorities
-    }
-
     /// A write from the edge: when it names an external lock, the lock is read first (within
     /// the database timeout) and judged in the write's transaction.
     pub async fn write_checked(&self, write: &FencedWrite) -> Result<WriteResult, WriteError> {

@@ -25,9 +25,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Tui(args) => {
             let daemon = connect(&args.connection)?;
             if args.once {
-                let overview = tui::once::overview(&daemon).await?;
+                // Through a JSON value, whose maps sort their keys: scripts have always seen
+                // every object's fields by name.
+                let overview = serde_json::to_value(tui::once::overview(&daemon).await?)?;
                 let text = if args.json {
-                    serde_json::to_string(&overview)?
+                    overview.to_string()
                 } else {
                     serde_json::to_string_pretty(&overview)?
                 };

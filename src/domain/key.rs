@@ -44,6 +44,10 @@ impl ResourceKey {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    pub fn into_string(self) -> String {
+        self.0
+    }
 }
 
 impl std::fmt::Display for ResourceKey {

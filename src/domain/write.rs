@@ -62,6 +62,8 @@ impl FencedWrite {
         at: DateTime<Utc>,
         detail: Option<String>,
     ) -> AuditEntry {
+        // The same fields as a refused attempt's, with the decision's detail (no more copies
+        // than building the row directly: the attempt's fields move into it).
         AuditEntry {
             detail,
             ..self
@@ -139,7 +141,7 @@ impl RefusedAttempt {
         AuditEntry {
             id: 0,
             at,
-            resource: self.key.as_str().to_owned(),
+            resource: self.key.into_string(),
             outcome: self.outcome,
             token: self.token,
             highest_token: state.highest_token,

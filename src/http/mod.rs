@@ -114,14 +114,14 @@ async fn log_failures(
     let response = next.run(request).await;
     let status = response.status();
     if status.is_server_error() {
-        let cause = response
+        let error = response
             .extensions()
             .get::<problem::FailureCause>()
             .map_or("", |cause| cause.0.as_str());
         if status == axum::http::StatusCode::SERVICE_UNAVAILABLE {
-            tracing::warn!(%method, %path, %status, cause, "request failed: a dependency is unavailable");
+            tracing::warn!(%method, %path, %status, error, "request failed: a dependency is unavailable");
         } else {
-            tracing::error!(%method, %path, %status, cause, "request failed");
+            tracing::error!(%method, %path, %status, error, "request failed");
         }
     }
     response
@@ -158,6 +158,11 @@ async fn settled_reads(
     }
     match state.service.settle().await {
         Ok(()) => response,
+        // Not `From<StoreError>`'s answer to a timeout, which speaks of a write's outcome.
+        Err(error @ crate::store::StoreError::TimedOut(_)) => Problem::unavailable(format!(
+            "{error}; nothing was changed, the read can be retried"
+        ))
+        .into_response(),
         Err(error) => Problem::from(error).into_response(),
     }
 }

@@ -1,6 +1,6 @@
-//! What operators watch live: a bounded bus fed from the commit-ordered audit tail, and the
-//! rolling statistics computed from it. Nothing here is on the write path: after a batch is
-//! durable its rows are handed to the tail (`CommitFeed`), which never blocks a writer.
+//! The bounded bus the audit tail publishes to and every live subscriber reads: a subscriber
+//! that falls behind loses its place rather than slowing the tail, and nothing here is on the
+//! write path.
 
 use crate::api::events::{AlertEvent, OverlapEvent};
 use crate::domain::AuditEntry;

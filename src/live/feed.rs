@@ -1,6 +1,6 @@
 //! Audit rows this daemon committed, handed to the live tail in process so that it need not
-//! read them back from the database (which cost about as many instructions a write as the
-//! group-commit thread's own work).
+//! read them back from the database (a cost comparable to the write's own; see
+//! docs/performance.md).
 //!
 //! The feed is a shortcut, never the source of truth: the tail publishes from it only the run
 //! that continues its cursor without a gap. Group commit also says which ids its rolled-back

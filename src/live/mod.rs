@@ -130,7 +130,7 @@ impl Live {
             std::process::id(),
             chrono::Utc::now().timestamp_micros()
         ))
-        .map_err(|e| StoreError::Open(e.0))?;
+        .map_err(|e| StoreError::Invariant(e.0))?;
         let evaluator_task = Evaluator {
             store: store.clone(),
             config: config.alerts.clone(),

@@ -12,7 +12,10 @@ pub enum StoreError {
     #[error("database unavailable: the write queue has stopped")]
     QueueClosed,
     /// The task committing a write's batch died (a panic) before answering it.
-    #[error("database unavailable: the write's batch ended without an answer")]
+    #[error(
+        "database unavailable: the write's batch ended without an answer, so its outcome is \
+         unknown until it is retried with the same Idempotency-Key"
+    )]
     BatchLost,
     /// Concurrent writers kept winning the race for the same resource.
     #[error("gave up after {attempts} attempts lost to concurrent writers")]

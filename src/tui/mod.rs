@@ -178,10 +178,10 @@ impl Drop for TerminalGuard {
 pub(crate) mod fixtures {
     //! A dashboard mid-incident, at a fixed time, for model tests and snapshots.
     use super::model::{Model, Msg, Snapshot};
+    use crate::api::events::AlertView;
     use crate::api::events::{DaemonEvent, OverlapEvent, StatsEvent, WriteEvent};
     use crate::domain::alert::AlertState;
     use crate::domain::{Outcome, Overlap, OverlapState};
-    use crate::live::alerts::AlertView;
     use chrono::{DateTime, Utc};
     use std::sync::Arc;
 

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 /// Open overlaps read at most.
 const OPEN_OVERLAPS: u32 = 1000;
 
-/// The fields in the order scripts have always seen them: by name.
+/// What `tui --once` prints (sorted by name at every level when printed, as it always was).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Overview {
     pub events_dropped: u64,

@@ -139,6 +139,23 @@ fn the_dashboard_model_names_no_terminal_crate() {
     assert_names_none("src/tui/model", &["ratatui", "crossterm"], 3);
 }
 
+/// The dashboard knows the daemon only through the client and the wire types.
+#[test]
+fn the_dashboard_names_nothing_of_the_daemon() {
+    assert_names_none(
+        "src/tui",
+        &[
+            "crate::store",
+            "crate::live",
+            "crate::app",
+            "crate::http",
+            "sqlx",
+            "axum",
+        ],
+        10,
+    );
+}
+
 /// The client answers in wire types; the dashboard maps them to its messages.
 #[test]
 fn the_daemon_client_knows_nothing_of_the_dashboard() {

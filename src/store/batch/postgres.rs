@@ -12,9 +12,8 @@
 //!
 //! Rows travel as `jsonb` arrays, like SQLite's (`rows`): one statement text per step, so
 //! it stays prepared, where a parameter per value took one statement per power-of-two chunk of
-//! rows (about twice the round trips and the executor start-ups, which with PostgreSQL's
-//! backends busy on the same cores were most of a batch's cost). `jsonb`, not `json`: `->>` on
-//! `json` parses the text again for every field.
+//! rows, with more round trips and executor start-ups (docs/performance.md). `jsonb`, not
+//! `json`: `->>` on `json` parses the text again for every field.
 
 use super::plan::Plan;
 use super::rows::{

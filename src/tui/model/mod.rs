@@ -86,8 +86,8 @@ impl OverlapSort {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 /// What a key asks of the dashboard; `keys` binds keys to these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
     Quit,
     Help,
