@@ -74,6 +74,17 @@ pub fn deserialize_rfc3339<'de, D: Deserializer<'de>>(
         .map_err(serde::de::Error::custom)
 }
 
+/// An optional time as `serialize_rfc3339_micros` writes one, or `null`.
+pub fn serialize_optional_rfc3339_micros<S: Serializer>(
+    at: &Option<DateTime<Utc>>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match at {
+        Some(at) => serialize_rfc3339_micros(at, serializer),
+        None => serializer.serialize_none(),
+    }
+}
+
 /// The optional form of `deserialize_rfc3339`: `null` is `None`.
 pub fn deserialize_optional_rfc3339<'de, D: Deserializer<'de>>(
     deserializer: D,

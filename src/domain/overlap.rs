@@ -1,4 +1,7 @@
-use super::audit::{deserialize_optional_rfc3339, deserialize_rfc3339, serialize_rfc3339_micros};
+use super::audit::{
+    deserialize_optional_rfc3339, deserialize_rfc3339, serialize_optional_rfc3339_micros,
+    serialize_rfc3339_micros,
+};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -54,15 +57,5 @@ impl OverlapState {
             "closed" => Some(OverlapState::Closed),
             _ => None,
         }
-    }
-}
-
-fn serialize_optional_rfc3339_micros<S: serde::Serializer>(
-    at: &Option<DateTime<Utc>>,
-    serializer: S,
-) -> Result<S::Ok, S::Error> {
-    match at {
-        Some(at) => serialize_rfc3339_micros(at, serializer),
-        None => serializer.serialize_none(),
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::api::events::AlertEvent;
 use crate::domain::alert::AlertState;
-use crate::domain::audit::serialize_rfc3339_micros;
+use crate::domain::audit::{serialize_optional_rfc3339_micros, serialize_rfc3339_micros};
 use crate::domain::{Overlap, OverlapState};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -38,18 +38,8 @@ pub struct AlertRecord {
     pub resource: Option<String>,
     #[serde(serialize_with = "serialize_rfc3339_micros")]
     pub fired_at: DateTime<Utc>,
-    #[serde(serialize_with = "serialize_optional")]
+    #[serde(serialize_with = "serialize_optional_rfc3339_micros")]
     pub resolved_at: Option<DateTime<Utc>>,
-}
-
-fn serialize_optional<S: serde::Serializer>(
-    at: &Option<DateTime<Utc>>,
-    serializer: S,
-) -> Result<S::Ok, S::Error> {
-    match at {
-        Some(at) => serialize_rfc3339_micros(at, serializer),
-        None => serializer.serialize_none(),
-    }
 }
 
 /// Where the demo's database is after the run.
