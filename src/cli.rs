@@ -491,6 +491,11 @@ pub struct BenchArgs {
     /// Live event streams (`/v1/events`) followed while the writers run.
     #[arg(long, default_value_t = 0)]
     pub subscribers: usize,
+    /// Also run the same HTTP load with every write naming an etcd lock (`Fencing-Lease:
+    /// etcd:bench-etcd`, the lock taken here with etcd's lock API) against a daemon started
+    /// with `--etcd URL`, reported beside the plain fence. Needs `--features etcd`.
+    #[arg(long, value_name = "URL")]
+    pub etcd: Option<String>,
     #[arg(long)]
     pub json: bool,
 }
