@@ -569,3 +569,45 @@ async fn one_generation_from_two_owners_is_recorded() {
         1.0
     );
 }
+
+/// Under `--lease-scope prefix` an etcd lock fences its prefix and what is under it, as the
+/// daemon's own leases do; one leading `/` of the prefix is etcd's root, not the resource's.
+#[cfg_attr(not(fencewatch_etcd), ignore = "needs etcd on the PATH")]
+#[tokio::test]
+async fn lease_scope_prefix_holds_etcd_locks_to_their_prefix() {
+    let etcd = Etcd::start().await;
+    let db = TestDb::new(Backend::Sqlite).await;
+    let fw = daemon(&db, &etcd, &["--lease-scope", "prefix"]).await;
+    let (_, rooted) = etcd.lock("/locks/jobs", 60).await;
+    let (_, plain) = etcd.lock("billing", 60).await;
+    for (key, lock, token, status) in [
+        ("locks/jobs", "/locks/jobs", rooted, 201),
+        ("locks/jobs/7", "/locks/jobs", rooted, 201),
+        ("billing", "billing", plain, 201),
+        ("billing/ledger", "billing", plain, 201),
+        ("locks/jobs2", "/locks/jobs", rooted, 403),
+        ("locks", "/locks/jobs", rooted, 403),
+        ("billingx", "billing", plain, 403),
+        ("ledger/billing", "billing", plain, 403),
+    ] {
+        let reply = put(&fw, key, lock, token).body("v").send().await;
+        assert_eq!(reply.status.as_u16(), status, "{key}: {}", reply.json);
+        if status == 403 {
+            reply.assert_problem(403, "out-of-scope");
+            assert_eq!(reply.json["outcome"], "unauthorized");
+            let row = last_audit(&fw, key).await;
+            assert_eq!(row["outcome"], "unauthorized", "{key}: {row}");
+            assert_eq!(row["lease"], format!("etcd:{lock}"), "{row}");
+        }
+    }
+    // A superseded token outside the prefix is out of scope first, as for a daemon's lease.
+    put(&fw, "elsewhere", "billing", plain - 1)
+        .send()
+        .await
+        .assert_problem(403, "out-of-scope");
+
+    // Without the option, the same lock fences any resource.
+    let any = daemon(&db, &etcd, &[]).await;
+    let reply = put(&any, "elsewhere", "billing", plain).send().await;
+    assert_eq!(reply.status.as_u16(), 201, "{}", reply.json);
+}
