@@ -153,9 +153,7 @@ pub async fn run_command(args: BenchArgs) -> anyhow::Result<ExitCode> {
 
 pub async fn run(options: BenchOptions) -> anyhow::Result<BenchReport> {
     let folder = tempfile::tempdir().context("failed to create a temporary folder")?;
-    if options.etcd.is_some() && !cfg!(feature = "etcd") {
-        return Err(EtcdNotBuilt.into());
-    }
+    check_etcd_built(&options)?;
     let (http, peak) = if options.http {
         let fence = load::Fence::plain();
         let (http, peak) = load::run_daemon_and_http(&options, folder.path(), &fence).await?;
@@ -205,6 +203,14 @@ pub async fn run(options: BenchOptions) -> anyhow::Result<BenchReport> {
         cpu,
         etcd,
     })
+}
+
+/// Refuses `--etcd` before anything starts in a build without the etcd authority.
+fn check_etcd_built(options: &BenchOptions) -> Result<(), EtcdNotBuilt> {
+    if options.etcd.is_some() && !cfg!(feature = "etcd") {
+        return Err(EtcdNotBuilt);
+    }
+    Ok(())
 }
 
 /// The HTTP path again, each write naming a lock the bench holds in etcd, against a daemon of
@@ -311,5 +317,32 @@ mod tests {
         // The same seed, the same picks.
         let (mut a, mut b) = (Picks::seeded(9), Picks::seeded(9));
         assert!((0..100).all(|_| a.resource(1000) == b.resource(1000)));
+    }
+
+    #[test]
+    fn the_etcd_path_needs_the_feature() {
+        let mut options = BenchOptions {
+            url: None,
+            ca_cert: None,
+            database: None,
+            connections: 1,
+            resources: 1,
+            stale_fraction: 0.0,
+            idempotency_keys: false,
+            duration: Duration::from_secs(1),
+            baseline: false,
+            http: true,
+            json: false,
+            readers: 0,
+            subscribers: 0,
+            etcd: None,
+        };
+        assert!(check_etcd_built(&options).is_ok());
+        options.etcd = Some("http://127.0.0.1:2379".to_owned());
+        let checked = check_etcd_built(&options);
+        assert_eq!(checked.is_ok(), cfg!(feature = "etcd"));
+        if let Err(error) = checked {
+            assert!(error.to_string().contains("--features etcd"), "{error}");
+        }
     }
 }
