@@ -295,7 +295,10 @@ mod tests {
         assert!(!jobs.in_scope(prefix, &key("jobs2")), "a longer name");
         assert!(!jobs.in_scope(prefix, &key("job")));
         assert!(!jobs.in_scope(prefix, &key("other/jobs")));
-        assert!(!jobs.in_scope(prefix, &key("/jobs")), "the resource's '/' is its own");
+        assert!(
+            !jobs.in_scope(prefix, &key("/jobs")),
+            "the resource's '/' is its own"
+        );
         // One leading '/' is etcd's root, not part of the resource's name.
         let rooted = lock("/locks/jobs");
         assert!(rooted.in_scope(prefix, &key("locks/jobs")));
