@@ -174,7 +174,7 @@ async fn run_http(
     for reader in 0..options.readers {
         readers.push(tokio::spawn(read_values(
             http.clone(),
-            base.to_owned(),
+            format!("{base}/v1/resources/{}", fence.namespace),
             reader,
             options.resources,
             stop.clone(),
@@ -285,7 +285,7 @@ async fn write_on_one_connection(
 /// Reads random values until `stop`; a 200 counts as accepted.
 async fn read_values(
     http: reqwest::Client,
-    base: String,
+    namespace_url: String,
     reader: usize,
     resources: usize,
     stop: Arc<AtomicBool>,
@@ -295,10 +295,7 @@ async fn read_values(
     while !stop.load(Ordering::Relaxed) {
         let resource = picks.resource(resources);
         let began = Instant::now();
-        let outcome = http
-            .get(format!("{base}/v1/resources/bench/{resource}"))
-            .send()
-            .await;
+        let outcome = http.get(format!("{namespace_url}/{resource}")).send().await;
         match outcome {
             Ok(response) if response.status() == reqwest::StatusCode::OK => {
                 let took = began.elapsed();
