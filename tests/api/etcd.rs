@@ -611,3 +611,65 @@ async fn lease_scope_prefix_holds_etcd_locks_to_their_prefix() {
     let reply = put(&any, "elsewhere", "billing", plain).send().await;
     assert_eq!(reply.status.as_u16(), 201, "{}", reply.json);
 }
+
+/// `bench --etcd` runs the etcd-checked path beside the plain fence, holding a real lock that it
+/// releases at the end.
+#[cfg_attr(not(fencewatch_etcd), ignore = "needs etcd on the PATH")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bench_measures_etcd_checked_writes_beside_the_plain_fence() {
+    let etcd = Etcd::start().await;
+    let output = tokio::time::timeout(
+        Duration::from_secs(90),
+        Command::new(env!("CARGO_BIN_EXE_fencewatch"))
+            .args(["bench", "--etcd", etcd.url.as_str()])
+            .args([
+                "--duration",
+                "1s",
+                "--connections",
+                "2",
+                "--resources",
+                "10",
+            ])
+            .args([
+                "--stale",
+                "0.5",
+                "--readers",
+                "1",
+                "--no-baseline",
+                "--json",
+            ])
+            .output(),
+    )
+    .await
+    .expect("the bench ends after its durations")
+    .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let checked = &report["etcd"];
+    assert_eq!(checked["lease"], "etcd:bench-etcd", "{report}");
+    assert!(checked["token"].as_i64().unwrap() > 1, "{report}");
+    for path in [&report["http"], &checked["writes"]] {
+        assert_eq!(path["errors"], 0, "{report}");
+        // The holder's writes went through; the share one below the holder was superseded.
+        assert!(path["accepted"].as_u64().unwrap() > 0, "{report}");
+        assert!(path["rejected"].as_u64().unwrap() > 0, "{report}");
+    }
+    assert_eq!(checked["writes"]["path"], "http etcd", "{report}");
+    assert!(
+        checked["cpu"]["daemon_us"].as_f64().unwrap() > 0.0,
+        "{report}"
+    );
+    assert_eq!(report["reads"]["errors"], 0, "{report}");
+    // The lock was released when the bench ended.
+    let held = etcd
+        .client()
+        .await
+        .get("bench-etcd/", Some(GetOptions::new().with_prefix()))
+        .await
+        .unwrap();
+    assert!(held.kvs().is_empty(), "{:?}", held.kvs());
+}
