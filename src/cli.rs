@@ -494,7 +494,7 @@ pub struct BenchArgs {
     /// Also run the same HTTP load with every write naming an etcd lock (`Fencing-Lease:
     /// etcd:bench-etcd`, the lock taken here with etcd's lock API) against a daemon started
     /// with `--etcd URL`, reported beside the plain fence. Needs `--features etcd`.
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", conflicts_with = "no_http")]
     pub etcd: Option<String>,
     #[arg(long)]
     pub json: bool,
