@@ -350,6 +350,19 @@ pub struct DemoArgs {
     /// No colours in the dashboard (also when NO_COLOR is set).
     #[arg(long)]
     pub no_color: bool,
+    /// Whose locks the workers take: the daemon's own leases, or etcd's (a build with
+    /// `--features etcd` and an `etcd` program on the PATH, started on free ports in a
+    /// temporary folder and stopped at the end).
+    #[arg(long, value_enum, default_value_t = DemoAuthority::Daemon)]
+    pub authority: DemoAuthority,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DemoAuthority {
+    /// Leases of the demo's daemon.
+    Daemon,
+    /// etcd locks (`Fencing-Lease: etcd:RESOURCE`).
+    Etcd,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -673,3 +673,37 @@ async fn the_bench_measures_etcd_checked_writes_beside_the_plain_fence() {
         .unwrap();
     assert!(held.kvs().is_empty(), "{:?}", held.kvs());
 }
+
+/// `demo --authority etcd` starts its own etcd, its workers take etcd locks, and the paused one
+/// is refused as superseded; nothing it started outlives it.
+#[cfg_attr(not(fencewatch_etcd), ignore = "needs etcd on the PATH")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_runs_on_etcd_locks() {
+    let output = tokio::time::timeout(
+        Duration::from_secs(90),
+        Command::new(env!("CARGO_BIN_EXE_fencewatch"))
+            .args(["demo", "--authority", "etcd", "--headless", "--json"])
+            .args(["--duration", "8s", "--workers", "4", "--resources", "2"])
+            .env("FENCEWATCH_LOG", "error")
+            .output(),
+    )
+    .await
+    .expect("the demo ends after its duration")
+    .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(summary["authority"], "etcd", "{summary}");
+    assert!(
+        summary["writes"]["accepted"].as_u64().unwrap() > 0,
+        "{summary}"
+    );
+    // Worker 0 always pauses past its etcd lease while another takes the lock.
+    assert!(
+        summary["writes"]["superseded"].as_u64().unwrap() > 0,
+        "{summary}"
+    );
+}

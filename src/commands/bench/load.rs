@@ -83,7 +83,7 @@ pub(super) async fn run_daemon_and_http(
 }
 
 /// Starts `fencewatch serve` as a child process and waits for its address.
-async fn start_daemon(
+pub(crate) async fn start_daemon(
     database: &str,
     extra: &[String],
 ) -> anyhow::Result<(String, tokio::process::Child)> {

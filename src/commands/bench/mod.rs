@@ -15,6 +15,9 @@ mod tally;
 
 pub use cpu::CpuPerWrite;
 pub use dashboard::{run_dashboard, DashboardReport};
+/// Also how `demo --authority etcd` starts its daemon.
+#[cfg(feature = "etcd")]
+pub(crate) use load::start_daemon;
 pub use report::print;
 
 use crate::cli::BenchArgs;
