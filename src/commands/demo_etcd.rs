@@ -13,9 +13,7 @@ use crate::cli::DemoArgs;
 pub enum DemoEtcdError {
     #[error("demo --authority etcd needs a fencewatch built with --features etcd")]
     NotBuilt,
-    #[error(
-        "demo --authority etcd needs an `etcd` program on the PATH (Debian: etcd-server): {0}"
-    )]
+    #[error("demo --authority etcd needs an `etcd` program on the PATH (Debian: etcd-server)")]
     NoEtcd(#[source] std::io::Error),
     #[error("the etcd it started did not answer within 30 s")]
     EtcdNotReady,
