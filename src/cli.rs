@@ -353,6 +353,19 @@ pub struct DemoArgs {
     /// No colours in the dashboard (also when NO_COLOR is set).
     #[arg(long)]
     pub no_color: bool,
+    /// Whose locks the workers take: the daemon's own leases, or etcd's (a build with
+    /// `--features etcd` and an `etcd` program on the PATH, started on free ports in a
+    /// temporary folder and stopped at the end).
+    #[arg(long, value_enum, default_value_t = DemoAuthority::Daemon)]
+    pub authority: DemoAuthority,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DemoAuthority {
+    /// Leases of the demo's daemon.
+    Daemon,
+    /// etcd locks (`Fencing-Lease: etcd:RESOURCE`).
+    Etcd,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -494,6 +507,11 @@ pub struct BenchArgs {
     /// Live event streams (`/v1/events`) followed while the writers run.
     #[arg(long, default_value_t = 0)]
     pub subscribers: usize,
+    /// Also run the same HTTP load with every write naming an etcd lock (`Fencing-Lease:
+    /// etcd:bench-etcd`, the lock taken here with etcd's lock API) against a daemon started
+    /// with `--etcd URL`, reported beside the plain fence. Needs `--features etcd`.
+    #[arg(long, value_name = "URL", conflicts_with = "no_http")]
+    pub etcd: Option<String>,
     #[arg(long)]
     pub json: bool,
 }

@@ -4,6 +4,7 @@ pub mod answer;
 pub mod audit;
 pub mod bench;
 pub mod demo;
+pub mod demo_etcd;
 pub mod lease;
 pub mod serve;
 pub mod write;
@@ -57,6 +58,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .render(&mut std::io::stdout())
                 .map_err(|e| anyhow::anyhow!("failed to write the manual page: {e}"))?;
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Demo(args) if args.authority == crate::cli::DemoAuthority::Etcd => {
+            let color = tui::wants_color(args.no_color);
+            demo_etcd::run(args, color)
+                .await
+                .map(|()| ExitCode::SUCCESS)
         }
         Command::Demo(args) => demo::run(demo::DemoOptions {
             database: args.database,

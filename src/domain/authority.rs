@@ -7,8 +7,8 @@
 //! Lease's `leaseTransitions`. The rules below only need that number, so each service is an
 //! `AuthorityKind` and the same rules judge all of them.
 
-use super::lease::LeaseCheck;
-use super::{LeaseName, ParseError};
+use super::lease::{LeaseCheck, LeaseScope};
+use super::{LeaseName, ParseError, ResourceKey};
 
 /// Which lock service issued a generation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -86,6 +86,18 @@ impl ExternalLock {
     pub fn key_prefix(&self) -> String {
         format!("{}/", self.name)
     }
+
+    /// Under `serve --lease-scope prefix`, whether the lock's holder may fence `key`: the
+    /// lock's name and the resources under it (`name` and `name/…`), the rule of the daemon's
+    /// own leases. etcd keys are by custom rooted at `/` (`/locks/jobs`) and resource keys
+    /// are not, so one leading `/` of the prefix is not part of the resource's name:
+    /// `etcd:/locks/jobs` fences `locks/jobs` and `locks/jobs/…`, as `etcd:locks/jobs` does.
+    /// Those are two locks in etcd, but one cluster numbers both with one revision counter,
+    /// so the resource's own fence still orders their holders' writes.
+    pub fn in_scope(&self, scope: LeaseScope, key: &ResourceKey) -> bool {
+        let name = self.name.strip_prefix('/').unwrap_or(&self.name);
+        scope.allows_under(name, key)
+    }
 }
 
 /// The lock's holder when it was observed.
@@ -153,12 +165,20 @@ pub fn progress(recorded: i64, observation: &LockObservation) -> Progress {
 /// - equal: the holder's; lapsed when nobody held the lock. A recorded generation above the
 ///   observed holder's means the observation is older than another write's: its holder is
 ///   treated as current, so a late view never refuses the current holder.
-pub fn lease_check(observation: &LockObservation, highest_seen: i64, strict: bool) -> LeaseCheck {
+///
+/// `in_scope` is `ExternalLock::in_scope` for the write's resource: a write outside the lock's
+/// resources is refused before any of the above (`403 out-of-scope`).
+pub fn lease_check(
+    observation: &LockObservation,
+    highest_seen: i64,
+    strict: bool,
+    in_scope: bool,
+) -> LeaseCheck {
     let observed = observation.holder.as_ref().map_or(0, |h| h.generation);
     LeaseCheck {
         issued: highest_seen.max(observed),
         lapsed: observation.holder.is_none(),
-        in_scope: true,
+        in_scope,
         strict,
     }
 }
@@ -242,7 +262,7 @@ mod tests {
                 token: FencingToken::new(token).unwrap(),
                 body_sha256: "aa",
                 expected_revision: None,
-                lease: Some(lease_check(observation, highest_seen, strict)),
+                lease: Some(lease_check(observation, highest_seen, strict, true)),
             },
         )
     }
@@ -261,6 +281,51 @@ mod tests {
         assert!(lock("etcd:jobs/").unwrap().is_err(), "trailing slash");
         assert!(ExternalLock::parse(AuthorityKind::Etcd, "a\u{1}b").is_err());
         assert!(ExternalLock::parse(AuthorityKind::Etcd, "a\nb").is_err());
+    }
+
+    #[test]
+    fn lease_scope_prefix_covers_the_lock_and_what_is_under_it() {
+        let key = |text: &str| ResourceKey::parse(text).unwrap();
+        let lock = |name: &str| ExternalLock::parse(AuthorityKind::Etcd, name).unwrap();
+        let prefix = LeaseScope::Prefix;
+        let jobs = lock("jobs");
+        assert!(jobs.in_scope(prefix, &key("jobs")));
+        assert!(jobs.in_scope(prefix, &key("jobs/7")));
+        assert!(jobs.in_scope(prefix, &key("jobs/7/log")));
+        assert!(!jobs.in_scope(prefix, &key("jobs2")), "a longer name");
+        assert!(!jobs.in_scope(prefix, &key("job")));
+        assert!(!jobs.in_scope(prefix, &key("other/jobs")));
+        assert!(
+            !jobs.in_scope(prefix, &key("/jobs")),
+            "the resource's '/' is its own"
+        );
+        // One leading '/' is etcd's root, not part of the resource's name.
+        let rooted = lock("/locks/jobs");
+        assert!(rooted.in_scope(prefix, &key("locks/jobs")));
+        assert!(rooted.in_scope(prefix, &key("locks/jobs/7")));
+        assert!(!rooted.in_scope(prefix, &key("locks/jobs2")));
+        assert!(!rooted.in_scope(prefix, &key("locks")));
+        // Only one: '//x' keeps the second.
+        assert!(lock("//x").in_scope(prefix, &key("/x")));
+        assert!(!lock("//x").in_scope(prefix, &key("x")));
+        // Without the prefix scope, any resource.
+        assert!(jobs.in_scope(LeaseScope::Any, &key("elsewhere")));
+        assert!(rooted.in_scope(LeaseScope::Any, &key("/elsewhere")));
+        // Out of scope is refused before the lock's generations are compared, whatever the
+        // token: even the current holder's.
+        for token in [9, 10, 11] {
+            let decision = decide(
+                ResourceState::FRESH,
+                None,
+                WriteIntent {
+                    token: FencingToken::new(token).unwrap(),
+                    body_sha256: "aa",
+                    expected_revision: None,
+                    lease: Some(lease_check(&held(10, 12), 0, false, false)),
+                },
+            );
+            assert_eq!(decision, Decision::OutOfScope, "token {token}");
+        }
     }
 
     #[test]

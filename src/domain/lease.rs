@@ -138,13 +138,19 @@ pub enum LeaseScope {
 
 impl LeaseScope {
     pub fn allows(self, lease: &LeaseName, key: &ResourceKey) -> bool {
+        self.allows_under(lease.as_str(), key)
+    }
+
+    /// The rule for any name that scopes a write (a lease of the daemon's own, an external
+    /// lock's prefix): `name` and `name/…`, never `name…` (`jobs` does not cover `jobs2`).
+    pub fn allows_under(self, name: &str, key: &ResourceKey) -> bool {
         match self {
             LeaseScope::Any => true,
             LeaseScope::Prefix => {
-                let (lease, key) = (lease.as_str(), key.as_str());
-                key == lease
+                let key = key.as_str();
+                key == name
                     || key
-                        .strip_prefix(lease)
+                        .strip_prefix(name)
                         .is_some_and(|rest| rest.starts_with('/'))
             }
         }

@@ -170,10 +170,11 @@ pub(super) fn judge(
     token: i64,
     owner: Option<&str>,
     strict: bool,
+    in_scope: bool,
     working: &mut RecordedLock,
 ) -> Judged {
     let observation = &view.observation;
-    let check = authority::lease_check(observation, working.highest, strict);
+    let check = authority::lease_check(observation, working.highest, strict, in_scope);
     let name = view.lock.lease_name();
     let mut note = match &observation.holder {
         Some(holder) => format!(
@@ -205,8 +206,9 @@ pub(super) fn judge(
         working.highest = highest;
         working.owner = None;
     }
-    // The first owner to present the holder's generation is the one it is recorded for.
-    if token == working.highest && working.owner.is_none() {
+    // The first owner to present the holder's generation is the one it is recorded for; a
+    // write refused as out of scope claims nothing.
+    if in_scope && token == working.highest && working.owner.is_none() {
         working.owner = owner.map(str::to_owned);
     }
     Judged {

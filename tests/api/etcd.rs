@@ -569,3 +569,141 @@ async fn one_generation_from_two_owners_is_recorded() {
         1.0
     );
 }
+
+/// Under `--lease-scope prefix` an etcd lock fences its prefix and what is under it, as the
+/// daemon's own leases do; one leading `/` of the prefix is etcd's root, not the resource's.
+#[cfg_attr(not(fencewatch_etcd), ignore = "needs etcd on the PATH")]
+#[tokio::test]
+async fn lease_scope_prefix_holds_etcd_locks_to_their_prefix() {
+    let etcd = Etcd::start().await;
+    let db = TestDb::new(Backend::Sqlite).await;
+    let fw = daemon(&db, &etcd, &["--lease-scope", "prefix"]).await;
+    let (_, rooted) = etcd.lock("/locks/jobs", 60).await;
+    let (_, plain) = etcd.lock("billing", 60).await;
+    for (key, lock, token, status) in [
+        ("locks/jobs", "/locks/jobs", rooted, 201),
+        ("locks/jobs/7", "/locks/jobs", rooted, 201),
+        ("billing", "billing", plain, 201),
+        ("billing/ledger", "billing", plain, 201),
+        ("locks/jobs2", "/locks/jobs", rooted, 403),
+        ("locks", "/locks/jobs", rooted, 403),
+        ("billingx", "billing", plain, 403),
+        ("ledger/billing", "billing", plain, 403),
+    ] {
+        let reply = put(&fw, key, lock, token).body("v").send().await;
+        assert_eq!(reply.status.as_u16(), status, "{key}: {}", reply.json);
+        if status == 403 {
+            reply.assert_problem(403, "out-of-scope");
+            assert_eq!(reply.json["outcome"], "unauthorized");
+            let row = last_audit(&fw, key).await;
+            assert_eq!(row["outcome"], "unauthorized", "{key}: {row}");
+            assert_eq!(row["lease"], format!("etcd:{lock}"), "{row}");
+        }
+    }
+    // A superseded token outside the prefix is out of scope first, as for a daemon's lease.
+    put(&fw, "elsewhere", "billing", plain - 1)
+        .send()
+        .await
+        .assert_problem(403, "out-of-scope");
+
+    // Without the option, the same lock fences any resource.
+    let any = daemon(&db, &etcd, &[]).await;
+    let reply = put(&any, "elsewhere", "billing", plain).send().await;
+    assert_eq!(reply.status.as_u16(), 201, "{}", reply.json);
+}
+
+/// `bench --etcd` runs the etcd-checked path beside the plain fence, holding a real lock that it
+/// releases at the end.
+#[cfg_attr(not(fencewatch_etcd), ignore = "needs etcd on the PATH")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bench_measures_etcd_checked_writes_beside_the_plain_fence() {
+    let etcd = Etcd::start().await;
+    let output = tokio::time::timeout(
+        Duration::from_secs(90),
+        Command::new(env!("CARGO_BIN_EXE_fencewatch"))
+            .args(["bench", "--etcd", etcd.url.as_str()])
+            .args([
+                "--duration",
+                "1s",
+                "--connections",
+                "2",
+                "--resources",
+                "10",
+            ])
+            .args([
+                "--stale",
+                "0.5",
+                "--readers",
+                "1",
+                "--no-baseline",
+                "--json",
+            ])
+            .output(),
+    )
+    .await
+    .expect("the bench ends after its durations")
+    .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let checked = &report["etcd"];
+    assert_eq!(checked["lease"], "etcd:bench-etcd", "{report}");
+    assert!(checked["token"].as_i64().unwrap() > 1, "{report}");
+    for path in [&report["http"], &checked["writes"]] {
+        assert_eq!(path["errors"], 0, "{report}");
+        // The holder's writes went through; the share one below the holder was superseded.
+        assert!(path["accepted"].as_u64().unwrap() > 0, "{report}");
+        assert!(path["rejected"].as_u64().unwrap() > 0, "{report}");
+    }
+    assert_eq!(checked["writes"]["path"], "http etcd", "{report}");
+    assert!(
+        checked["cpu"]["daemon_us"].as_f64().unwrap() > 0.0,
+        "{report}"
+    );
+    assert_eq!(report["reads"]["errors"], 0, "{report}");
+    // The lock was released when the bench ended.
+    let held = etcd
+        .client()
+        .await
+        .get("bench-etcd/", Some(GetOptions::new().with_prefix()))
+        .await
+        .unwrap();
+    assert!(held.kvs().is_empty(), "{:?}", held.kvs());
+}
+
+/// `demo --authority etcd` starts its own etcd, its workers take etcd locks, and the paused one
+/// is refused as superseded; nothing it started outlives it.
+#[cfg_attr(not(fencewatch_etcd), ignore = "needs etcd on the PATH")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_runs_on_etcd_locks() {
+    let output = tokio::time::timeout(
+        Duration::from_secs(90),
+        Command::new(env!("CARGO_BIN_EXE_fencewatch"))
+            .args(["demo", "--authority", "etcd", "--headless", "--json"])
+            .args(["--duration", "8s", "--workers", "4", "--resources", "2"])
+            .env("FENCEWATCH_LOG", "error")
+            .output(),
+    )
+    .await
+    .expect("the demo ends after its duration")
+    .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(summary["authority"], "etcd", "{summary}");
+    assert!(
+        summary["writes"]["accepted"].as_u64().unwrap() > 0,
+        "{summary}"
+    );
+    // Worker 0 always pauses past its etcd lease while another takes the lock.
+    assert!(
+        summary["writes"]["superseded"].as_u64().unwrap() > 0,
+        "{summary}"
+    );
+}

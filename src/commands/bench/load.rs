@@ -19,24 +19,62 @@ pub(super) struct HttpRun {
     pub(super) cpu: Option<CpuPerWrite>,
 }
 
+/// What the writers of one HTTP path present: the plain fence's tokens, or an external lock's
+/// holder generation with the lock named in `Fencing-Lease`.
+#[derive(Debug, Clone)]
+pub(super) struct Fence {
+    /// Resources are `NAMESPACE/N`; each path writes its own, so that a shared database
+    /// (PostgreSQL) keeps their generations apart.
+    pub(super) namespace: String,
+    /// The generation the writers hold; the stale share sends the one below it.
+    pub(super) token: i64,
+    /// `Fencing-Lease`, e.g. `etcd:bench-etcd`.
+    pub(super) lease: Option<String>,
+    /// Extra `serve` arguments of a daemon the bench starts (e.g. `--etcd URL`).
+    pub(super) serve_args: Vec<String>,
+    /// The daemon's SQLite file when no `--database` is given: a fresh one per path.
+    pub(super) database_file: &'static str,
+}
+
+impl Fence {
+    /// Every resource first sees generation 1000, so that 999 is stale from then on.
+    pub(super) fn plain() -> Self {
+        Self {
+            namespace: "bench".to_owned(),
+            token: 1000,
+            lease: None,
+            serve_args: Vec::new(),
+            database_file: "bench.db",
+        }
+    }
+
+    fn token(&self, stale: bool) -> i64 {
+        if stale {
+            self.token - 1
+        } else {
+            self.token
+        }
+    }
+}
+
 /// The HTTP path against the daemon at `--url`, or one it starts (with its peak memory).
 pub(super) async fn run_daemon_and_http(
     options: &BenchOptions,
     folder: &std::path::Path,
+    fence: &Fence,
 ) -> anyhow::Result<(HttpRun, Option<f64>)> {
     let (base, mut daemon) = match &options.url {
         Some(url) => (url.trim_end_matches('/').to_owned(), None),
         None => {
-            let database = options
-                .database
-                .clone()
-                .unwrap_or_else(|| format!("sqlite://{}", folder.join("bench.db").display()));
-            let (base, child) = start_daemon(&database).await?;
+            let database = options.database.clone().unwrap_or_else(|| {
+                format!("sqlite://{}", folder.join(fence.database_file).display())
+            });
+            let (base, child) = start_daemon(&database, &fence.serve_args).await?;
             (base, Some(child))
         }
     };
     let daemon_pid = daemon.as_ref().and_then(tokio::process::Child::id);
-    let http = run_http(&base, options, daemon_pid).await;
+    let http = run_http(&base, options, fence, daemon_pid).await;
     let peak = daemon_pid.and_then(peak_rss_mib);
     if let Some(child) = daemon.as_mut() {
         let _ = child.kill().await;
@@ -45,10 +83,14 @@ pub(super) async fn run_daemon_and_http(
 }
 
 /// Starts `fencewatch serve` as a child process and waits for its address.
-async fn start_daemon(database: &str) -> anyhow::Result<(String, tokio::process::Child)> {
+pub(crate) async fn start_daemon(
+    database: &str,
+    extra: &[String],
+) -> anyhow::Result<(String, tokio::process::Child)> {
     let exe = std::env::current_exe().context("cannot find this executable")?;
     let mut child = tokio::process::Command::new(exe)
         .args(["serve", "--listen", "127.0.0.1:0", "--database", database])
+        .args(extra)
         .env("FENCEWATCH_LOG", "error")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::inherit())
@@ -71,6 +113,7 @@ async fn start_daemon(database: &str) -> anyhow::Result<(String, tokio::process:
 async fn run_http(
     base: &str,
     options: &BenchOptions,
+    fence: &Fence,
     daemon_pid: Option<u32>,
 ) -> anyhow::Result<HttpRun> {
     let ca_cert = options.ca_cert.as_deref();
@@ -78,14 +121,28 @@ async fn run_http(
         reqwest::Client::builder().pool_max_idle_per_host(options.connections),
         ca_cert,
     )?;
-    // Every resource first sees generation 1000, so that 999 is stale from then on.
+    // Every resource first sees the writers' generation, so that the one below is stale.
     for resource in 0..options.resources {
-        http.put(format!("{base}/v1/resources/bench/{resource}"))
-            .header("Fencing-Token", "1000")
+        let mut seed = http
+            .put(format!(
+                "{base}/v1/resources/{}/{resource}",
+                fence.namespace
+            ))
+            .header("Fencing-Token", fence.token);
+        if let Some(lease) = &fence.lease {
+            seed = seed.header("Fencing-Lease", lease);
+        }
+        let answer = seed
             .body("seed")
             .send()
             .await
             .context("the daemon did not answer")?;
+        anyhow::ensure!(
+            answer.status().is_success(),
+            "the daemon refused the seed write of {}/{resource}: {}",
+            fence.namespace,
+            answer.text().await.unwrap_or_default()
+        );
     }
     let stop = Arc::new(AtomicBool::new(false));
     // Subscribed before the writes start, on connections of their own.
@@ -108,6 +165,7 @@ async fn run_http(
             endpoint.clone(),
             client,
             options.clone(),
+            fence.clone(),
             stop.clone(),
             Tally::new()?,
         )));
@@ -116,7 +174,7 @@ async fn run_http(
     for reader in 0..options.readers {
         readers.push(tokio::spawn(read_values(
             http.clone(),
-            base.to_owned(),
+            format!("{base}/v1/resources/{}", fence.namespace),
             reader,
             options.resources,
             stop.clone(),
@@ -138,7 +196,11 @@ async fn run_http(
             Err(_) => stream_errors += 1,
         }
     }
-    let writes = summarise("http", options.connections, tallies, elapsed)?;
+    let path = match &fence.lease {
+        Some(lease) => format!("http {}", lease.split(':').next().unwrap_or(lease)),
+        None => "http".to_owned(),
+    };
+    let writes = summarise(&path, options.connections, tallies, elapsed)?;
     Ok(HttpRun {
         cpu: cpu_at_end.per_write_since(&cpu_at_start, writes.requests),
         writes,
@@ -164,6 +226,7 @@ async fn write_on_one_connection(
     endpoint: Arc<Endpoint>,
     client: usize,
     options: BenchOptions,
+    fence: Fence,
     stop: Arc<AtomicBool>,
     mut tally: Tally,
 ) -> Tally {
@@ -184,10 +247,14 @@ async fn write_on_one_connection(
             },
         };
         let resource = picks.resource(options.resources);
-        let (token, _) = picks.token(options.stale_fraction);
-        let mut request = axum::http::Request::put(format!("/v1/resources/bench/{resource}"))
-            .header(axum::http::header::HOST, endpoint.authority.as_str())
-            .header("fencing-token", token);
+        let (_, stale) = picks.token(options.stale_fraction);
+        let mut request =
+            axum::http::Request::put(format!("/v1/resources/{}/{resource}", fence.namespace))
+                .header(axum::http::header::HOST, endpoint.authority.as_str())
+                .header("fencing-token", fence.token(stale));
+        if let Some(lease) = &fence.lease {
+            request = request.header("fencing-lease", lease.as_str());
+        }
         if options.idempotency_keys {
             request = request.header("idempotency-key", format!("c{client}-{sent}"));
         }
@@ -218,7 +285,7 @@ async fn write_on_one_connection(
 /// Reads random values until `stop`; a 200 counts as accepted.
 async fn read_values(
     http: reqwest::Client,
-    base: String,
+    namespace_url: String,
     reader: usize,
     resources: usize,
     stop: Arc<AtomicBool>,
@@ -228,10 +295,7 @@ async fn read_values(
     while !stop.load(Ordering::Relaxed) {
         let resource = picks.resource(resources);
         let began = Instant::now();
-        let outcome = http
-            .get(format!("{base}/v1/resources/bench/{resource}"))
-            .send()
-            .await;
+        let outcome = http.get(format!("{namespace_url}/{resource}")).send().await;
         match outcome {
             Ok(response) if response.status() == reqwest::StatusCode::OK => {
                 let took = began.elapsed();

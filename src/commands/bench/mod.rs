@@ -7,12 +7,17 @@ mod baseline;
 mod connection;
 mod cpu;
 mod dashboard;
+#[cfg(feature = "etcd")]
+mod etcd;
 mod load;
 mod report;
 mod tally;
 
 pub use cpu::CpuPerWrite;
 pub use dashboard::{run_dashboard, DashboardReport};
+/// Also how `demo --authority etcd` starts its daemon.
+#[cfg(feature = "etcd")]
+pub(crate) use load::start_daemon;
 pub use report::print;
 
 use crate::cli::BenchArgs;
@@ -40,6 +45,8 @@ pub struct BenchOptions {
     pub readers: usize,
     /// Live event streams (`/v1/events`) consumed beside the writers.
     pub subscribers: usize,
+    /// etcd endpoints: also run the writers naming an etcd lock (`bench --etcd`).
+    pub etcd: Option<String>,
 }
 
 /// What one path reached.
@@ -88,7 +95,28 @@ pub struct BenchReport {
     /// was started by the bench, and this process's (the load generator, with any readers and
     /// streams), which shares the machine with it.
     pub cpu: Option<CpuPerWrite>,
+    /// The same HTTP load with every write naming an etcd lock (`--etcd`), run after the plain
+    /// fence's in the same invocation, so that the two compare on a machine whose speed varies.
+    pub etcd: Option<EtcdPath>,
 }
+
+/// The HTTP path with writes naming an etcd lock.
+#[derive(Debug, Clone, Serialize)]
+pub struct EtcdPath {
+    /// `etcd:PREFIX`, as the writers named it.
+    pub lease: String,
+    /// The holder's key and its create revision, the writers' token.
+    pub holder_key: String,
+    pub token: i64,
+    pub writes: PathResult,
+    pub daemon_peak_rss_mib: Option<f64>,
+    pub cpu: Option<CpuPerWrite>,
+}
+
+/// `bench --etcd` in a build without the etcd authority.
+#[derive(Debug, thiserror::Error)]
+#[error("bench --etcd needs a fencewatch built with --features etcd")]
+pub struct EtcdNotBuilt;
 
 /// The `bench` command: runs what its arguments ask for and prints the report.
 pub async fn run_command(args: BenchArgs) -> anyhow::Result<ExitCode> {
@@ -115,6 +143,7 @@ pub async fn run_command(args: BenchArgs) -> anyhow::Result<ExitCode> {
         json: args.json,
         readers: args.readers,
         subscribers: args.subscribers,
+        etcd: args.etcd,
     })
     .await?;
     if args.json {
@@ -127,11 +156,19 @@ pub async fn run_command(args: BenchArgs) -> anyhow::Result<ExitCode> {
 
 pub async fn run(options: BenchOptions) -> anyhow::Result<BenchReport> {
     let folder = tempfile::tempdir().context("failed to create a temporary folder")?;
+    check_etcd_built(&options)?;
     let (http, peak) = if options.http {
-        let (http, peak) = load::run_daemon_and_http(&options, folder.path()).await?;
+        let fence = load::Fence::plain();
+        let (http, peak) = load::run_daemon_and_http(&options, folder.path(), &fence).await?;
         (Some(http), peak)
     } else {
         (None, None)
+    };
+    let etcd = match &options.etcd {
+        Some(endpoints) if options.http => {
+            Some(run_etcd(&options, folder.path(), endpoints).await?)
+        }
+        _ => None,
     };
     let (http, reads, events, cpu) = match http {
         Some(run) => (Some(run.writes), run.reads, run.events, run.cpu),
@@ -167,7 +204,56 @@ pub async fn run(options: BenchOptions) -> anyhow::Result<BenchReport> {
         ratio,
         daemon_peak_rss_mib: peak,
         cpu,
+        etcd,
     })
+}
+
+/// Refuses `--etcd` before anything starts in a build without the etcd authority.
+fn check_etcd_built(options: &BenchOptions) -> Result<(), EtcdNotBuilt> {
+    if options.etcd.is_some() && !cfg!(feature = "etcd") {
+        return Err(EtcdNotBuilt);
+    }
+    Ok(())
+}
+
+/// The HTTP path again, each write naming a lock the bench holds in etcd, against a daemon of
+/// its own started with `--etcd`.
+#[cfg(feature = "etcd")]
+async fn run_etcd(
+    options: &BenchOptions,
+    folder: &std::path::Path,
+    endpoints: &str,
+) -> anyhow::Result<EtcdPath> {
+    let held = etcd::lock(endpoints, options.duration).await?;
+    let lease = format!("etcd:{}", etcd::PREFIX);
+    let fence = load::Fence {
+        namespace: etcd::PREFIX.to_owned(),
+        token: held.token,
+        lease: Some(lease.clone()),
+        serve_args: vec!["--etcd".to_owned(), endpoints.to_owned()],
+        database_file: "bench-etcd.db",
+    };
+    let run = load::run_daemon_and_http(options, folder, &fence).await;
+    let (holder_key, token) = (held.key.clone(), held.token);
+    held.release().await;
+    let (run, peak) = run?;
+    Ok(EtcdPath {
+        lease,
+        holder_key,
+        token,
+        writes: run.writes,
+        daemon_peak_rss_mib: peak,
+        cpu: run.cpu,
+    })
+}
+
+#[cfg(not(feature = "etcd"))]
+async fn run_etcd(
+    _options: &BenchOptions,
+    _folder: &std::path::Path,
+    _endpoints: &str,
+) -> anyhow::Result<EtcdPath> {
+    Err(EtcdNotBuilt.into())
 }
 
 /// A client's random picks, seeded by its number so that runs look alike.
@@ -234,5 +320,32 @@ mod tests {
         // The same seed, the same picks.
         let (mut a, mut b) = (Picks::seeded(9), Picks::seeded(9));
         assert!((0..100).all(|_| a.resource(1000) == b.resource(1000)));
+    }
+
+    #[test]
+    fn the_etcd_path_needs_the_feature() {
+        let mut options = BenchOptions {
+            url: None,
+            ca_cert: None,
+            database: None,
+            connections: 1,
+            resources: 1,
+            stale_fraction: 0.0,
+            idempotency_keys: false,
+            duration: Duration::from_secs(1),
+            baseline: false,
+            http: true,
+            json: false,
+            readers: 0,
+            subscribers: 0,
+            etcd: None,
+        };
+        assert!(check_etcd_built(&options).is_ok());
+        options.etcd = Some("http://127.0.0.1:2379".to_owned());
+        let checked = check_etcd_built(&options);
+        assert_eq!(checked.is_ok(), cfg!(feature = "etcd"));
+        if let Err(error) = checked {
+            assert!(error.to_string().contains("--features etcd"), "{error}");
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! The bench's report as a table for a person (`--json` prints the report's fields instead).
 
-use super::{BenchReport, DashboardReport};
+use super::{BenchReport, CpuPerWrite, DashboardReport};
 
 pub fn print(report: &BenchReport) {
     println!(
@@ -19,6 +19,7 @@ pub fn print(report: &BenchReport) {
     for result in report
         .http
         .iter()
+        .chain(report.etcd.iter().map(|etcd| &etcd.writes))
         .chain(report.reads.iter())
         .chain(report.group_commit.iter())
         .chain(report.baseline.iter())
@@ -50,20 +51,43 @@ pub fn print(report: &BenchReport) {
         println!("daemon peak memory: {peak:.1} MiB");
     }
     if let Some(cpu) = &report.cpu {
-        let daemon = cpu.daemon_us.map_or_else(
-            || "unknown (not started by the bench)".to_owned(),
-            |us| format!("{us:.1} µs"),
-        );
+        print_cpu("HTTP write", cpu);
+    }
+    if let Some(etcd) = &report.etcd {
         println!(
-            "CPU per HTTP write: daemon {daemon}, load generator {:.1} µs",
-            cpu.load_generator_us
+            "etcd path: writes named {} held by {} (generation {})",
+            etcd.lease, etcd.holder_key, etcd.token
         );
-        if let Some(ceiling) = cpu.ceiling_per_second {
+        if let Some(http) = &report.http {
             println!(
-                "CPU ceiling on {} cores: {ceiling:.0} writes/s, were both to use every core",
-                cpu.cores
+                "http {} / http: {:.2} of the plain fence's writes/s",
+                etcd.lease,
+                etcd.writes.per_second / http.per_second.max(f64::EPSILON)
             );
         }
+        if let Some(peak) = etcd.daemon_peak_rss_mib {
+            println!("etcd path's daemon peak memory: {peak:.1} MiB");
+        }
+        if let Some(cpu) = &etcd.cpu {
+            print_cpu("HTTP write naming the etcd lock", cpu);
+        }
+    }
+}
+
+fn print_cpu(what: &str, cpu: &CpuPerWrite) {
+    let daemon = cpu.daemon_us.map_or_else(
+        || "unknown (not started by the bench)".to_owned(),
+        |us| format!("{us:.1} µs"),
+    );
+    println!(
+        "CPU per {what}: daemon {daemon}, load generator {:.1} µs",
+        cpu.load_generator_us
+    );
+    if let Some(ceiling) = cpu.ceiling_per_second {
+        println!(
+            "CPU ceiling on {} cores: {ceiling:.0} writes/s, were both to use every core",
+            cpu.cores
+        );
     }
 }
 

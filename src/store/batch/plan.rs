@@ -158,6 +158,7 @@ pub(super) fn decide_in_order<'a>(
                     write.token.get(),
                     write.owner.as_ref().map(|o| o.as_str()),
                     policy.strict,
+                    view.lock.in_scope(policy.scope, &write.key),
                     working,
                 );
                 anomaly = judged

@@ -1,0 +1,289 @@
+//! `fencewatch demo --authority etcd`: the demo's story with etcd as the lock service. An
+//! `etcd` from the PATH is started on free loopback ports in a temporary folder, the daemon
+//! with `--etcd` on it, and the simulated workers take etcd locks (etcd's lock API, as
+//! `etcdctl lock` does) instead of the daemon's leases, writing with `Fencing-Lease:
+//! etcd:RESOURCE` and their lock key's create revision. A worker that pauses past its etcd
+//! lease is refused as superseded once another holds the lock. Everything it started is
+//! stopped when it ends.
+
+use crate::cli::DemoArgs;
+
+/// Why the etcd demo cannot run.
+#[derive(Debug, thiserror::Error)]
+pub enum DemoEtcdError {
+    #[error("demo --authority etcd needs a fencewatch built with --features etcd")]
+    NotBuilt,
+    #[error("demo --authority etcd needs an `etcd` program on the PATH (Debian: etcd-server)")]
+    NoEtcd(#[source] std::io::Error),
+    #[error("the etcd it started did not answer within 30 s")]
+    EtcdNotReady,
+}
+
+#[cfg(not(feature = "etcd"))]
+pub async fn run(_args: DemoArgs, _color: bool) -> anyhow::Result<()> {
+    Err(DemoEtcdError::NotBuilt.into())
+}
+
+#[cfg(feature = "etcd")]
+pub use with_etcd::run;
+
+#[cfg(feature = "etcd")]
+mod with_etcd {
+    use super::{DemoArgs, DemoEtcdError};
+    use crate::client::{DaemonClient, WriteRequest};
+    use anyhow::Context;
+    use etcd_client::{Client, ConnectOptions, GetOptions, LockOptions};
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    use tokio::process::{Child, Command};
+    use tokio::sync::watch;
+
+    /// etcd grants leases of at least about 1.5 s (its election timeout), so the workers ask
+    /// for 2 s and keep it alive; a pause of 3 s outlives it.
+    const LEASE_TTL_S: i64 = 2;
+    const PAUSE: Duration = Duration::from_secs(3);
+
+    pub async fn run(args: DemoArgs, color: bool) -> anyhow::Result<()> {
+        let folder = tempfile::tempdir().context("failed to create a temporary folder")?;
+        let (mut etcd, url) = start_etcd(folder.path()).await?;
+        let outcome = run_with(&args, color, folder.path(), &url).await;
+        let _ = etcd.kill().await;
+        outcome
+    }
+
+    async fn run_with(
+        args: &DemoArgs,
+        color: bool,
+        folder: &std::path::Path,
+        etcd: &str,
+    ) -> anyhow::Result<()> {
+        let database = args
+            .database
+            .clone()
+            .unwrap_or_else(|| format!("sqlite://{}", folder.join("demo.db").display()));
+        let serve_args = ["--etcd".to_owned(), etcd.to_owned()];
+        let (base, mut daemon) =
+            crate::commands::bench::start_daemon(&database, &serve_args).await?;
+        let client = DaemonClient::new(&base, None, None)?;
+        let (stop_workers, stopped) = watch::channel(false);
+        let resources: Vec<String> = (0..args.resources.max(1))
+            .map(|i| format!("demo/ledger-{i}"))
+            .collect();
+        let workers: Vec<_> = (0..args.workers.max(1))
+            .map(|id| {
+                tokio::spawn(worker(
+                    id,
+                    etcd.to_owned(),
+                    client.clone(),
+                    resources.clone(),
+                    stopped.clone(),
+                ))
+            })
+            .collect();
+        let outcome = if args.headless {
+            tokio::time::sleep(args.duration).await;
+            Ok(())
+        } else {
+            let theme = crate::tui::view::Theme { color };
+            crate::tui::run(client.clone(), theme)
+                .await
+                .map_err(Into::into)
+        };
+        let _ = stop_workers.send(true);
+        for worker in workers {
+            let _ = worker.await;
+        }
+        if args.headless && outcome.is_ok() {
+            let stats = client.stats().await?;
+            let summary = serde_json::json!({
+                "authority": "etcd",
+                "seconds": args.duration.as_secs_f64(),
+                "workers": args.workers,
+                "resources": args.resources,
+                "writes": stats.totals,
+                "open_overlaps": stats.open_overlaps,
+                "firing_alerts": stats.firing_alerts,
+            });
+            if args.json {
+                super::super::print_line(&summary.to_string())?;
+            } else {
+                let writes: Vec<String> = stats
+                    .totals
+                    .iter()
+                    .filter(|(_, n)| **n > 0)
+                    .map(|(outcome, n)| format!("{outcome} {n}"))
+                    .collect();
+                println!(
+                    "demo ran {}s with {} workers taking etcd locks on {} resources",
+                    args.duration.as_secs_f64(),
+                    args.workers,
+                    args.resources
+                );
+                println!("writes: {}", writes.join(", "));
+            }
+        }
+        let _ = daemon.kill().await;
+        outcome
+    }
+
+    fn free_port() -> anyhow::Result<u16> {
+        let listener =
+            std::net::TcpListener::bind("127.0.0.1:0").context("no free loopback port")?;
+        Ok(listener.local_addr()?.port())
+    }
+
+    /// One etcd member with its data in `folder`, killed when the handle is dropped.
+    async fn start_etcd(folder: &std::path::Path) -> anyhow::Result<(Child, String)> {
+        let url = format!("http://127.0.0.1:{}", free_port()?);
+        let peer = format!("http://127.0.0.1:{}", free_port()?);
+        let child = Command::new("etcd")
+            .arg("--data-dir")
+            .arg(folder.join("etcd"))
+            .args(["--name", "demo", "--initial-cluster"])
+            .arg(format!("demo={peer}"))
+            .args([
+                "--listen-client-urls",
+                &url,
+                "--advertise-client-urls",
+                &url,
+            ])
+            .args([
+                "--listen-peer-urls",
+                &peer,
+                "--initial-advertise-peer-urls",
+                &peer,
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(DemoEtcdError::NoEtcd)?;
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(30) {
+            if let Ok(mut client) = connect(&url).await {
+                if client.status().await.is_ok() {
+                    return Ok((child, url));
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Err(DemoEtcdError::EtcdNotReady.into())
+    }
+
+    async fn connect(url: &str) -> Result<Client, etcd_client::Error> {
+        let options = ConnectOptions::new()
+            .with_connect_timeout(Duration::from_secs(1))
+            .with_timeout(Duration::from_secs(5));
+        Client::connect([url], Some(options)).await
+    }
+
+    /// One simulated worker: takes a resource's etcd lock, writes with its create revision,
+    /// keeps its etcd lease alive, and now and then pauses past it while another takes the
+    /// lock, then resumes writing as if nothing happened, which the daemon refuses.
+    async fn worker(
+        id: usize,
+        etcd: String,
+        daemon: DaemonClient,
+        resources: Vec<String>,
+        stop: watch::Receiver<bool>,
+    ) {
+        let Ok(mut etcd) = connect(&etcd).await else {
+            tracing::error!("worker {id}: cannot reach etcd");
+            return;
+        };
+        let owner = format!("worker-{id}");
+        // Seeded per worker, so runs look alike.
+        let mut rng = fastrand::Rng::with_seed(id as u64 + 1);
+        let mut turn = id;
+        // Worker 0's first lock always lapses, so every run shows an incident within seconds.
+        let mut scripted_pause = id == 0;
+        while !*stop.borrow() {
+            let resource = &resources[turn % resources.len()];
+            turn += 1;
+            let Ok(granted) = etcd.lease_grant(LEASE_TTL_S, None).await else {
+                tokio::time::sleep(Duration::from_millis(150)).await;
+                continue;
+            };
+            let lease = granted.id();
+            // A bounded wait, so that a worker queued behind others still notices `stop`.
+            let locked = tokio::time::timeout(
+                Duration::from_secs(2),
+                etcd.lock(
+                    resource.as_str(),
+                    Some(LockOptions::new().with_lease(lease)),
+                ),
+            )
+            .await;
+            let key = match locked {
+                Ok(Ok(locked)) => locked.key().to_vec(),
+                _ => {
+                    let _ = etcd.lease_revoke(lease).await;
+                    continue;
+                }
+            };
+            let token = match etcd.get(key, None::<GetOptions>).await {
+                Ok(got) => got.kvs().first().map(|kv| kv.create_revision()),
+                Err(_) => None,
+            };
+            let (Some(token), Ok((mut keeper, _responses))) =
+                (token, etcd.lease_keep_alive(lease).await)
+            else {
+                let _ = etcd.lease_revoke(lease).await;
+                continue;
+            };
+            for step in 0..10 {
+                if *stop.borrow() {
+                    break;
+                }
+                if !write(&daemon, resource, token, &owner, step).await {
+                    break;
+                }
+                let pause = if scripted_pause && step == 2 {
+                    scripted_pause = false;
+                    true
+                } else {
+                    rng.u8(..100) < 12
+                };
+                if pause {
+                    // Paused past the etcd lease: the lock passes to another meanwhile.
+                    tokio::time::sleep(PAUSE).await;
+                    for late in 0..3 {
+                        write(&daemon, resource, token, &owner, 100 + late).await;
+                    }
+                    break;
+                }
+                let _ = keeper.keep_alive().await;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            // Revoking the lease deletes the lock key: the next contender holds the lock.
+            let _ = etcd.lease_revoke(lease).await;
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// One fenced write naming the resource's etcd lock; returns whether it was accepted.
+    async fn write(
+        daemon: &DaemonClient,
+        resource: &str,
+        token: i64,
+        owner: &str,
+        step: u32,
+    ) -> bool {
+        let token_text = token.to_string();
+        let idempotency_key = format!("{owner}-{token}-{step}");
+        let lease = format!("etcd:{resource}");
+        let request = WriteRequest {
+            token: &token_text,
+            idempotency_key: Some(&idempotency_key),
+            lease: Some(&lease),
+            owner: Some(owner),
+            body: format!("total written by {owner} with etcd generation {token}, step {step}")
+                .into_bytes(),
+            ..WriteRequest::default()
+        };
+        daemon
+            .write(resource, request)
+            .await
+            .is_ok_and(|answer| answer.is_success())
+    }
+}
