@@ -4,7 +4,6 @@ pub mod answer;
 pub mod audit;
 pub mod bench;
 pub mod demo;
-pub mod demo_etcd;
 pub mod lease;
 pub mod serve;
 pub mod write;
@@ -61,7 +60,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Demo(args) if args.authority == crate::cli::DemoAuthority::Etcd => {
             let color = tui::wants_color(args.no_color);
-            demo_etcd::run(args, color)
+            demo::etcd::run(args, color)
                 .await
                 .map(|()| ExitCode::SUCCESS)
         }

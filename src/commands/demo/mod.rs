@@ -3,6 +3,7 @@
 //! dashboard on top. `--headless` runs the same without a terminal. Either way it ends by
 //! telling what happened (`summary.rs`).
 
+pub mod etcd;
 mod story;
 mod summary;
 

@@ -105,7 +105,7 @@ mod with_etcd {
                 "firing_alerts": stats.firing_alerts,
             });
             if args.json {
-                super::super::print_line(&summary.to_string())?;
+                crate::commands::print_line(&summary.to_string())?;
             } else {
                 let writes: Vec<String> = stats
                     .totals
