@@ -168,6 +168,9 @@ pub struct WriteResult {
     pub observations: u32,
     /// How many writes were committed in the same transaction (group commit).
     pub batch_size: usize,
+    /// Decided on the resource's state as this daemon's own commits left it, without reading
+    /// it first, and committed by the one statement that checked it (PostgreSQL).
+    pub decided_on_known_state: bool,
     /// What the write showed of its external authority's issuing, if anything was wrong.
     pub anomaly: Option<Anomaly>,
 }

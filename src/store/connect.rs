@@ -172,6 +172,8 @@ async fn open_sqlite(path_and_query: &str, options: &StoreOptions) -> Result<Sto
         return Ok(Store {
             backend: super::Backend::Sqlite,
             writer: reader.clone(),
+            batch_writer: reader.clone(),
+            known: Default::default(),
             reader,
             wal: None,
             writer_clean: Arc::new(AtomicBool::new(false)),
@@ -216,6 +218,8 @@ async fn open_sqlite(path_and_query: &str, options: &StoreOptions) -> Result<Sto
         .map_err(|e| StoreError::Open(format!("cannot open the SQLite file {path}: {e}")))?;
     Ok(Store {
         backend: super::Backend::Sqlite,
+        batch_writer: writer.clone(),
+        known: Default::default(),
         writer,
         reader,
         wal: Some(Arc::new(WalSync::new(path))),
@@ -246,29 +250,34 @@ async fn outside_transaction(conn: &mut sqlx::AnyConnection) -> bool {
     true
 }
 
+/// PostgreSQL sessions that apply group commit's batches, whose statements read their rows from
+/// JSON arrays (`batch::postgres`). Every one of them is a lookup of a few keys, but the
+/// planner, which guesses a hundred rows from a JSON array and sees a table of a few pages,
+/// prefers hashing the whole table; and a custom plan for each execution costs more than the
+/// execution. So: one generic plan per statement, of index lookups. Session settings, since a
+/// batch's statement may run outside any transaction.
+const BATCH_SESSION: &str = "SET enable_seqscan = off; SET enable_hashjoin = off; \
+    SET enable_mergejoin = off; SET plan_cache_mode = force_generic_plan";
+
 async fn open_postgres(url: &str, options: &StoreOptions) -> Result<Store, StoreError> {
-    let orphaned_after_ms = options.db_timeout.as_millis().max(1);
     let read_only = options.mode == OpenMode::ReadOnly;
-    let pool: AnyPool = AnyPoolOptions::new()
-        .max_connections(options.max_connections)
-        .acquire_timeout(options.acquire_timeout)
-        .after_connect(move |conn, _| {
-            Box::pin(async move {
-                let orphaned_after =
-                    format!("SET idle_in_transaction_session_timeout = {orphaned_after_ms}");
-                conn.execute(orphaned_after.as_str()).await?;
-                if read_only {
-                    // Every transaction of the session, implicit ones included, is read-only:
-                    // the server itself refuses any write.
-                    conn.execute("SET default_transaction_read_only = on")
-                        .await?;
-                }
-                Ok(())
-            })
-        })
+    // Read-only: every transaction of the session, implicit ones included, is read-only, so the
+    // server itself refuses any write.
+    let pool = postgres_pool(
+        options,
+        read_only.then_some("SET default_transaction_read_only = on"),
+    );
+    let pool = pool
         .connect(url)
         .await
         .map_err(|e| StoreError::Open(format!("cannot connect to {}: {e}", redact(url))))?;
+    // Connected on first use: a daemon that applies no batch never opens one.
+    let batch_writer = match read_only {
+        true => pool.clone(),
+        false => postgres_pool(options, Some(BATCH_SESSION))
+            .connect_lazy(url)
+            .map_err(|e| StoreError::Open(format!("cannot connect to {}: {e}", redact(url))))?,
+    };
     let migrator = sqlx::migrate!("migrations/postgres");
     match options.mode {
         // The migrator holds an advisory lock, so daemons starting together migrate once.
@@ -278,12 +287,34 @@ async fn open_postgres(url: &str, options: &StoreOptions) -> Result<Store, Store
     Ok(Store {
         backend: super::Backend::Postgres,
         writer: pool.clone(),
+        batch_writer,
+        known: Default::default(),
         reader: pool,
         wal: None,
         writer_clean: Arc::new(AtomicBool::new(false)),
         observe_hook: None,
         clock: options.clock.clone(),
     })
+}
+
+/// A PostgreSQL pool whose sessions end a transaction left idle past `--db-timeout`, and run
+/// `session` first.
+fn postgres_pool(options: &StoreOptions, session: Option<&'static str>) -> AnyPoolOptions {
+    let orphaned_after_ms = options.db_timeout.as_millis().max(1);
+    AnyPoolOptions::new()
+        .max_connections(options.max_connections)
+        .acquire_timeout(options.acquire_timeout)
+        .after_connect(move |conn, _| {
+            Box::pin(async move {
+                let orphaned_after =
+                    format!("SET idle_in_transaction_session_timeout = {orphaned_after_ms}");
+                conn.execute(orphaned_after.as_str()).await?;
+                if let Some(session) = session {
+                    conn.execute(session).await?;
+                }
+                Ok(())
+            })
+        })
 }
 
 /// Refuses a database that is not fencewatch's, or whose schema is older or newer than this

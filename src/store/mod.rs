@@ -51,6 +51,12 @@ pub struct Store {
     /// SQLite allows one writer at a time, so the SQLite store funnels writes through a pool of
     /// one connection instead of letting connections queue on the file lock.
     writer: AnyPool,
+    /// The connections group commit applies batches on: on PostgreSQL a pool of its own whose
+    /// sessions plan for batches (see `connect::BATCH_SESSION`); on SQLite the writer.
+    batch_writer: AnyPool,
+    /// PostgreSQL: the committed state of resources this daemon wrote, for batches decided
+    /// without reading it first (`batch::known`).
+    known: Arc<batch::KnownResources>,
     reader: AnyPool,
     /// SQLite only: syncs group commits' WAL frames after their commit (see `wal_sync`).
     wal: Option<Arc<wal_sync::WalSync>>,

@@ -54,20 +54,6 @@ pub(crate) async fn begin_audited<'a>(
     }
 }
 
-/// PostgreSQL: as `begin_audited`, for a group-commit batch, whose statements read their rows
-/// from JSON arrays (`batch::postgres`). Every one of them is a lookup of a few keys, but the
-/// planner, which guesses a hundred rows from a JSON array and sees a table of a few pages,
-/// prefers hashing the whole table; and a custom plan for each execution costs more than the
-/// execution. So: one generic plan per statement, of index lookups.
-pub(crate) async fn begin_batch(pool: &sqlx::AnyPool) -> Result<Transaction<'_, Any>, sqlx::Error> {
-    pool.begin_with(
-        "BEGIN; SET LOCAL enable_seqscan = off; SET LOCAL enable_hashjoin = off; \
-         SET LOCAL enable_mergejoin = off; SET LOCAL plan_cache_mode = force_generic_plan; \
-         SELECT pg_current_xact_id()",
-    )
-    .await
-}
-
 /// The authority's clock in microseconds since the epoch: the database's on PostgreSQL, so that
 /// daemons sharing it agree on expiry; this process's on SQLite, which has one daemon.
 pub(crate) async fn clock_us(

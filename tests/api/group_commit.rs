@@ -120,6 +120,15 @@ async fn a_batch_decides_exactly_as_the_same_writes_one_at_a_time(#[case] backen
         let report = batched.verify_audit().await.unwrap();
         assert!(report.breaches.is_empty(), "{:?}", report.breaches);
         assert_eq!(report.rows, writes.len() as u64);
+        // PostgreSQL decides a batch on resources it wrote without reading them (one round
+        // trip): both paths were compared here.
+        let on_known = |results: &[WriteResult]| results.iter().any(|r| r.decided_on_known_state);
+        assert_eq!(
+            on_known(&expected),
+            backend == Backend::Postgres,
+            "seed {seed}"
+        );
+        assert_eq!(on_known(&got), backend == Backend::Postgres, "seed {seed}");
     }
     assert_eq!(checked, 12 * 40);
 }
@@ -326,4 +335,82 @@ async fn sqlite_answers_a_write_and_reads_of_it_only_once_its_wal_is_synced() {
     let written = write.await.unwrap();
     assert_eq!(written.status, 201, "{:?}", written.body);
     assert_eq!(read.await.unwrap(), "committed");
+}
+
+/// PostgreSQL: a batch on resources this daemon wrote is decided on what its own commits left
+/// and applied and committed by one statement; that knowledge is only a guess, which the
+/// statement checks. When another daemon wrote since, or an operation was recorded, nothing
+/// of the guess is applied and the write is decided again on what is there.
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn known_state_is_a_guess_that_the_statement_checks() {
+    let db = test_db!(Backend::Postgres);
+    let first = db.store().await;
+    let second = db.store().await;
+    let policy = LeasePolicy::default();
+    let key = "known/r";
+
+    let created = first
+        .apply_write(&write(key, 7, "a"), policy)
+        .await
+        .unwrap();
+    assert!(!created.decided_on_known_state, "nothing known yet");
+    let again = first
+        .apply_write(&write(key, 7, "b"), policy)
+        .await
+        .unwrap();
+    assert!(again.decided_on_known_state);
+    assert_eq!(seen(&again), (Outcome::Accepted, 7, 2));
+
+    // Another daemon on the same database moves the fence on.
+    let newer = second
+        .apply_write(&write(key, 8, "c"), policy)
+        .await
+        .unwrap();
+    assert_eq!(seen(&newer), (Outcome::Accepted, 8, 3));
+
+    // The first still knows generation 7 at revision 2: on that it would accept. The check
+    // fails, and decided again the write is stale.
+    let late = first
+        .apply_write(&write(key, 7, "d"), policy)
+        .await
+        .unwrap();
+    assert!(!late.decided_on_known_state);
+    assert!(late.observations >= 2, "decided on the guess, then again");
+    assert_eq!(seen(&late), (Outcome::Stale, 8, 3));
+
+    // An operation, and its retry: the retry's guess (no such operation) fails the check, and
+    // it is answered from the recorded operation, applying nothing.
+    let keyed = first
+        .apply_write(&with_key(write(key, 8, "e"), "op-1"), policy)
+        .await
+        .unwrap();
+    assert!(
+        keyed.decided_on_known_state,
+        "learnt again from the last write"
+    );
+    assert_eq!(seen(&keyed), (Outcome::Accepted, 8, 4));
+    let retry = first
+        .apply_write(&with_key(write(key, 8, "e"), "op-1"), policy)
+        .await
+        .unwrap();
+    assert!(!retry.decided_on_known_state);
+    assert!(
+        matches!(retry.decision, Decision::Replay(_)),
+        "{:?}",
+        retry.decision
+    );
+
+    let stored = first
+        .read_value(&ResourceKey::parse(key).unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((stored.value.as_ref(), stored.revision), (b"e".as_ref(), 4));
+    let report = first.verify_audit().await.unwrap();
+    assert!(report.breaches.is_empty(), "{:?}", report.breaches);
+    assert_eq!(report.rows, 6);
 }

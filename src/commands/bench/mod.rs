@@ -10,6 +10,7 @@ mod dashboard;
 #[cfg(feature = "etcd")]
 mod etcd;
 mod load;
+mod pgbench;
 mod report;
 mod tally;
 
@@ -89,6 +90,11 @@ pub struct BenchReport {
     pub group_commit: Option<PathResult>,
     /// HTTP throughput over the baseline's.
     pub ratio: Option<f64>,
+    /// PostgreSQL's own ceiling for the workload (`--database postgres://…`): `pgbench` sending
+    /// each fenced write and its audit row as one autocommit statement.
+    pub pgbench: Option<PathResult>,
+    /// HTTP throughput over pgbench's.
+    pub pgbench_ratio: Option<f64>,
     /// The daemon's peak resident memory, when it was started by the bench.
     pub daemon_peak_rss_mib: Option<f64>,
     /// CPU time (user and system) per HTTP write while the writers ran: the daemon's, when it
@@ -184,17 +190,25 @@ pub async fn run(options: BenchOptions) -> anyhow::Result<BenchReport> {
     } else {
         None
     };
-    let (baseline, group_commit) = match baseline {
+    let (baseline, group_commit, pgbench) = match baseline {
         Some(url) => (
             Some(run_store(&url, &options, StorePath::OneTransactionPerWrite).await?),
             Some(run_store(&url, &options, StorePath::GroupCommit).await?),
+            match url.starts_with("postgres") {
+                true => Some(pgbench::run(&url, &options, folder.path()).await?),
+                false => None,
+            },
         ),
-        None => (None, None),
+        None => (None, None, None),
     };
     let ratio = http
         .as_ref()
         .zip(baseline.as_ref())
         .map(|(h, b)| h.per_second / b.per_second.max(f64::EPSILON));
+    let pgbench_ratio = http
+        .as_ref()
+        .zip(pgbench.as_ref())
+        .map(|(h, p)| h.per_second / p.per_second.max(f64::EPSILON));
     Ok(BenchReport {
         http,
         reads,
@@ -202,6 +216,8 @@ pub async fn run(options: BenchOptions) -> anyhow::Result<BenchReport> {
         baseline,
         group_commit,
         ratio,
+        pgbench,
+        pgbench_ratio,
         daemon_peak_rss_mib: peak,
         cpu,
         etcd,

@@ -23,6 +23,7 @@ pub fn print(report: &BenchReport) {
         .chain(report.reads.iter())
         .chain(report.group_commit.iter())
         .chain(report.baseline.iter())
+        .chain(report.pgbench.iter())
     {
         println!(
             "{:<16} {:>7} {:>9} {:>10.0} {:>8.2} {:>8.2} {:>9.2} {:>9} {:>8} {:>6}",
@@ -46,6 +47,9 @@ pub fn print(report: &BenchReport) {
     }
     if let Some(ratio) = report.ratio {
         println!("http / store one transaction per write: {ratio:.2}");
+    }
+    if let Some(ratio) = report.pgbench_ratio {
+        println!("http / pgbench's one-statement fenced write: {ratio:.2}");
     }
     if let Some(peak) = report.daemon_peak_rss_mib {
         println!("daemon peak memory: {peak:.1} MiB");

@@ -7,17 +7,20 @@
 //!
 //! Decisions are exactly those of one-at-a-time: each write is decided on the state its
 //! predecessors in the batch left, kept in memory per resource (`plan`). On PostgreSQL the
-//! application is a compare-and-set on what was observed (each resource's revision, each chain
-//! head's position, rows observed missing still missing), its rows locked in key order as it
-//! goes so that concurrent batches wait for each other rather than deadlock. Any difference
-//! means a concurrent commit came between, and the whole batch is rolled back and decided
-//! again. On SQLite a transaction whose read snapshot went stale cannot write at all
-//! (`SQLITE_BUSY_SNAPSHOT`) and runs again.
+//! application is a compare-and-set on what the decision was made on (each resource's revision,
+//! each chain head's position and hash, rows observed missing still missing), its rows locked
+//! in key order as it goes so that concurrent batches wait for each other rather than deadlock.
+//! Any difference means a concurrent commit came between, and the whole batch is rolled back
+//! and decided again. A batch whose resources this daemon knows from its own commits (`known`),
+//! that names no lease and repeats no operation, is decided on that knowledge and applied and
+//! committed by one statement: one round trip. On SQLite a transaction whose read snapshot went
+//! stale cannot write at all (`SQLITE_BUSY_SNAPSHOT`) and runs again.
 //!
 //! This file runs a batch; `plan` decides it, `rows` turns the plan into the statements'
 //! parameters, `sqlite` and `postgres` are the dialects' statements, and `shared` holds what
 //! they all name.
 
+mod known;
 pub(crate) mod plan;
 mod postgres;
 mod rows;
@@ -29,11 +32,12 @@ use crate::domain::{FencedWrite, LeasePolicy, WriteResult};
 use crate::store::authority;
 use crate::store::chain_heads::StartingHeads;
 use crate::store::leases::{lease_record, LEASE_COLUMNS};
-use crate::store::tx::{begin_batch, clock_us, retrying};
+use crate::store::tx::{begin_audited, clock_us, retrying};
 use crate::store::wal_sync::{CommitTicket, Durability, WalSync};
 use crate::store::{Backend, Store, StoreError};
+pub(crate) use known::KnownResources;
 use plan::Plan;
-use postgres::Application;
+use postgres::{Application, DecidedOn};
 use shared::{padded, placeholders, AuditPosition, Observed, ObservedLeases};
 use sqlite::{Closing, Opening};
 use sqlx::{AnyConnection, Executor};
@@ -140,49 +144,153 @@ impl Store {
         }
     }
 
-    /// PostgreSQL: a resource found changed when the batch locks it means a concurrent batch
-    /// committed after the observation; the batch is rolled back and decided again. The audit
-    /// ids a rolled-back run drew will never be used, and are returned as such.
+    /// PostgreSQL: first, where it can, the batch decided on what this daemon knows and applied
+    /// in one statement; then observed in a transaction, decided and applied. A resource found
+    /// changed when the batch locks it means a concurrent batch committed after what the
+    /// decision was made on; the batch is rolled back and decided again. The audit ids a
+    /// rolled-back run drew will never be used, and are returned as such.
     async fn try_apply_postgres(
         &self,
         writes: &[FencedWrite],
         policy: LeasePolicy,
         observations: &AtomicU32,
     ) -> Result<Attempt, StoreError> {
-        let mut runs = 0;
         let mut dead_ids = Vec::new();
+        match self.try_apply_known(writes, policy, observations).await? {
+            OnKnown::Applied(attempt) => return Ok(attempt),
+            OnKnown::Changed { drawn_ids } => dead_ids = drawn_ids,
+            OnKnown::NotKnown => {}
+        }
+        let mut runs = 0;
         'run: loop {
             runs += 1;
             let seen = observations.fetch_add(1, Ordering::Relaxed) + 1;
             if runs > MAX_OBSERVATIONS {
                 return Err(StoreError::Contention { attempts: seen });
             }
-            let mut tx = begin_batch(&self.writer).await?;
+            let mut tx = begin_audited(&self.batch_writer, self.backend).await?;
             let mut results = Vec::with_capacity(writes.len());
             for segment in plan::segments(writes) {
                 let applied = self
                     .apply_segment(&mut tx, segment, policy, Opening::Within, Closing::Within)
-                    .await?;
+                    .await;
                 match applied {
-                    Segment::Applied {
+                    Ok(Segment::Applied {
                         results: mut applied,
                         ..
-                    } => results.append(&mut applied),
-                    Segment::Changed { drawn_ids } => {
+                    }) => results.append(&mut applied),
+                    Ok(Segment::Changed { drawn_ids }) => {
                         tx.rollback().await?;
+                        self.forget(writes);
                         dead_ids.extend(results.iter().map(|result| result.entry.id));
                         dead_ids.extend(drawn_ids);
                         continue 'run;
                     }
+                    Err(error) => {
+                        self.forget(writes);
+                        return Err(error);
+                    }
                 }
             }
-            tx.commit().await?;
+            if let Err(error) = tx.commit().await {
+                self.forget(writes);
+                return Err(error.into());
+            }
             return Ok(Attempt {
                 results,
                 durability: None,
                 dead_ids,
             });
         }
+    }
+
+    /// PostgreSQL: the batch decided on the state of its resources as this daemon's own commits
+    /// left it, without reading it, and applied and committed by one statement that checks
+    /// that state (`postgres`). Only for a batch of one segment (no operation repeated) that
+    /// names no lease, since a lease is the authority's state, not the resource's.
+    async fn try_apply_known(
+        &self,
+        writes: &[FencedWrite],
+        policy: LeasePolicy,
+        observations: &AtomicU32,
+    ) -> Result<OnKnown, StoreError> {
+        let eligible = writes
+            .iter()
+            .all(|write| write.lease.is_none() && write.authority.is_none())
+            && plan::segments(writes).len() == 1;
+        let keys: BTreeSet<&str> = writes.iter().map(|w| w.key.as_str()).collect();
+        let known = match eligible {
+            true => self.known.all_of(&keys),
+            false => None,
+        };
+        let Some(known) = known else {
+            return Ok(OnKnown::NotKnown);
+        };
+        observations.fetch_add(1, Ordering::Relaxed);
+        let no_leases = ObservedLeases {
+            records: HashMap::new(),
+            now_us: 0,
+        };
+        let decided = plan::decide_in_order(
+            writes,
+            &keys,
+            policy,
+            &plan::Observations {
+                resources: &known,
+                operations: &HashMap::new(),
+                leases: &no_leases,
+            },
+            &mut HashMap::new(),
+            &*self.clock,
+        )?;
+        if let Some(hook) = &self.observe_hook {
+            hook().await;
+        }
+        let StartingHeads {
+            mut heads,
+            unwritten: unwritten_seen,
+        } = StartingHeads::new(&keys, &known, Vec::new())?;
+        let links = plan::link(&mut heads, &decided.entries)?;
+        let changes = decided.changes(&known, &heads)?;
+        let unwritten = plan::unwritten_moves(&unwritten_seen, &changes);
+        let plan = Plan {
+            writes,
+            decisions: &decided.decisions,
+            changes: &changes,
+            entries: &decided.entries,
+            links: &links,
+            unwritten: &unwritten,
+            sightings: &decided.sightings,
+        };
+        let mut conn = self.batch_writer.acquire().await?;
+        let applied = postgres::apply(&mut conn, &plan, DecidedOn::Known { writes }).await;
+        drop(conn);
+        match applied {
+            Ok(Application::Applied { ids }) => {
+                self.known.remember(&changes);
+                let mut results = decided.into_results(ids);
+                for result in &mut results {
+                    result.decided_on_known_state = true;
+                }
+                Ok(OnKnown::Applied(Attempt {
+                    results,
+                    durability: None,
+                    dead_ids: Vec::new(),
+                }))
+            }
+            Ok(Application::Changed { drawn_ids }) => {
+                self.forget(writes);
+                Ok(OnKnown::Changed { drawn_ids })
+            }
+            Err(error) => {
+                self.forget(writes);
+                Err(error)
+            }
+        }
+    }
+
+    fn forget(&self, writes: &[FencedWrite]) {
+        self.known.forget(writes.iter().map(|w| w.key.as_str()));
     }
 
     /// SQLite: the batch's first observation begins the transaction and its last application
@@ -312,10 +420,18 @@ impl Store {
         };
         let (ids, ticket) = match audit {
             AuditPosition::Sqlite(audit) => sqlite::apply(conn, audit, &plan, closing).await?,
-            AuditPosition::Postgres(audit) => match postgres::apply(conn, audit, &plan).await? {
-                Application::Applied { ids } => (ids, None),
-                Application::Changed { drawn_ids } => return Ok(Segment::Changed { drawn_ids }),
-            },
+            AuditPosition::Postgres => {
+                match postgres::apply(conn, &plan, DecidedOn::Observed).await? {
+                    Application::Applied { ids } => {
+                        // Before the commit: should it fail, the batch forgets them again.
+                        self.known.remember(&changes);
+                        (ids, None)
+                    }
+                    Application::Changed { drawn_ids } => {
+                        return Ok(Segment::Changed { drawn_ids })
+                    }
+                }
+            }
         };
         Ok(Segment::Applied {
             results: decided.into_results(ids),
@@ -330,6 +446,17 @@ struct Attempt {
     durability: Option<Durability>,
     /// PostgreSQL audit ids drawn by runs that were rolled back.
     dead_ids: Vec<i64>,
+}
+
+/// What became of a batch decided on what this daemon knows.
+enum OnKnown {
+    Applied(Attempt),
+    /// Something was not as known: nothing was applied, and the ids drawn are dead.
+    Changed {
+        drawn_ids: Vec<i64>,
+    },
+    /// Not all of its resources are known, or it is not a batch for that path.
+    NotKnown,
 }
 
 /// What became of a segment.

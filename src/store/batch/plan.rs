@@ -263,6 +263,7 @@ impl Decided<'_> {
                     entry,
                     observations: 0,
                     batch_size: 0,
+                    decided_on_known_state: false,
                     anomaly,
                 }
             })

@@ -1,17 +1,24 @@
-//! Group commit's PostgreSQL statements: two round trips per batch whatever its size (observe,
-//! apply), besides the transaction's BEGIN and COMMIT.
+//! Group commit's PostgreSQL statements: a batch is one statement that applies it and commits,
+//! when the daemon knows the state of its resources from its own earlier commits (`known`);
+//! otherwise a transaction of three round trips (BEGIN, observe, apply) and its COMMIT.
 //!
-//! Observation takes no locks: a batch decides on what it read, and its application is a
-//! compare-and-set on everything it read that it changes. A resource is updated only at the
-//! revision and chain position observed, a `chain_heads` row advanced only from the position
-//! observed, and a resource or head observed missing is inserted only if still missing (see
-//! `chain_heads`). The statement counts what it changed; any shortfall means a concurrent
-//! commit came between, and the batch is rolled back and decided again. The updates lock rows
-//! as they go, resources first and then chain heads, each in key order (see `application`), so
-//! concurrent batches wait for each other instead of deadlocking.
+//! Observation takes no locks: a batch decides on what it read, or on what it knew, and its
+//! application is a compare-and-set on all of that it changes. A resource is updated only at
+//! the revision and chain head (position and hash) decided on, a `chain_heads` row advanced
+//! only from the position observed, a resource or head observed missing inserted only if still
+//! missing (see `chain_heads`), and, for a batch decided on known state, no operation it names
+//! may have been recorded. The statement counts what it changed and hands the counts to
+//! `fencewatch_batch_as_observed` (a migration's), which fails the statement on any shortfall:
+//! a concurrent commit came between, nothing of the batch is applied, and it is decided again
+//! on a fresh observation. The updates lock rows as they go, resources first and then chain
+//! heads, each in key order (see `application`), so concurrent batches wait for each other
+//! instead of deadlocking.
 //!
-//! Rows travel as `jsonb` arrays, like SQLite's (`rows`): one statement text per step, so
-//! it stays prepared, where a parameter per value took one statement per power-of-two chunk of
+//! The audit ids are drawn by the statement itself, after it has taken its transaction id (see
+//! `tx::begin_audited`), and returned in order.
+//!
+//! Rows travel as `jsonb` arrays, like SQLite's (`rows`): one statement text per shape, so it
+//! stays prepared, where a parameter per value took one statement per power-of-two chunk of
 //! rows, with more round trips and executor start-ups (docs/performance.md). `jsonb`, not
 //! `json`: `->>` on `json` parses the text again for every field.
 
@@ -19,15 +26,14 @@ use super::plan::Plan;
 use super::rows::{
     decode_operations, decode_resources, encode, from_json, join_open_overlap, to_json, Rows,
 };
-use super::shared::{AuditPosition, Observed, PostgresPosition};
+use super::shared::{AuditPosition, Observed};
 use crate::domain::FencedWrite;
 use crate::store::StoreError;
 use sqlx::{AnyConnection, Row};
 use std::collections::BTreeSet;
 
 /// The batch's resources, the operations its idempotency keys name and its `chain_heads` rows,
-/// as JSON arrays (the first two decoded as SQLite's observation is), and its audit ids, drawn in
-/// ascending order after the transaction id was taken (see `tx::begin_audited`).
+/// as JSON arrays (the first two decoded as SQLite's observation is).
 const OBSERVE: &str = "\
     SELECT \
      (SELECT COALESCE(json_agg(json_build_array(key, highest_token, revision, highest_owner, \
@@ -39,10 +45,15 @@ const OBSERVE: &str = "\
           ON o.resource = named ->> 0 AND o.idempotency_key = named ->> 1) AS operations, \
      (SELECT COALESCE(json_agg(json_build_array(resource, seq, hash)), '[]')::text \
         FROM chain_heads WHERE resource IN (SELECT jsonb_array_elements_text($1::jsonb))) \
-        AS heads, \
-     (SELECT COALESCE(json_agg(id ORDER BY id), '[]')::text \
-        FROM (SELECT nextval('audit_id_seq') AS id FROM generate_series(1, $3::bigint)) AS drawn) \
-        AS ids";
+        AS heads";
+
+/// The audit ids of the batch, `$1` of them, numbered by the rows' places in it: drawn after
+/// the transaction id is taken, so that a gap the live tail sees belongs to a transaction its
+/// snapshots can wait out (see `tx::begin_audited`).
+const DRAW_IDS: &str = "\
+      drawn AS MATERIALIZED (SELECT n, nextval('audit_id_seq') AS id \
+        FROM (SELECT pg_current_xact_id() AS xid) AS xact, generate_series(1, $1::bigint) AS n \
+        WHERE xact.xid IS NOT NULL)";
 
 /// The parts of the statement that applies a batch, each run once and to completion, `{}` its
 /// parameter; `application` names them. A part with no rows is left out: even empty, it would
@@ -62,6 +73,7 @@ const UPDATE_RESOURCES: &str = "\
         FROM jsonb_array_elements({}::jsonb) AS v \
         WHERE r.key = v ->> 0 AND r.revision = (v ->> 8)::bigint \
           AND r.highest_token <= (v ->> 2)::bigint AND r.chain_seq = (v ->> 11)::bigint \
+          AND r.chain_hash = v ->> 12 \
         RETURNING 1";
 const INSERT_RESOURCES: &str = "\
       INSERT INTO resources (key, highest_token, revision, value, content_type, updated_at_us, \
@@ -78,8 +90,8 @@ const INSERT_AUDIT: &str = "\
         SELECT (v ->> 0)::bigint, v ->> 1, v ->> 2, (v ->> 3)::bigint, (v ->> 4)::bigint, \
           (v ->> 5)::bigint, v ->> 6, (v ->> 7)::bigint, v ->> 8, v ->> 9, v ->> 10, \
           (v ->> 11)::bigint, v ->> 12, v ->> 13, (v ->> 14)::bigint, v ->> 15, v ->> 16, \
-          (v ->> 17)::bigint \
-        FROM jsonb_array_elements({}::jsonb) AS v";
+          drawn.id \
+        FROM jsonb_array_elements({}::jsonb) WITH ORDINALITY AS rows (v, n) JOIN drawn USING (n)";
 const ADVANCE_CHAINS: &str = "\
       UPDATE chain_heads AS c SET seq = (v ->> 1)::bigint, hash = v ->> 2 \
         FROM jsonb_array_elements({}::jsonb) AS v \
@@ -94,8 +106,13 @@ const RECORD_OPERATIONS: &str = "\
       INSERT INTO operations (resource, idempotency_key, token, body_sha256, status, revision, \
           highest_token, audit_id, recorded_at_us) \
         SELECT v ->> 0, v ->> 1, (v ->> 2)::bigint, v ->> 3, (v ->> 4)::bigint, \
-          (v ->> 5)::bigint, (v ->> 6)::bigint, (v ->> 7)::bigint, (v ->> 8)::bigint \
-        FROM jsonb_array_elements({}::jsonb) AS v";
+          (v ->> 5)::bigint, (v ->> 6)::bigint, drawn.id, (v ->> 8)::bigint \
+        FROM jsonb_array_elements({}::jsonb) AS v JOIN drawn ON drawn.n = (v ->> 7)::bigint";
+/// Operations the batch names that were recorded before it: a batch decided on known state
+/// assumed there were none.
+const RECORDED_BEFORE: &str = "\
+      SELECT count(*) FROM jsonb_array_elements({}::jsonb) AS named JOIN operations AS o \
+        ON o.resource = named ->> 0 AND o.idempotency_key = named ->> 1";
 const RECORD_SIGHTINGS: &str = concat!(
     "\
       INSERT INTO ownership_overlaps AS o (resource, stale_token, superseding_token, \
@@ -107,22 +124,15 @@ const RECORD_SIGHTINGS: &str = concat!(
     join_open_overlap!()
 );
 
-/// What the application changed, to compare with what it planned.
-#[derive(Debug, PartialEq, Eq)]
-struct Changed {
-    updated: i64,
-    inserted: i64,
-    advanced: i64,
-    started: i64,
-}
-
-/// The statement applying `rows`, with its parameters: one per part that has rows,
-/// numbered in turn. It answers how many resources it updated and inserted and how many chains
-/// it advanced and started (zero for a part left out). Those counts are read in that order, and
-/// reading a part runs it: so a batch locks its resources before its chain heads, and each part
-/// takes its rows in key order, as every batch does.
-fn application(rows: Rows) -> (String, Vec<String>) {
-    // (name, whether its count is answered, statement, rows, parameter)
+/// The statement applying `rows`, with its parameters: `$1` the number of audit rows, `$2`
+/// to `$5` how many resources it must update and insert and chains it must advance and start,
+/// then one per part that has rows, numbered in turn, and last the operations the batch names
+/// when it was decided on known state (`must_be_unrecorded`). It answers the audit ids in
+/// order, or fails with `fencewatch_batch_as_observed`'s error. The counts are read in that
+/// order, and reading a part runs it: so a batch locks its resources before its chain heads,
+/// and each part takes its rows in key order, as every batch does.
+fn application(rows: Rows, must_be_unrecorded: Option<String>) -> (String, Vec<String>) {
+    // (name, whether its count is checked, statement, rows, parameter)
     let parts = [
         (
             "updated",
@@ -168,13 +178,15 @@ fn application(rows: Rows) -> (String, Vec<String>) {
             rows.sightings,
         ),
     ];
-    let mut ctes = Vec::with_capacity(parts.len());
-    let mut parameters = Vec::with_capacity(parts.len());
+    const FIRST_PART_PARAMETER: usize = 6;
+    let mut ctes = vec![DRAW_IDS.to_owned()];
+    let mut parameters = Vec::with_capacity(parts.len() + 1);
     let mut counts = Vec::new();
     for (name, counted, statement, count, json) in parts {
         if count > 0 {
             parameters.push(json);
-            let statement = statement.replacen("{}", &format!("${}", parameters.len()), 1);
+            let placeholder = format!("${}", FIRST_PART_PARAMETER + parameters.len() - 1);
+            let statement = statement.replacen("{}", &placeholder, 1);
             ctes.push(format!("{name} AS ( {statement})"));
         }
         if counted {
@@ -184,7 +196,22 @@ fn application(rows: Rows) -> (String, Vec<String>) {
             });
         }
     }
-    let sql = format!("WITH {} SELECT {}", ctes.join(", "), counts.join(", "));
+    let unrecorded = match must_be_unrecorded {
+        Some(named) => {
+            parameters.push(named);
+            let placeholder = format!("${}", FIRST_PART_PARAMETER + parameters.len() - 1);
+            format!("({}) = 0", RECORDED_BEFORE.replacen("{}", &placeholder, 1))
+        }
+        None => "true".to_owned(),
+    };
+    let sql = format!(
+        "WITH {}, counts AS MATERIALIZED (SELECT {}) \
+         SELECT fencewatch_batch_as_observed(updated = $2 AND inserted = $3 AND advanced = $4 \
+           AND started = $5 AND {unrecorded}, \
+           (SELECT json_agg(id ORDER BY n) FROM drawn)::text) AS ids FROM counts",
+        ctes.join(", "),
+        counts.join(", ")
+    );
     (sql, parameters)
 }
 
@@ -197,16 +224,13 @@ pub(super) async fn observe(
     let row = sqlx::query(OBSERVE)
         .bind(to_json(keys)?)
         .bind(to_json(&named)?)
-        .bind(count(writes.len()))
         .fetch_one(&mut *conn)
         .await?;
     Ok(Observed {
         resources: decode_resources(&row.try_get::<String, _>("resources")?)?,
         operations: decode_operations(&row.try_get::<String, _>("operations")?)?,
         unwritten_heads: from_json(&row.try_get::<String, _>("heads")?)?,
-        audit: AuditPosition::Postgres(PostgresPosition {
-            ids: from_json(&row.try_get::<String, _>("ids")?)?,
-        }),
+        audit: AuditPosition::Postgres,
     })
 }
 
@@ -214,45 +238,75 @@ pub(super) async fn observe(
 pub(super) enum Application {
     /// Everything it changed was as observed: the audit ids, in order.
     Applied { ids: Vec<i64> },
-    /// Something was no longer as observed. The ids drawn for the batch die with its
-    /// transaction, which must be rolled back.
+    /// Something was no longer as observed and nothing was applied; in a transaction, it must
+    /// be rolled back. The ids the statement drew will never have a row.
     Changed { drawn_ids: Vec<i64> },
 }
 
-/// Applies the batch as a compare-and-set on what it observed.
+/// What a batch was decided on.
+pub(super) enum DecidedOn<'a> {
+    /// An observation in the same transaction.
+    Observed,
+    /// The resources' state as this daemon's own commits left it, with no observation; the
+    /// operations the batch names are assumed never recorded, which the statement checks.
+    Known { writes: &'a [FencedWrite] },
+}
+
+/// Applies the batch as a compare-and-set on what it was decided on. Outside a transaction the
+/// statement commits itself.
 pub(super) async fn apply(
     conn: &mut AnyConnection,
-    position: PostgresPosition,
     plan: &Plan<'_>,
+    decided_on: DecidedOn<'_>,
 ) -> Result<Application, StoreError> {
-    let PostgresPosition { ids } = position;
-    let rows = encode(plan, &ids)?;
-    let planned = Changed {
-        updated: count(rows.update_count),
-        inserted: count(rows.insert_count),
-        advanced: count(rows.head_advance_count),
-        started: count(rows.head_start_count),
+    // Encoded with the rows' places in the batch for ids: the statement swaps in those it draws.
+    let places: Vec<i64> = (1..).take(plan.entries.len()).collect();
+    let rows = encode(plan, &places)?;
+    let planned = [
+        rows.audit_count,
+        rows.update_count,
+        rows.insert_count,
+        rows.head_advance_count,
+        rows.head_start_count,
+    ];
+    let must_be_unrecorded = match decided_on {
+        DecidedOn::Known { writes } => {
+            let named: Vec<(&str, &str)> =
+                writes.iter().filter_map(FencedWrite::operation).collect();
+            (!named.is_empty()).then(|| to_json(&named)).transpose()?
+        }
+        DecidedOn::Observed => None,
     };
-    let (sql, parameters) = application(rows);
+    let (sql, parameters) = application(rows, must_be_unrecorded);
     let mut query = sqlx::query(&sql);
+    for count in planned {
+        query = query.bind(count_of(count));
+    }
     for json in parameters {
         query = query.bind(json);
     }
-    let row = query.fetch_one(&mut *conn).await?;
-    let done = Changed {
-        updated: row.try_get("updated")?,
-        inserted: row.try_get("inserted")?,
-        advanced: row.try_get("advanced")?,
-        started: row.try_get("started")?,
-    };
-    Ok(if done == planned {
-        Application::Applied { ids }
-    } else {
-        Application::Changed { drawn_ids: ids }
-    })
+    match query.fetch_one(&mut *conn).await {
+        Ok(row) => Ok(Application::Applied {
+            ids: from_json(&row.try_get::<String, _>("ids")?)?,
+        }),
+        Err(sqlx::Error::Database(error)) if error.code().as_deref() == Some(NOT_AS_OBSERVED) => {
+            // The ids it drew, from the error's detail; should they be unreadable, the live
+            // tail proves them final from snapshots instead.
+            let drawn_ids = error
+                .try_downcast_ref::<sqlx::postgres::PgDatabaseError>()
+                .and_then(|error| error.detail())
+                .and_then(|detail| serde_json::from_str(detail).ok())
+                .unwrap_or_default();
+            Ok(Application::Changed { drawn_ids })
+        }
+        Err(error) => Err(error.into()),
+    }
 }
 
-fn count(rows: usize) -> i64 {
+/// The SQLSTATE of `fencewatch_batch_as_observed`'s error.
+const NOT_AS_OBSERVED: &str = "FW409";
+
+fn count_of(rows: usize) -> i64 {
     i64::try_from(rows).unwrap_or(i64::MAX)
 }
 
@@ -263,7 +317,7 @@ mod tests {
 
     #[test]
     fn parts_without_rows_are_left_out_and_the_parameters_follow_in_order() {
-        let (sql, parameters) = application(rows(0, 1, 1, 0));
+        let (sql, parameters) = application(rows(0, 1, 1, 0), None);
         assert_eq!(
             parameters,
             ["[\"advances\"]", "[\"audit\"]", "[\"sightings\"]"]
@@ -276,25 +330,39 @@ mod tests {
         ] {
             assert!(!sql.contains(absent), "{absent} in {sql}");
         }
-        assert!(sql.starts_with("WITH advanced AS ("), "{sql}");
-        assert!(sql.contains("jsonb_array_elements($3::jsonb) AS v ON CONFLICT"));
-        assert!(!sql.contains("$4"));
+        // The ids are drawn first, then the parts, their parameters after the five counts.
+        assert!(sql.starts_with("WITH drawn AS MATERIALIZED ("), "{sql}");
+        assert!(sql.contains("), advanced AS ( UPDATE chain_heads"), "{sql}");
+        assert!(sql.contains("jsonb_array_elements($8::jsonb) AS v ON CONFLICT"));
+        assert!(!sql.contains("$9"));
         assert!(
-            sql.ends_with(
-                "SELECT 0::bigint AS updated, 0::bigint AS inserted, \
-                 (SELECT count(*) FROM advanced) AS advanced, 0::bigint AS started"
+            sql.contains(
+                "counts AS MATERIALIZED (SELECT 0::bigint AS updated, 0::bigint AS inserted, \
+                 (SELECT count(*) FROM advanced) AS advanced, 0::bigint AS started)"
             ),
             "{sql}"
         );
+        assert!(sql.contains("AND started = $5 AND true,"), "{sql}");
 
-        let (sql, parameters) = application(rows(3, 0, 0, 2));
+        let (sql, parameters) = application(rows(3, 0, 0, 2), Some("[[\"r\",\"k\"]]".into()));
         assert_eq!(parameters[0], "[\"updates\"]");
-        assert!(sql.starts_with("WITH updated AS"));
+        assert_eq!(
+            parameters.last().map(String::as_str),
+            Some("[[\"r\",\"k\"]]")
+        );
+        assert!(sql.contains("), updated AS ( UPDATE resources"), "{sql}");
         assert!(
-            sql.ends_with(
-                "SELECT (SELECT count(*) FROM updated) AS updated, 0::bigint AS inserted, \
-                 0::bigint AS advanced, (SELECT count(*) FROM started) AS started"
+            sql.contains(
+                "counts AS MATERIALIZED (SELECT (SELECT count(*) FROM updated) AS updated, \
+                 0::bigint AS inserted, 0::bigint AS advanced, \
+                 (SELECT count(*) FROM started) AS started)"
             ),
+            "{sql}"
+        );
+        // The operations named must not have been recorded before: the last parameter.
+        let last = format!("${}", 5 + parameters.len());
+        assert!(
+            sql.contains(&format!("jsonb_array_elements({last}::jsonb) AS named")),
             "{sql}"
         );
     }

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 pub(super) struct Rows {
     /// Resources that have a row: `[key, accepted, highest_token, revision, value (hex),
     /// content_type, updated_at_us, owner, observed revision, chain_seq, chain_hash, observed
-    /// chain_seq]`. Where the batch accepted nothing, the value's fields are null and the
+    /// chain_seq, observed chain_hash]`. Where the batch accepted nothing, the value's fields are null and the
     /// generation and revision stay as observed: only the chain's head moves.
     pub updates: String,
     pub update_count: usize,
@@ -71,6 +71,7 @@ pub(super) fn encode(plan: &Plan<'_>, ids: &[i64]) -> Result<Rows, StoreError> {
         i64,
         &'a str,
         i64,
+        &'a str,
     );
     let (mut updates, mut inserts) = (Vec::<Update<'_>>::new(), Vec::new());
     for change in plan.changes {
@@ -91,6 +92,7 @@ pub(super) fn encode(plan: &Plan<'_>, ids: &[i64]) -> Result<Rows, StoreError> {
                     *seq,
                     hash,
                     observed.chain.0,
+                    &observed.chain.1,
                 ));
             }
             (

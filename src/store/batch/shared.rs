@@ -22,7 +22,8 @@ pub(crate) struct Observed {
 
 pub(crate) enum AuditPosition {
     Sqlite(SqlitePosition),
-    Postgres(PostgresPosition),
+    /// PostgreSQL: the statement that applies the batch draws its ids.
+    Postgres,
 }
 
 /// SQLite: the batch's audit rows go after the largest id ever issued.
@@ -33,11 +34,7 @@ pub(crate) struct SqlitePosition {
     pub changes_before: i64,
 }
 
-/// PostgreSQL: the audit ids drawn for the batch.
-pub(crate) struct PostgresPosition {
-    pub ids: Vec<i64>,
-}
-
+#[derive(Clone)]
 pub(crate) struct ObservedResource {
     pub state: ResourceState,
     pub owner: Option<String>,
