@@ -17,10 +17,11 @@
 //! The audit ids are drawn by the statement itself, after it has taken its transaction id (see
 //! `tx::begin_audited`), and returned in order.
 //!
-//! Rows travel as `jsonb` arrays, like SQLite's (`rows`): one statement text per shape, so it
-//! stays prepared, where a parameter per value took one statement per power-of-two chunk of
-//! rows, with more round trips and executor start-ups (docs/performance.md). `jsonb`, not
-//! `json`: `->>` on `json` parses the text again for every field.
+//! Rows travel as `jsonb` arrays of objects named by column, like SQLite's (`rows`), turned into
+//! typed rows by `jsonb_populate_recordset` (a table's row type) or `jsonb_to_recordset` (a
+//! row with what it was decided on): one statement text per shape, so it stays prepared, where
+//! a parameter per value took one statement per power-of-two chunk of rows, with more round
+//! trips and executor start-ups (docs/performance.md).
 
 use super::plan::Plan;
 use super::rows::{
@@ -62,67 +63,76 @@ const DRAW_IDS: &str = "\
 /// One statement for every resource with a row, accepted or only audited, so that each
 /// batch locks its resources in one key order.
 const UPDATE_RESOURCES: &str = "\
-      UPDATE resources AS r SET highest_token = (v ->> 2)::bigint, \
-          revision = (v ->> 3)::bigint, \
-          value = CASE WHEN (v ->> 1)::boolean THEN decode(v ->> 4, 'hex') ELSE r.value END, \
-          content_type = CASE WHEN (v ->> 1)::boolean THEN v ->> 5 ELSE r.content_type END, \
-          updated_at_us = CASE WHEN (v ->> 1)::boolean THEN (v ->> 6)::bigint \
-              ELSE r.updated_at_us END, \
-          highest_owner = CASE WHEN (v ->> 1)::boolean THEN v ->> 7 ELSE r.highest_owner END, \
-          chain_seq = (v ->> 9)::bigint, chain_hash = v ->> 10 \
-        FROM jsonb_array_elements({}::jsonb) AS v \
-        WHERE r.key = v ->> 0 AND r.revision = (v ->> 8)::bigint \
-          AND r.highest_token <= (v ->> 2)::bigint AND r.chain_seq = (v ->> 11)::bigint \
-          AND r.chain_hash = v ->> 12 \
+      UPDATE resources AS r SET highest_token = v.highest_token, revision = v.revision, \
+          value = CASE WHEN v.accepted THEN decode(v.value, 'hex') ELSE r.value END, \
+          content_type = CASE WHEN v.accepted THEN v.content_type ELSE r.content_type END, \
+          updated_at_us = CASE WHEN v.accepted THEN v.updated_at_us ELSE r.updated_at_us END, \
+          highest_owner = CASE WHEN v.accepted THEN v.highest_owner ELSE r.highest_owner END, \
+          chain_seq = v.chain_seq, chain_hash = v.chain_hash \
+        FROM jsonb_to_recordset({}::jsonb) AS v (key text, accepted boolean, \
+          highest_token bigint, revision bigint, value text, content_type text, \
+          updated_at_us bigint, highest_owner text, chain_seq bigint, chain_hash text, \
+          observed_revision bigint, observed_chain_seq bigint, observed_chain_hash text) \
+        WHERE r.key = v.key AND r.revision = v.observed_revision \
+          AND r.highest_token <= v.highest_token AND r.chain_seq = v.observed_chain_seq \
+          AND r.chain_hash = v.observed_chain_hash \
         RETURNING 1";
 const INSERT_RESOURCES: &str = "\
       INSERT INTO resources (key, highest_token, revision, value, content_type, updated_at_us, \
           highest_owner, chain_seq, chain_hash) \
-        SELECT v ->> 0, (v ->> 1)::bigint, (v ->> 2)::bigint, decode(v ->> 3, 'hex'), v ->> 4, \
-          (v ->> 5)::bigint, v ->> 6, (v ->> 7)::bigint, v ->> 8 \
-        FROM jsonb_array_elements({}::jsonb) AS v \
+        SELECT v.key, v.highest_token, v.revision, decode(v.value, 'hex'), v.content_type, \
+          v.updated_at_us, v.highest_owner, v.chain_seq, v.chain_hash \
+        FROM jsonb_to_recordset({}::jsonb) AS v (key text, highest_token bigint, \
+          revision bigint, value text, content_type text, updated_at_us bigint, \
+          highest_owner text, chain_seq bigint, chain_hash text) \
         ON CONFLICT (key) DO NOTHING \
         RETURNING 1";
+/// The rows' `id`s are their places in the batch: each takes the id drawn for its place.
 const INSERT_AUDIT: &str = "\
       INSERT INTO audit (at_us, resource, outcome, token, highest_token, revision, \
           idempotency_key, expected_revision, owner, lease, body_sha256, body_len, detail, \
           caller, seq, prev_hash, hash, id) OVERRIDING SYSTEM VALUE \
-        SELECT (v ->> 0)::bigint, v ->> 1, v ->> 2, (v ->> 3)::bigint, (v ->> 4)::bigint, \
-          (v ->> 5)::bigint, v ->> 6, (v ->> 7)::bigint, v ->> 8, v ->> 9, v ->> 10, \
-          (v ->> 11)::bigint, v ->> 12, v ->> 13, (v ->> 14)::bigint, v ->> 15, v ->> 16, \
-          drawn.id \
-        FROM jsonb_array_elements({}::jsonb) WITH ORDINALITY AS rows (v, n) JOIN drawn USING (n)";
+        SELECT v.at_us, v.resource, v.outcome, v.token, v.highest_token, v.revision, \
+          v.idempotency_key, v.expected_revision, v.owner, v.lease, v.body_sha256, \
+          v.body_len, v.detail, v.caller, v.seq, v.prev_hash, v.hash, drawn.id \
+        FROM jsonb_populate_recordset(NULL::audit, {}::jsonb) AS v \
+          JOIN drawn ON drawn.n = v.id";
 const ADVANCE_CHAINS: &str = "\
-      UPDATE chain_heads AS c SET seq = (v ->> 1)::bigint, hash = v ->> 2 \
-        FROM jsonb_array_elements({}::jsonb) AS v \
-        WHERE c.resource = v ->> 0 AND c.seq = (v ->> 3)::bigint \
+      UPDATE chain_heads AS c SET seq = v.seq, hash = v.hash \
+        FROM jsonb_to_recordset({}::jsonb) \
+          AS v (resource text, seq bigint, hash text, observed_seq bigint) \
+        WHERE c.resource = v.resource AND c.seq = v.observed_seq \
         RETURNING 1";
 const START_CHAINS: &str = "\
       INSERT INTO chain_heads (resource, seq, hash) \
-        SELECT v ->> 0, (v ->> 1)::bigint, v ->> 2 FROM jsonb_array_elements({}::jsonb) AS v \
+        SELECT v.resource, v.seq, v.hash \
+        FROM jsonb_populate_recordset(NULL::chain_heads, {}::jsonb) AS v \
         ON CONFLICT (resource) DO NOTHING \
         RETURNING 1";
+/// `audit_id` is the audit row's place in the batch, as in `INSERT_AUDIT`.
 const RECORD_OPERATIONS: &str = "\
       INSERT INTO operations (resource, idempotency_key, token, body_sha256, status, revision, \
           highest_token, audit_id, recorded_at_us) \
-        SELECT v ->> 0, v ->> 1, (v ->> 2)::bigint, v ->> 3, (v ->> 4)::bigint, \
-          (v ->> 5)::bigint, (v ->> 6)::bigint, drawn.id, (v ->> 8)::bigint \
-        FROM jsonb_array_elements({}::jsonb) AS v JOIN drawn ON drawn.n = (v ->> 7)::bigint";
-/// Operations the batch names that were recorded before it: a batch decided on known state
-/// assumed there were none.
-const RECORDED_BEFORE: &str = "\
-      SELECT count(*) FROM jsonb_array_elements({}::jsonb) AS named JOIN operations AS o \
-        ON o.resource = named ->> 0 AND o.idempotency_key = named ->> 1";
+        SELECT v.resource, v.idempotency_key, v.token, v.body_sha256, v.status, v.revision, \
+          v.highest_token, drawn.id, v.recorded_at_us \
+        FROM jsonb_populate_recordset(NULL::operations, {}::jsonb) AS v \
+          JOIN drawn ON drawn.n = v.audit_id";
 const RECORD_SIGHTINGS: &str = concat!(
     "\
       INSERT INTO ownership_overlaps AS o (resource, stale_token, superseding_token, \
           stale_owner, superseding_owner, first_seen_us, last_seen_us, rejected_writes, state, \
           updated_at_us) \
-        SELECT v ->> 0, (v ->> 1)::bigint, (v ->> 2)::bigint, v ->> 3, v ->> 4, \
-          (v ->> 5)::bigint, (v ->> 6)::bigint, (v ->> 7)::bigint, 'open', (v ->> 6)::bigint \
-        FROM jsonb_array_elements({}::jsonb) AS v ",
+        SELECT v.resource, v.stale_token, v.superseding_token, v.stale_owner, \
+          v.superseding_owner, v.first_seen_us, v.last_seen_us, v.rejected_writes, 'open', \
+          v.last_seen_us \
+        FROM jsonb_populate_recordset(NULL::ownership_overlaps, {}::jsonb) AS v ",
     join_open_overlap!()
 );
+/// Operations the batch names that were recorded before it: a batch decided on known state
+/// assumed there were none.
+const RECORDED_BEFORE: &str = "\
+      SELECT count(*) FROM jsonb_array_elements({}::jsonb) AS named JOIN operations AS o \
+        ON o.resource = named ->> 0 AND o.idempotency_key = named ->> 1";
 
 /// The statement applying `rows`, with its parameters: `$1` the number of audit rows, `$2`
 /// to `$5` how many resources it must update and insert and chains it must advance and start,
@@ -333,7 +343,9 @@ mod tests {
         // The ids are drawn first, then the parts, their parameters after the five counts.
         assert!(sql.starts_with("WITH drawn AS MATERIALIZED ("), "{sql}");
         assert!(sql.contains("), advanced AS ( UPDATE chain_heads"), "{sql}");
-        assert!(sql.contains("jsonb_array_elements($8::jsonb) AS v ON CONFLICT"));
+        assert!(sql.contains(
+            "jsonb_populate_recordset(NULL::ownership_overlaps, $8::jsonb) AS v ON CONFLICT"
+        ));
         assert!(!sql.contains("$9"));
         assert!(
             sql.contains(

@@ -1,48 +1,42 @@
 //! A decided batch as the JSON parameters the batch statements take, and an observation's JSON
 //! read back.
 //!
-//! A batch travels as a few JSON arrays (read with `json_each` on SQLite, `jsonb_array_elements`
+//! A batch travels as a few JSON arrays (read with `json_each` on SQLite, `jsonb_to_recordset`
 //! on PostgreSQL), instead of a parameter per value: one statement text whatever the batch's
-//! size, so it stays prepared, and one statement per step, so one round trip.
+//! size, so it stays prepared, and one statement per step, so one round trip. Each array's rows
+//! are objects serialized from one type per table (`AuditRow`, `OperationRow`, …), whose field
+//! names are the table's column names, so the statements name every value they take and no
+//! column order is written out twice.
 
 use super::plan::{Accepted, Plan, Sighting};
 use super::shared::{recorded_operation, status_of, Link, ObservedResource};
 use crate::domain::{Applied, AuditEntry, Decision, RecordedOperation};
 use crate::store::error::corrupt;
 use crate::store::StoreError;
-use serde_json::{json, Value};
+use serde::Serialize;
 use std::collections::HashMap;
 
 /// The parameters, and how many rows each step must change.
 pub(super) struct Rows {
-    /// Resources that have a row: `[key, accepted, highest_token, revision, value (hex),
-    /// content_type, updated_at_us, owner, observed revision, chain_seq, chain_hash, observed
-    /// chain_seq, observed chain_hash]`. Where the batch accepted nothing, the value's fields are null and the
-    /// generation and revision stay as observed: only the chain's head moves.
+    /// `ResourceUpdate`s: resources that have a row.
     pub updates: String,
     pub update_count: usize,
-    /// Resources the batch creates: `[key, highest_token, revision, value (hex), content_type,
-    /// updated_at_us, owner, chain_seq, chain_hash]`
+    /// `ResourceRow`s: resources the batch creates.
     pub inserts: String,
     pub insert_count: usize,
-    /// `chain_heads` rows moved on from where they were seen: `[resource, seq, hash, observed
-    /// seq]`
+    /// `ChainHeadAdvance`s: `chain_heads` rows moved on from where they were seen.
     pub head_advances: String,
     pub head_advance_count: usize,
-    /// `chain_heads` rows created: `[resource, seq, hash]`
+    /// `ChainHeadRow`s: `chain_heads` rows created.
     pub head_starts: String,
     pub head_start_count: usize,
-    /// `[at_us, resource, outcome, token, highest_token, revision, idempotency_key,
-    /// expected_revision, owner, lease, body_sha256, body_len, detail, caller, seq, prev_hash,
-    /// hash, id]`
+    /// `AuditRow`s, in the batch's order.
     pub audit: String,
     pub audit_count: usize,
-    /// `[resource, idempotency_key, token, body_sha256, status, revision, highest_token,
-    /// audit_id, recorded_at_us]`
+    /// `OperationRow`s.
     pub operations: String,
     pub operation_count: usize,
-    /// `[resource, stale_token, superseding_token, stale_owner, superseding_owner, first_seen_us,
-    /// last_seen_us, rejected_writes]`, one per overlap.
+    /// `OverlapRow`s, one per overlap.
     pub sightings: String,
     pub sighting_count: usize,
 }
@@ -54,46 +48,162 @@ impl Rows {
     }
 }
 
+/// A resource that has a row, as the batch leaves it, with what the batch decided on: it is
+/// updated only if its row still holds `observed_revision` and the chain head
+/// `observed_chain_seq`, `observed_chain_hash`. Where the batch accepted nothing, the value's
+/// fields are null and the generation and revision stay as observed: only the chain's head
+/// moves.
+#[derive(Serialize)]
+pub(super) struct ResourceUpdate<'a> {
+    pub key: &'a str,
+    pub accepted: bool,
+    pub highest_token: i64,
+    pub revision: i64,
+    /// Hex: JSON carries no bytes.
+    pub value: Option<String>,
+    pub content_type: Option<&'a str>,
+    pub updated_at_us: Option<i64>,
+    pub highest_owner: Option<&'a str>,
+    pub chain_seq: i64,
+    pub chain_hash: &'a str,
+    pub observed_revision: i64,
+    pub observed_chain_seq: i64,
+    pub observed_chain_hash: &'a str,
+}
+
+/// A row of `resources`, created by the batch.
+#[derive(Serialize)]
+pub(super) struct ResourceRow<'a> {
+    pub key: &'a str,
+    pub highest_token: i64,
+    pub revision: i64,
+    /// Hex: JSON carries no bytes.
+    pub value: String,
+    pub content_type: Option<&'a str>,
+    pub updated_at_us: i64,
+    pub highest_owner: Option<&'a str>,
+    pub chain_seq: i64,
+    pub chain_hash: &'a str,
+}
+
+/// A row of `chain_heads` moved on from `observed_seq`.
+#[derive(Serialize)]
+pub(super) struct ChainHeadAdvance<'a> {
+    pub resource: &'a str,
+    pub seq: i64,
+    pub hash: &'a str,
+    pub observed_seq: i64,
+}
+
+/// A row of `chain_heads`, created only if still missing.
+#[derive(Serialize)]
+pub(super) struct ChainHeadRow<'a> {
+    pub resource: &'a str,
+    pub seq: i64,
+    pub hash: &'a str,
+}
+
+/// A row of `audit`. `id` is the row's id on SQLite and its place in the batch (from 1) on
+/// PostgreSQL, whose statement draws the ids.
+#[derive(Serialize)]
+pub(crate) struct AuditRow<'a> {
+    pub id: i64,
+    pub at_us: i64,
+    pub resource: &'a str,
+    pub outcome: &'a str,
+    pub token: Option<i64>,
+    pub highest_token: i64,
+    pub revision: i64,
+    pub idempotency_key: Option<&'a str>,
+    pub expected_revision: Option<i64>,
+    pub owner: Option<&'a str>,
+    pub lease: Option<&'a str>,
+    pub body_sha256: Option<&'a str>,
+    pub body_len: Option<i64>,
+    pub detail: Option<&'a str>,
+    pub caller: Option<&'a str>,
+    pub seq: i64,
+    pub prev_hash: &'a str,
+    pub hash: &'a str,
+}
+
+impl<'a> AuditRow<'a> {
+    pub(crate) fn new(entry: &'a AuditEntry, link: &'a Link, id: i64) -> Self {
+        Self {
+            id,
+            at_us: entry.at.timestamp_micros(),
+            resource: &entry.resource,
+            outcome: entry.outcome.as_str(),
+            token: entry.token,
+            highest_token: entry.highest_token,
+            revision: entry.revision,
+            idempotency_key: entry.idempotency_key.as_deref(),
+            expected_revision: entry.expected_revision,
+            owner: entry.owner.as_deref(),
+            lease: entry.lease.as_deref(),
+            body_sha256: entry.body_sha256.as_deref(),
+            body_len: entry.body_len,
+            detail: entry.detail.as_deref(),
+            caller: entry.caller.as_deref(),
+            seq: link.seq,
+            prev_hash: &link.prev_hash,
+            hash: &link.hash,
+        }
+    }
+}
+
+/// A row of `operations`. `audit_id` as `AuditRow::id`: on PostgreSQL the audit row's place.
+#[derive(Serialize)]
+pub(super) struct OperationRow<'a> {
+    pub resource: &'a str,
+    pub idempotency_key: &'a str,
+    pub token: i64,
+    pub body_sha256: &'a str,
+    pub status: i64,
+    pub revision: i64,
+    pub highest_token: i64,
+    pub audit_id: i64,
+    pub recorded_at_us: i64,
+}
+
+/// A row of `ownership_overlaps` as a batch's sightings of it merged (`merge_sightings`).
+#[derive(Serialize, Debug, PartialEq, Eq)]
+pub(super) struct OverlapRow<'a> {
+    pub resource: &'a str,
+    pub stale_token: i64,
+    pub superseding_token: i64,
+    pub stale_owner: Option<&'a str>,
+    pub superseding_owner: Option<&'a str>,
+    pub first_seen_us: i64,
+    pub last_seen_us: i64,
+    pub rejected_writes: i64,
+}
+
 pub(super) fn encode(plan: &Plan<'_>, ids: &[i64]) -> Result<Rows, StoreError> {
-    // Tuples and rows that serialize themselves, not `json!` trees: encoding runs on the
-    // group-commit thread, the one serial stage of the write path, and building a tree cloned
-    // every string of the batch.
-    type Update<'a> = (
-        &'a str,
-        bool,
-        i64,
-        i64,
-        Option<String>,
-        Option<&'a str>,
-        Option<i64>,
-        Option<&'a str>,
-        i64,
-        i64,
-        &'a str,
-        i64,
-        &'a str,
-    );
-    let (mut updates, mut inserts) = (Vec::<Update<'_>>::new(), Vec::new());
+    // Rows that serialize themselves, not `json!` trees: encoding runs on the group-commit
+    // thread, the one serial stage of the write path, and building a tree cloned every string
+    // of the batch.
+    let (mut updates, mut inserts) = (Vec::new(), Vec::new());
     for change in plan.changes {
-        let (seq, hash) = change.head;
+        let (chain_seq, chain_hash) = (change.head.0, change.head.1.as_str());
         match (change.observed, change.accepted.as_ref()) {
             (Some(observed), accepted) => {
                 let state = accepted.map_or(observed.state, |a| a.state);
-                updates.push((
-                    change.key,
-                    accepted.is_some(),
-                    state.highest_token,
-                    state.revision.get(),
-                    accepted.map(|a| hex::encode(a.write.body())),
-                    accepted.and_then(|a| a.write.content_type.as_deref()),
-                    accepted.map(|a| a.at.timestamp_micros()),
-                    accepted.and_then(|a| a.owner),
-                    observed.state.revision.get(),
-                    *seq,
-                    hash,
-                    observed.chain.0,
-                    &observed.chain.1,
-                ));
+                updates.push(ResourceUpdate {
+                    key: change.key,
+                    accepted: accepted.is_some(),
+                    highest_token: state.highest_token,
+                    revision: state.revision.get(),
+                    value: accepted.map(|a| hex::encode(a.write.body())),
+                    content_type: accepted.and_then(|a| a.write.content_type.as_deref()),
+                    updated_at_us: accepted.map(|a| a.at.timestamp_micros()),
+                    highest_owner: accepted.and_then(|a| a.owner),
+                    chain_seq,
+                    chain_hash,
+                    observed_revision: observed.state.revision.get(),
+                    observed_chain_seq: observed.chain.0,
+                    observed_chain_hash: &observed.chain.1,
+                });
             }
             (
                 None,
@@ -103,29 +213,50 @@ pub(super) fn encode(plan: &Plan<'_>, ids: &[i64]) -> Result<Rows, StoreError> {
                     write,
                     at,
                 }),
-            ) => inserts.push((
-                change.key,
-                state.highest_token,
-                state.revision.get(),
-                hex::encode(write.body()),
-                write.content_type.as_deref(),
-                at.timestamp_micros(),
-                *owner,
-                *seq,
-                hash,
-            )),
+            ) => inserts.push(ResourceRow {
+                key: change.key,
+                highest_token: state.highest_token,
+                revision: state.revision.get(),
+                value: hex::encode(write.body()),
+                content_type: write.content_type.as_deref(),
+                updated_at_us: at.timestamp_micros(),
+                highest_owner: *owner,
+                chain_seq,
+                chain_hash,
+            }),
             // Its head moves in `chain_heads` (`plan.unwritten`).
             (None, None) => {}
         }
     }
+    let head_advances: Vec<ChainHeadAdvance<'_>> = plan
+        .unwritten
+        .advances
+        .iter()
+        .map(|(resource, seq, hash, observed_seq)| ChainHeadAdvance {
+            resource,
+            seq: *seq,
+            hash,
+            observed_seq: *observed_seq,
+        })
+        .collect();
+    let head_starts: Vec<ChainHeadRow<'_>> = plan
+        .unwritten
+        .starts
+        .iter()
+        .map(|(resource, seq, hash)| ChainHeadRow {
+            resource,
+            seq: *seq,
+            hash,
+        })
+        .collect();
     let audit: Vec<AuditRow<'_>> = plan
         .entries
         .iter()
         .zip(plan.links)
         .zip(ids)
-        .map(|((entry, link), &id)| AuditRow { entry, link, id })
+        .map(|((entry, link), &id)| AuditRow::new(entry, link, id))
         .collect();
-    let operations: Vec<_> = plan
+    let operations: Vec<OperationRow<'_>> = plan
         .writes
         .iter()
         .zip(plan.decisions)
@@ -135,17 +266,17 @@ pub(super) fn encode(plan: &Plan<'_>, ids: &[i64]) -> Result<Rows, StoreError> {
                 return None;
             };
             let key = write.idempotency_key.as_ref()?;
-            Some((
-                write.key.as_str(),
-                key.as_str(),
-                write.token.get(),
-                write.body_sha256(),
-                status_of(Applied::at(*revision)),
-                revision.get(),
-                write.token.get(),
-                id,
-                entry.at.timestamp_micros(),
-            ))
+            Some(OperationRow {
+                resource: write.key.as_str(),
+                idempotency_key: key.as_str(),
+                token: write.token.get(),
+                body_sha256: write.body_sha256(),
+                status: status_of(Applied::at(*revision)),
+                revision: revision.get(),
+                highest_token: write.token.get(),
+                audit_id: *id,
+                recorded_at_us: entry.at.timestamp_micros(),
+            })
         })
         .collect();
     let sightings = merge_sightings(plan.sightings);
@@ -154,10 +285,10 @@ pub(super) fn encode(plan: &Plan<'_>, ids: &[i64]) -> Result<Rows, StoreError> {
         updates: to_json(&updates)?,
         insert_count: inserts.len(),
         inserts: to_json(&inserts)?,
-        head_advance_count: plan.unwritten.advances.len(),
-        head_advances: to_json(&plan.unwritten.advances)?,
-        head_start_count: plan.unwritten.starts.len(),
-        head_starts: to_json(&plan.unwritten.starts)?,
+        head_advance_count: head_advances.len(),
+        head_advances: to_json(&head_advances)?,
+        head_start_count: head_starts.len(),
+        head_starts: to_json(&head_starts)?,
         audit_count: audit.len(),
         audit: to_json(&audit)?,
         operation_count: operations.len(),
@@ -165,26 +296,6 @@ pub(super) fn encode(plan: &Plan<'_>, ids: &[i64]) -> Result<Rows, StoreError> {
         sighting_count: sightings.len(),
         sightings: to_json(&sightings)?,
     })
-}
-
-/// An audit row as the batch statements read it (see `Rows::audit`).
-struct AuditRow<'a> {
-    entry: &'a AuditEntry,
-    link: &'a Link,
-    id: i64,
-}
-
-impl serde::Serialize for AuditRow<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeTuple;
-        let mut row = serializer.serialize_tuple(18)?;
-        self.entry.serialize_recorded_fields(&mut row)?;
-        row.serialize_element(&self.link.seq)?;
-        row.serialize_element(&self.link.prev_hash)?;
-        row.serialize_element(&self.link.hash)?;
-        row.serialize_element(&self.id)?;
-        row.end()
-    }
 }
 
 /// How a merged sighting row (`excluded`) joins the overlap already open (`o`), the same on
@@ -209,17 +320,9 @@ pub(super) use join_open_overlap;
 /// superseding generation (with its owner, the first to show it), the last stale owner named,
 /// the first and last time seen, and how many writes it refused. A statement may not upsert one
 /// row twice on PostgreSQL.
-pub(super) fn merge_sightings(sightings: &[Sighting]) -> Vec<Value> {
-    struct Merged<'a> {
-        first: &'a Sighting,
-        superseding_token: i64,
-        superseding_owner: Option<&'a str>,
-        stale_owner: Option<&'a str>,
-        last_seen_us: i64,
-        count: u32,
-    }
+pub(super) fn merge_sightings(sightings: &[Sighting]) -> Vec<OverlapRow<'_>> {
     let mut order: Vec<(&str, i64)> = Vec::new();
-    let mut merged: HashMap<(&str, i64), Merged<'_>> = HashMap::new();
+    let mut merged: HashMap<(&str, i64), OverlapRow<'_>> = HashMap::new();
     for sighting in sightings {
         let key = (sighting.resource.as_str(), sighting.stale_token);
         match merged.get_mut(&key) {
@@ -230,40 +333,27 @@ pub(super) fn merge_sightings(sightings: &[Sighting]) -> Vec<Value> {
                 }
                 overlap.stale_owner = sighting.stale_owner.as_deref().or(overlap.stale_owner);
                 overlap.last_seen_us = sighting.at_us;
-                overlap.count += 1;
+                overlap.rejected_writes += 1;
             }
             None => {
                 order.push(key);
                 merged.insert(
                     key,
-                    Merged {
-                        first: sighting,
+                    OverlapRow {
+                        resource: &sighting.resource,
+                        stale_token: sighting.stale_token,
                         superseding_token: sighting.superseding_token,
-                        superseding_owner: sighting.superseding_owner.as_deref(),
                         stale_owner: sighting.stale_owner.as_deref(),
+                        superseding_owner: sighting.superseding_owner.as_deref(),
+                        first_seen_us: sighting.at_us,
                         last_seen_us: sighting.at_us,
-                        count: 1,
+                        rejected_writes: 1,
                     },
                 );
             }
         }
     }
-    order
-        .iter()
-        .filter_map(|key| merged.get(key))
-        .map(|overlap| {
-            json!([
-                overlap.first.resource,
-                overlap.first.stale_token,
-                overlap.superseding_token,
-                overlap.stale_owner,
-                overlap.superseding_owner,
-                overlap.first.at_us,
-                overlap.last_seen_us,
-                overlap.count,
-            ])
-        })
-        .collect()
+    order.iter().filter_map(|key| merged.remove(key)).collect()
 }
 
 /// An observation's resources: `[[key, highest_token, revision, highest_owner, chain_seq,
@@ -373,18 +463,35 @@ mod tests {
 
     #[test]
     fn sightings_of_one_overlap_merge_as_if_recorded_in_turn() {
-        let merged = merge_sightings(&[
+        let sightings = [
             seen(3, 5, Some("b"), Some("a"), 10),
             seen(4, 5, Some("b"), None, 11),
             seen(3, 7, Some("c"), None, 12),
             seen(3, 7, Some("d"), Some("a2"), 13),
-        ]);
+        ];
+        let merged = merge_sightings(&sightings);
+        let row = |stale, superseding, stale_owner, owner, first, last, count| OverlapRow {
+            resource: "r",
+            stale_token: stale,
+            superseding_token: superseding,
+            stale_owner,
+            superseding_owner: owner,
+            first_seen_us: first,
+            last_seen_us: last,
+            rejected_writes: count,
+        };
         assert_eq!(
             merged,
             vec![
-                json!(["r", 3, 7, "a2", "c", 10, 13, 3]),
-                json!(["r", 4, 5, null, "b", 11, 11, 1]),
+                row(3, 7, Some("a2"), Some("c"), 10, 13, 3),
+                row(4, 5, None, Some("b"), 11, 11, 1),
             ]
+        );
+        // By name: the statements read each value by its column's name.
+        let json = to_json(&merged[1]).unwrap();
+        assert_eq!(
+            json,
+            r#"{"resource":"r","stale_token":4,"superseding_token":5,"stale_owner":null,"superseding_owner":"b","first_seen_us":11,"last_seen_us":11,"rejected_writes":1}"#
         );
     }
 }

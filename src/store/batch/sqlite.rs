@@ -138,37 +138,44 @@ macro_rules! rows {
 /// out (an unused one binds nothing), and the few texts that occur stay prepared.
 const UPDATE_RESOURCES: &str = concat!(
     rows!("$1"),
-    "UPDATE resources SET highest_token = v.value ->> 2, revision = v.value ->> 3, \
-        value = CASE WHEN v.value ->> 1 THEN unhex(v.value ->> 4) ELSE resources.value END, \
-        content_type = CASE WHEN v.value ->> 1 THEN v.value ->> 5 \
+    "UPDATE resources SET highest_token = v.value ->> 'highest_token', \
+        revision = v.value ->> 'revision', \
+        value = CASE WHEN v.value ->> 'accepted' THEN unhex(v.value ->> 'value') \
+            ELSE resources.value END, \
+        content_type = CASE WHEN v.value ->> 'accepted' THEN v.value ->> 'content_type' \
             ELSE resources.content_type END, \
-        updated_at_us = CASE WHEN v.value ->> 1 THEN v.value ->> 6 \
+        updated_at_us = CASE WHEN v.value ->> 'accepted' THEN v.value ->> 'updated_at_us' \
             ELSE resources.updated_at_us END, \
-        highest_owner = CASE WHEN v.value ->> 1 THEN v.value ->> 7 \
+        highest_owner = CASE WHEN v.value ->> 'accepted' THEN v.value ->> 'highest_owner' \
             ELSE resources.highest_owner END, \
-        chain_seq = v.value ->> 9, chain_hash = v.value ->> 10 \
+        chain_seq = v.value ->> 'chain_seq', chain_hash = v.value ->> 'chain_hash' \
       FROM v \
-      WHERE resources.key = v.value ->> 0 AND resources.revision = v.value ->> 8 \
-        AND resources.highest_token <= v.value ->> 2 \
-        AND resources.chain_seq = v.value ->> 11; "
+      WHERE resources.key = v.value ->> 'key' \
+        AND resources.revision = v.value ->> 'observed_revision' \
+        AND resources.highest_token <= v.value ->> 'highest_token' \
+        AND resources.chain_seq = v.value ->> 'observed_chain_seq' \
+        AND resources.chain_hash = v.value ->> 'observed_chain_hash'; "
 );
 const INSERT_RESOURCES: &str = concat!(
     rows!("$2"),
     "INSERT INTO resources (key, highest_token, revision, value, content_type, updated_at_us, \
         highest_owner, chain_seq, chain_hash) \
-      SELECT v.value ->> 0, v.value ->> 1, v.value ->> 2, unhex(v.value ->> 3), v.value ->> 4, \
-        v.value ->> 5, v.value ->> 6, v.value ->> 7, v.value ->> 8 FROM v WHERE true \
+      SELECT v.value ->> 'key', v.value ->> 'highest_token', v.value ->> 'revision', \
+        unhex(v.value ->> 'value'), v.value ->> 'content_type', v.value ->> 'updated_at_us', \
+        v.value ->> 'highest_owner', v.value ->> 'chain_seq', v.value ->> 'chain_hash' \
+      FROM v WHERE true \
       ON CONFLICT (key) DO NOTHING; "
 );
 const ADVANCE_HEADS: &str = concat!(
     rows!("$3"),
-    "UPDATE chain_heads SET seq = v.value ->> 1, hash = v.value ->> 2 FROM v \
-      WHERE chain_heads.resource = v.value ->> 0 AND chain_heads.seq = v.value ->> 3; "
+    "UPDATE chain_heads SET seq = v.value ->> 'seq', hash = v.value ->> 'hash' FROM v \
+      WHERE chain_heads.resource = v.value ->> 'resource' \
+        AND chain_heads.seq = v.value ->> 'observed_seq'; "
 );
 const START_HEADS: &str = concat!(
     rows!("$4"),
     "INSERT INTO chain_heads (resource, seq, hash) \
-      SELECT v.value ->> 0, v.value ->> 1, v.value ->> 2 FROM v WHERE true \
+      SELECT v.value ->> 'resource', v.value ->> 'seq', v.value ->> 'hash' FROM v WHERE true \
       ON CONFLICT (resource) DO NOTHING; "
 );
 const INSERT_AUDIT: &str = concat!(
@@ -176,26 +183,34 @@ const INSERT_AUDIT: &str = concat!(
     "INSERT INTO audit (at_us, resource, outcome, token, highest_token, revision, \
         idempotency_key, expected_revision, owner, lease, body_sha256, body_len, detail, caller, \
         seq, prev_hash, hash, id) \
-      SELECT v.value ->> 0, v.value ->> 1, v.value ->> 2, v.value ->> 3, v.value ->> 4, \
-        v.value ->> 5, v.value ->> 6, v.value ->> 7, v.value ->> 8, v.value ->> 9, \
-        v.value ->> 10, v.value ->> 11, v.value ->> 12, v.value ->> 13, v.value ->> 14, \
-        v.value ->> 15, v.value ->> 16, v.value ->> 17 FROM v; "
+      SELECT v.value ->> 'at_us', v.value ->> 'resource', v.value ->> 'outcome', \
+        v.value ->> 'token', v.value ->> 'highest_token', v.value ->> 'revision', \
+        v.value ->> 'idempotency_key', v.value ->> 'expected_revision', v.value ->> 'owner', \
+        v.value ->> 'lease', v.value ->> 'body_sha256', v.value ->> 'body_len', \
+        v.value ->> 'detail', v.value ->> 'caller', v.value ->> 'seq', \
+        v.value ->> 'prev_hash', v.value ->> 'hash', v.value ->> 'id' \
+      FROM v; "
 );
 const INSERT_OPERATIONS: &str = concat!(
     rows!("$6"),
     "INSERT INTO operations (resource, idempotency_key, token, body_sha256, status, revision, \
         highest_token, audit_id, recorded_at_us) \
-      SELECT v.value ->> 0, v.value ->> 1, v.value ->> 2, v.value ->> 3, v.value ->> 4, \
-        v.value ->> 5, v.value ->> 6, v.value ->> 7, v.value ->> 8 FROM v; "
+      SELECT v.value ->> 'resource', v.value ->> 'idempotency_key', v.value ->> 'token', \
+        v.value ->> 'body_sha256', v.value ->> 'status', v.value ->> 'revision', \
+        v.value ->> 'highest_token', v.value ->> 'audit_id', v.value ->> 'recorded_at_us' \
+      FROM v; "
 );
 const RECORD_SIGHTINGS: &str = concat!(
     rows!("$7"),
     "INSERT INTO ownership_overlaps AS o (resource, stale_token, superseding_token, \
         stale_owner, superseding_owner, first_seen_us, last_seen_us, rejected_writes, state, \
         updated_at_us) \
-      SELECT v.value ->> 0, v.value ->> 1, v.value ->> 2, v.value ->> 3, v.value ->> 4, \
-        v.value ->> 5, v.value ->> 6, v.value ->> 7, 'open', v.value ->> 6 \
-        FROM v WHERE true ",
+      SELECT v.value ->> 'resource', v.value ->> 'stale_token', \
+        v.value ->> 'superseding_token', v.value ->> 'stale_owner', \
+        v.value ->> 'superseding_owner', v.value ->> 'first_seen_us', \
+        v.value ->> 'last_seen_us', v.value ->> 'rejected_writes', 'open', \
+        v.value ->> 'last_seen_us' \
+      FROM v WHERE true ",
     join_open_overlap!(),
     "; "
 );
