@@ -262,12 +262,16 @@ impl Store {
             unwritten: &unwritten,
             sightings: &decided.sightings,
         };
-        let mut conn = self.batch_writer.acquire().await?;
-        let applied = postgres::apply(&mut conn, &plan, DecidedOn::Known { writes }).await;
-        drop(conn);
+        // Known before the statement is sent, not after it commits: a batch formed meanwhile is
+        // decided on this one's outcome, and its statement, waiting on this one's row locks,
+        // finds exactly that once this one commits (or nothing as it knew, should this fail).
+        self.known.remember(&changes);
+        let applied = match self.batch_writer.acquire().await {
+            Ok(mut conn) => postgres::apply(&mut conn, &plan, DecidedOn::Known { writes }).await,
+            Err(error) => Err(error.into()),
+        };
         match applied {
             Ok(Application::Applied { ids }) => {
-                self.known.remember(&changes);
                 let mut results = decided.into_results(ids);
                 for result in &mut results {
                     result.decided_on_known_state = true;
