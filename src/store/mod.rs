@@ -125,6 +125,7 @@ impl Store {
     /// Waits for connections to finish and closes them (SQLite then checkpoints its WAL).
     pub async fn close(&self) {
         self.writer.close().await;
+        self.batch_writer.close().await;
         self.reader.close().await;
     }
 }

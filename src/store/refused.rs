@@ -2,7 +2,9 @@
 //! transaction of its own, outside group commit.
 
 use super::batch::plan::link;
-use super::batch::shared::{placeholder_rows, power_of_two_chunks, Link};
+use super::batch::postgres::insert_audit_alone;
+use super::batch::rows::{to_json, AuditRow};
+use super::batch::sqlite::INSERT_AUDIT_ALONE;
 use super::chain_heads::LockedHeads;
 use super::error::corrupt;
 use super::tx::{begin_audited, retrying};
@@ -61,7 +63,8 @@ async fn observe_resource(
 
 /// Appends the entries to their resources' hash chains and the audit, in order, and returns
 /// their ids. The chain heads are locked (in resource order) until the transaction ends, so
-/// concurrent appends to one resource take turns and a chain never forks.
+/// concurrent appends to one resource take turns and a chain never forks. The rows go in as
+/// group commit's do: `AuditRow`s, by the dialect's own audit statement.
 async fn append_audit(
     conn: &mut AnyConnection,
     backend: Backend,
@@ -70,52 +73,41 @@ async fn append_audit(
 ) -> Result<Vec<i64>, StoreError> {
     let mut heads = LockedHeads::lock(conn, backend, resources).await?;
     let links = link(&mut heads.heads, entries)?;
-
-    let rows: Vec<(&AuditEntry, &Link)> = entries.iter().zip(&links).collect();
+    let rows: Vec<AuditRow<'_>> = entries
+        .iter()
+        .zip(&links)
+        .zip(1..)
+        .map(|((entry, link), place)| {
+            let id = match backend {
+                Backend::Postgres => Some(place),
+                Backend::Sqlite => None,
+            };
+            AuditRow::new(entry, link, id)
+        })
+        .collect();
+    let rows_json = to_json(&rows)?;
+    let returned = match backend {
+        Backend::Sqlite => {
+            sqlx::query(INSERT_AUDIT_ALONE)
+                .bind(rows_json)
+                .fetch_all(&mut *conn)
+                .await?
+        }
+        Backend::Postgres => {
+            sqlx::query(&insert_audit_alone())
+                .bind(i64::try_from(rows.len()).unwrap_or(i64::MAX))
+                .bind(rows_json)
+                .fetch_all(&mut *conn)
+                .await?
+        }
+    };
     // The order of RETURNING rows is not promised; (resource, seq) names each row.
-    let mut ids: HashMap<(String, i64), i64> = HashMap::with_capacity(rows.len());
-    for chunk in power_of_two_chunks(&rows) {
-        let sql = format!(
-            "INSERT INTO audit (at_us, resource, outcome, token, highest_token, revision, \
-             idempotency_key, expected_revision, owner, lease, body_sha256, body_len, detail, \
-             caller, seq, prev_hash, hash) VALUES {} RETURNING id, resource, seq",
-            placeholder_rows(17, chunk.len())
+    let mut ids: HashMap<(String, i64), i64> = HashMap::with_capacity(returned.len());
+    for row in returned {
+        ids.insert(
+            (row.try_get("resource")?, row.try_get("seq")?),
+            row.try_get("id")?,
         );
-        let mut query = sqlx::query(&sql);
-        for (
-            entry,
-            Link {
-                seq,
-                prev_hash,
-                hash,
-            },
-        ) in chunk
-        {
-            query = query
-                .bind(entry.at.timestamp_micros())
-                .bind(entry.resource.as_str())
-                .bind(entry.outcome.as_str())
-                .bind(entry.token)
-                .bind(entry.highest_token)
-                .bind(entry.revision)
-                .bind(entry.idempotency_key.as_deref())
-                .bind(entry.expected_revision)
-                .bind(entry.owner.as_deref())
-                .bind(entry.lease.as_deref())
-                .bind(entry.body_sha256.as_deref())
-                .bind(entry.body_len)
-                .bind(entry.detail.as_deref())
-                .bind(entry.caller.as_deref())
-                .bind(*seq)
-                .bind(prev_hash.as_str())
-                .bind(hash.as_str());
-        }
-        for row in query.fetch_all(&mut *conn).await? {
-            ids.insert(
-                (row.try_get("resource")?, row.try_get("seq")?),
-                row.try_get("id")?,
-            );
-        }
     }
     let ids = entries
         .iter()

@@ -22,8 +22,8 @@
 
 mod known;
 pub(crate) mod plan;
-mod postgres;
-mod rows;
+pub(crate) mod postgres;
+pub(crate) mod rows;
 pub(crate) mod shared;
 pub(crate) mod sqlite;
 

@@ -97,6 +97,16 @@ const INSERT_AUDIT: &str = "\
           v.body_len, v.detail, v.caller, v.seq, v.prev_hash, v.hash, drawn.id \
         FROM jsonb_populate_recordset(NULL::audit, {}::jsonb) AS v \
           JOIN drawn ON drawn.n = v.id";
+/// Audit rows outside a batch (`refused`), in a transaction that took its id first (see
+/// `tx::begin_audited`): `$1` rows, `$2` the `AuditRow`s. Answers each row's id, resource and
+/// seq.
+pub(crate) fn insert_audit_alone() -> String {
+    format!(
+        "WITH {DRAW_IDS}, audited AS ({} RETURNING id, resource, seq) \
+         SELECT id, resource, seq FROM audited",
+        INSERT_AUDIT.replacen("{}", "$2", 1)
+    )
+}
 const ADVANCE_CHAINS: &str = "\
       UPDATE chain_heads AS c SET seq = v.seq, hash = v.hash \
         FROM jsonb_to_recordset({}::jsonb) \

@@ -103,11 +103,12 @@ pub(super) struct ChainHeadRow<'a> {
     pub hash: &'a str,
 }
 
-/// A row of `audit`. `id` is the row's id on SQLite and its place in the batch (from 1) on
-/// PostgreSQL, whose statement draws the ids.
+/// A row of `audit`, the one type every audit insert serializes (`sqlite::insert_audit!`,
+/// `postgres::INSERT_AUDIT`). `id` is the row's id on SQLite (`None`: SQLite assigns it), and
+/// its place in its statement (from 1) on PostgreSQL, whose statement draws the ids.
 #[derive(Serialize)]
 pub(crate) struct AuditRow<'a> {
-    pub id: i64,
+    pub id: Option<i64>,
     pub at_us: i64,
     pub resource: &'a str,
     pub outcome: &'a str,
@@ -128,7 +129,7 @@ pub(crate) struct AuditRow<'a> {
 }
 
 impl<'a> AuditRow<'a> {
-    pub(crate) fn new(entry: &'a AuditEntry, link: &'a Link, id: i64) -> Self {
+    pub(crate) fn new(entry: &'a AuditEntry, link: &'a Link, id: Option<i64>) -> Self {
         Self {
             id,
             at_us: entry.at.timestamp_micros(),
@@ -254,7 +255,7 @@ pub(super) fn encode(plan: &Plan<'_>, ids: &[i64]) -> Result<Rows, StoreError> {
         .iter()
         .zip(plan.links)
         .zip(ids)
-        .map(|((entry, link), &id)| AuditRow::new(entry, link, id))
+        .map(|((entry, link), &id)| AuditRow::new(entry, link, Some(id)))
         .collect();
     let operations: Vec<OperationRow<'_>> = plan
         .writes
@@ -397,7 +398,7 @@ pub(super) fn decode_operations(
         .collect()
 }
 
-pub(super) fn to_json<T: serde::Serialize + ?Sized>(value: &T) -> Result<String, StoreError> {
+pub(crate) fn to_json<T: serde::Serialize + ?Sized>(value: &T) -> Result<String, StoreError> {
     serde_json::to_string(value).map_err(|e| corrupt(e.to_string()))
 }
 

@@ -117,23 +117,8 @@ fn applied_from_status(status: i64) -> Result<Applied, StoreError> {
     }
 }
 
-/// Splits `items` into runs whose lengths are powers of two, largest first. A statement's text
-/// depends on how many rows it carries; with these lengths there are only a few texts, which stay
-/// prepared, instead of a new one prepared anew for every batch size (docs/performance.md).
-pub(crate) fn power_of_two_chunks<T>(items: &[T]) -> Vec<&[T]> {
-    let mut chunks = Vec::new();
-    let mut rest = items;
-    while !rest.is_empty() {
-        let size = 1 << rest.len().ilog2();
-        let (chunk, tail) = rest.split_at(size);
-        chunks.push(chunk);
-        rest = tail;
-    }
-    chunks
-}
-
 /// Pads a list for `IN (…)` to a power of two by repeating its last item, which changes nothing
-/// a membership test answers, so that few statement texts exist (see `power_of_two_chunks`).
+/// a membership test answers, so that few statement texts exist and stay prepared.
 pub(crate) fn padded<T: Copy>(mut items: Vec<T>) -> Vec<T> {
     if let Some(&last) = items.last() {
         items.resize(items.len().next_power_of_two(), last);
@@ -153,42 +138,15 @@ pub(crate) fn placeholders(first: usize, count: usize) -> String {
     sql
 }
 
-/// `($1, …, $width), ($width+1, …), …` for `rows` rows.
-pub(crate) fn placeholder_rows(width: usize, rows: usize) -> String {
-    let mut sql = String::with_capacity(rows * width * 5);
-    for row in 0..rows {
-        if row > 0 {
-            sql.push_str(", ");
-        }
-        sql.push('(');
-        sql.push_str(&placeholders(row * width + 1, width));
-        sql.push(')');
-    }
-    sql
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn statements_take_few_shapes() {
-        let items: Vec<u32> = (0..22).collect();
-        let lengths: Vec<usize> = power_of_two_chunks(&items)
-            .iter()
-            .map(|c| c.len())
-            .collect();
-        assert_eq!(lengths, vec![16, 4, 2]);
-        assert_eq!(power_of_two_chunks(&items).concat(), items);
-        assert!(power_of_two_chunks::<u32>(&[]).is_empty());
         assert_eq!(padded(vec![1, 2, 3]), vec![1, 2, 3, 3]);
         assert_eq!(padded(vec![1, 2, 3, 4]), vec![1, 2, 3, 4]);
         assert!(padded(Vec::<u8>::new()).is_empty());
-    }
-
-    #[test]
-    fn placeholders_number_rows_consecutively() {
-        assert_eq!(placeholder_rows(2, 2), "($1, $2), ($3, $4)");
     }
 
     #[test]

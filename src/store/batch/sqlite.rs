@@ -178,19 +178,31 @@ const START_HEADS: &str = concat!(
       SELECT v.value ->> 'resource', v.value ->> 'seq', v.value ->> 'hash' FROM v WHERE true \
       ON CONFLICT (resource) DO NOTHING; "
 );
-const INSERT_AUDIT: &str = concat!(
-    rows!("$5"),
-    "INSERT INTO audit (at_us, resource, outcome, token, highest_token, revision, \
-        idempotency_key, expected_revision, owner, lease, body_sha256, body_len, detail, caller, \
-        seq, prev_hash, hash, id) \
-      SELECT v.value ->> 'at_us', v.value ->> 'resource', v.value ->> 'outcome', \
-        v.value ->> 'token', v.value ->> 'highest_token', v.value ->> 'revision', \
-        v.value ->> 'idempotency_key', v.value ->> 'expected_revision', v.value ->> 'owner', \
-        v.value ->> 'lease', v.value ->> 'body_sha256', v.value ->> 'body_len', \
-        v.value ->> 'detail', v.value ->> 'caller', v.value ->> 'seq', \
-        v.value ->> 'prev_hash', v.value ->> 'hash', v.value ->> 'id' \
-      FROM v; "
-);
+/// The audit rows of `$param` (`AuditRow`s; a null `id` is assigned by SQLite), as a statement
+/// of the batch or, with `RETURNING`, alone (`INSERT_AUDIT_ALONE`). A macro so that both are
+/// constant text.
+macro_rules! insert_audit {
+    ($param:literal) => {
+        concat!(
+            rows!($param),
+            "INSERT INTO audit (at_us, resource, outcome, token, highest_token, revision, \
+                idempotency_key, expected_revision, owner, lease, body_sha256, body_len, \
+                detail, caller, seq, prev_hash, hash, id) \
+              SELECT v.value ->> 'at_us', v.value ->> 'resource', v.value ->> 'outcome', \
+                v.value ->> 'token', v.value ->> 'highest_token', v.value ->> 'revision', \
+                v.value ->> 'idempotency_key', v.value ->> 'expected_revision', \
+                v.value ->> 'owner', v.value ->> 'lease', v.value ->> 'body_sha256', \
+                v.value ->> 'body_len', v.value ->> 'detail', v.value ->> 'caller', \
+                v.value ->> 'seq', v.value ->> 'prev_hash', v.value ->> 'hash', \
+                v.value ->> 'id' \
+              FROM v WHERE true"
+        )
+    };
+}
+const INSERT_AUDIT: &str = concat!(insert_audit!("$5"), "; ");
+/// Audit rows outside a batch (`refused`), answering each row's id, resource and seq.
+pub(crate) const INSERT_AUDIT_ALONE: &str =
+    concat!(insert_audit!("$1"), " RETURNING id, resource, seq");
 const INSERT_OPERATIONS: &str = concat!(
     rows!("$6"),
     "INSERT INTO operations (resource, idempotency_key, token, body_sha256, status, revision, \
