@@ -6,8 +6,8 @@ use crate::authority::{Authorities, AuthorityError};
 use crate::domain::authority::{self, Anomaly, AuthorityView, ExternalLock, Progress};
 use crate::domain::lease_history::LeaseEvent;
 use crate::domain::{
-    AuditEntry, FencedWrite, FencingToken, Holder, LeaseName, LeasePolicy, Overlap, RefusedAttempt,
-    ResourceKey, Ttl, WriteResult,
+    AuditEntry, Decision, FencedWrite, FencingToken, Holder, LeaseName, LeasePolicy, Overlap,
+    RefusedAttempt, ResourceKey, Ttl, WriteResult,
 };
 use crate::live::CommitFeed;
 use crate::metrics::Metrics;
@@ -129,12 +129,11 @@ impl FenceService {
             // Read before asking the service: what was committed before the question is what a
             // healthy service's answer can never be below.
             let recorded = self.bounded(self.store.authority_floor(&lock)).await?;
-            let observation = self.authorities.observe(&lock).await.map_err(|source| {
-                WriteError::AuthorityUnavailable {
-                    lock: lock.lease_name(),
-                    source,
-                }
-            })?;
+            let observation = match self.authorities.observe(&lock).await {
+                Ok(observation) => observation,
+                Err(source) => return self.write_unchecked(write, lock, source).await,
+            };
+            let observed_at_us = self.store.clock().now_us();
             if let Progress::Regressed { recorded, observed } =
                 authority::progress(recorded, &observation)
             {
@@ -167,10 +166,68 @@ impl FenceService {
             }
             // Only a write that names a lock is copied, to carry what etcd said.
             let mut checked = write.clone();
-            checked.authority = Some(AuthorityView { lock, observation });
+            checked.authority = Some(AuthorityView {
+                lock,
+                observation,
+                observed_at_us,
+            });
             return self.count_anomaly(self.write(&checked).await?);
         }
         self.count_anomaly(self.write(write).await?)
+    }
+
+    /// The lock service did not answer. Only what its answer could not change is decided: the
+    /// replay of an operation recorded with this token and body, and under `--lease-scope
+    /// prefix` a write outside the lock's resources (the batch's order: replay, then scope).
+    /// Such a write goes to the batch without a view of the lock, where an `etcd:` lease, which
+    /// this daemon never grants, can be replayed or refused but never accepted. Anything else,
+    /// or a batch deciding otherwise than foreseen (the operation pruned meanwhile), is 503.
+    async fn write_unchecked(
+        &self,
+        write: &FencedWrite,
+        lock: ExternalLock,
+        source: AuthorityError,
+    ) -> Result<WriteResult, WriteError> {
+        let unavailable = |source: AuthorityError| WriteError::AuthorityUnavailable {
+            lock: lock.lease_name(),
+            source,
+        };
+        let scope = self.limits.leases.scope;
+        let out_of_scope = !lock.in_scope(scope, &write.key)
+            && !write
+                .lease
+                .as_ref()
+                .is_some_and(|lease| scope.allows(lease, &write.key));
+        let replayable = match write.operation() {
+            Some((resource, key)) => {
+                self.bounded(self.store.would_replay(
+                    resource,
+                    key,
+                    write.token.get(),
+                    write.body_sha256(),
+                ))
+                .await?
+            }
+            None => false,
+        };
+        if write.authority.is_some() || !(replayable || out_of_scope) {
+            return Err(unavailable(source));
+        }
+        let result = self.write(write).await?;
+        let foreseen = match &result.decision {
+            Decision::Replay(_) => true,
+            Decision::OutOfScope | Decision::KeyReuse { .. } => out_of_scope,
+            _ => false,
+        };
+        if !foreseen {
+            tracing::warn!(
+                lock = %lock.lease_name(),
+                outcome = result.entry.outcome.as_str(),
+                "a write decided while its lock service was silent was not the replay foreseen"
+            );
+            return Err(unavailable(source));
+        }
+        self.count_anomaly(result)
     }
 
     fn count_anomaly(&self, result: WriteResult) -> Result<WriteResult, WriteError> {
@@ -331,6 +388,14 @@ impl FenceService {
         query: &LeaseHistoryQuery,
     ) -> Result<Option<Vec<LeaseEvent>>, StoreError> {
         self.bounded(async {
+            // An external lock's history: its holders as writes observed them.
+            if let Some(lock) = ExternalLock::from_lease(name).and_then(Result::ok) {
+                let events = self.store.authority_history_page(&lock, query).await?;
+                if events.is_empty() && !self.store.authority_observed(&lock).await? {
+                    return Ok(None);
+                }
+                return Ok(Some(events));
+            }
             let events = self.store.lease_history_page(name, query).await?;
             if events.is_empty() && self.store.lease(name).await?.is_none() {
                 return Ok(None);
