@@ -3,7 +3,7 @@
 
 use crate::app::group_commit::GroupCommit;
 use crate::authority::{Authorities, AuthorityError};
-use crate::domain::authority::{self, Anomaly, AuthorityView, ExternalLock, Progress};
+use crate::domain::authority::ExternalLock;
 use crate::domain::lease_history::LeaseEvent;
 use crate::domain::{
     AuditEntry, FencedWrite, FencingToken, Holder, LeaseName, LeasePolicy, Overlap, RefusedAttempt,
@@ -13,10 +13,14 @@ use crate::live::CommitFeed;
 use crate::metrics::Metrics;
 use crate::store::{
     AcquireResult, AuditQuery, LeaseHistoryQuery, LeaseState, OverlapQuery, PruneReport,
-    RegressedLock, ReleaseResult, RenewResult, Store, StoreError, StoredAlert, StoredValue,
+    ReleaseResult, RenewResult, Store, StoreError, StoredAlert, StoredValue,
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+mod checked;
+
+pub use checked::WriteError;
 
 #[derive(Debug, Clone)]
 pub struct Limits {
@@ -67,32 +71,6 @@ pub struct FenceService {
     authorities: Arc<Authorities>,
 }
 
-/// Why a write naming an external lock could not be decided.
-#[derive(Debug, thiserror::Error)]
-pub enum WriteError {
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    /// The write names an authority this daemon is not configured with (`400`).
-    #[error("{0}")]
-    NoAuthority(AuthorityError),
-    /// The lock service did not answer in time: nothing is accepted unchecked (`503`).
-    #[error("{lock} could not be checked: {source}")]
-    AuthorityUnavailable {
-        lock: String,
-        source: AuthorityError,
-    },
-    /// The lock service answered below what was recorded (`503`, `AuthorityRegressed`).
-    #[error(
-        "{lock} went backwards: it answered with generation {observed}, but generation \
-         {recorded} was seen holding it; a restored or replaced lock service is not obeyed"
-    )]
-    AuthorityRegressed {
-        lock: String,
-        recorded: i64,
-        observed: i64,
-    },
-}
-
 impl FenceService {
     /// Starts the group-commit workers, so it must run on a tokio runtime.
     pub fn new(store: Store, limits: Limits) -> Self {
@@ -110,79 +88,6 @@ impl FenceService {
     pub fn with_authorities(mut self, authorities: Authorities) -> Self {
         self.authorities = Arc::new(authorities);
         self
-    }
-
-    /// A write from the edge: when it names an external lock, the lock is read first (within
-    /// the database timeout) and judged in the write's transaction.
-    pub async fn write_checked(&self, write: &FencedWrite) -> Result<WriteResult, WriteError> {
-        let lock = write
-            .lease
-            .as_ref()
-            .and_then(ExternalLock::from_lease)
-            .and_then(Result::ok);
-        if let Some(lock) = lock {
-            if !self.authorities.has(lock.kind) {
-                return Err(WriteError::NoAuthority(AuthorityError::NotConfigured(
-                    lock.kind.scheme(),
-                )));
-            }
-            // Read before asking the service: what was committed before the question is what a
-            // healthy service's answer can never be below.
-            let recorded = self.bounded(self.store.authority_floor(&lock)).await?;
-            let observation = self.authorities.observe(&lock).await.map_err(|source| {
-                WriteError::AuthorityUnavailable {
-                    lock: lock.lease_name(),
-                    source,
-                }
-            })?;
-            if let Progress::Regressed { recorded, observed } =
-                authority::progress(recorded, &observation)
-            {
-                self.metrics
-                    .authority_anomalies
-                    .get_or_create(&crate::metrics::KindLabels {
-                        kind: Anomaly::Regressed.as_str(),
-                    })
-                    .inc();
-                tracing::error!(
-                    lock = %lock.lease_name(),
-                    recorded,
-                    observed,
-                    "the external lock service went backwards; its answers are refused"
-                );
-                if let Err(error) = self
-                    .bounded(
-                        self.store
-                            .record_regression(&lock, RegressedLock { recorded, observed }),
-                    )
-                    .await
-                {
-                    tracing::warn!(%error, "failed to record the lock service's regression");
-                }
-                return Err(WriteError::AuthorityRegressed {
-                    lock: lock.lease_name(),
-                    recorded,
-                    observed,
-                });
-            }
-            // Only a write that names a lock is copied, to carry what etcd said.
-            let mut checked = write.clone();
-            checked.authority = Some(AuthorityView { lock, observation });
-            return self.count_anomaly(self.write(&checked).await?);
-        }
-        self.count_anomaly(self.write(write).await?)
-    }
-
-    fn count_anomaly(&self, result: WriteResult) -> Result<WriteResult, WriteError> {
-        if let Some(anomaly) = result.anomaly {
-            self.metrics
-                .authority_anomalies
-                .get_or_create(&crate::metrics::KindLabels {
-                    kind: anomaly.as_str(),
-                })
-                .inc();
-        }
-        Ok(result)
     }
 
     /// The same service, counting into `metrics`.
@@ -331,6 +236,14 @@ impl FenceService {
         query: &LeaseHistoryQuery,
     ) -> Result<Option<Vec<LeaseEvent>>, StoreError> {
         self.bounded(async {
+            // An external lock's history: its holders as writes observed them.
+            if let Some(lock) = ExternalLock::from_lease(name).and_then(Result::ok) {
+                let events = self.store.authority_history_page(&lock, query).await?;
+                if events.is_empty() && !self.store.authority_observed(&lock).await? {
+                    return Ok(None);
+                }
+                return Ok(Some(events));
+            }
             let events = self.store.lease_history_page(name, query).await?;
             if events.is_empty() && self.store.lease(name).await?.is_none() {
                 return Ok(None);

@@ -123,6 +123,9 @@ pub struct LockObservation {
 pub struct AuthorityView {
     pub lock: ExternalLock,
     pub observation: LockObservation,
+    /// When the service answered (microseconds, the store's clock): the holder is recorded as
+    /// seen then, which is before the write's audit row, however late its batch commits.
+    pub observed_at_us: i64,
 }
 
 /// Whether an observation can be from the same service that issued what this daemon recorded.

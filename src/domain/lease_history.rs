@@ -15,6 +15,10 @@ pub enum LeaseChange {
     /// Recorded when the next grant was made (the expiry itself writes nothing); its
     /// `expires_at` is when the grant lapsed.
     Expired,
+    /// A holder of an external lock (`etcd:PREFIX`) as writes observed it: `at` is when it was
+    /// first seen holding, `expires_at` when last seen. The lock service, not the daemon, made
+    /// and ends the grant, so both are sightings, not its bounds.
+    Observed,
 }
 
 impl LeaseChange {
@@ -24,6 +28,7 @@ impl LeaseChange {
             "renewed" => Some(Self::Renewed),
             "released" => Some(Self::Released),
             "expired" => Some(Self::Expired),
+            "observed" => Some(Self::Observed),
             _ => None,
         }
     }
@@ -34,7 +39,13 @@ impl LeaseChange {
             Self::Renewed => "renewed",
             Self::Released => "released",
             Self::Expired => "expired",
+            Self::Observed => "observed",
         }
+    }
+
+    /// Whether the event starts a generation's history: a grant, or its first sighting.
+    pub fn begins_generation(self) -> bool {
+        matches!(self, Self::Acquired | Self::Observed)
     }
 }
 
@@ -70,6 +81,14 @@ pub enum Standing {
     Lapsed { at: DateTime<Utc> },
     /// The holder gave it up at `at`, before T.
     Released { at: DateTime<Utc> },
+    /// An external lock's holder (`observed`) seen holding both before and after T, until
+    /// `until` at least: one key with one create revision cannot have let go in between.
+    Seen { until: DateTime<Utc> },
+    /// An external lock's holder last seen holding at `at`, before T: whether it still held
+    /// the lock at T is the lock service's to say.
+    LastSeen { at: DateTime<Utc> },
+    /// T is before the external lock's holder was first seen holding it.
+    NotYetSeen,
 }
 
 /// The answer to "who held generation G at time T".
@@ -91,12 +110,21 @@ pub fn tenure_at(events: &[LeaseEvent], token: i64, at: DateTime<Utc>) -> Option
     ordered.sort_by_key(|e| (e.at, e.id));
     let granted = ordered
         .iter()
-        .find(|e| e.token == token && e.event == LeaseChange::Acquired)?;
+        .find(|e| e.token == token && e.event.begins_generation())?;
     let successor = ordered
         .iter()
         .rev()
-        .find(|e| e.event == LeaseChange::Acquired && e.at <= at && e.token > token)
+        .find(|e| e.event.begins_generation() && e.at <= at && e.token > token)
         .map(|e| (e.holder.clone(), e.token));
+    if granted.event == LeaseChange::Observed {
+        return Some(Tenure {
+            token,
+            holder: granted.holder.clone(),
+            granted_at: granted.at,
+            standing: sighting(granted, at),
+            successor,
+        });
+    }
     if at < granted.at {
         return Some(Tenure {
             token,
@@ -115,7 +143,7 @@ pub fn tenure_at(events: &[LeaseEvent], token: i64, at: DateTime<Utc>) -> Option
         match event.event {
             LeaseChange::Acquired | LeaseChange::Renewed => until = event.expires_at,
             LeaseChange::Released => released = Some(event.expires_at),
-            LeaseChange::Expired => {}
+            LeaseChange::Expired | LeaseChange::Observed => {}
         }
     }
     let standing = match released {
@@ -130,6 +158,21 @@ pub fn tenure_at(events: &[LeaseEvent], token: i64, at: DateTime<Utc>) -> Option
         standing,
         successor,
     })
+}
+
+/// Where an observed holder stood at `at`, by its sightings alone.
+fn sighting(observed: &LeaseEvent, at: DateTime<Utc>) -> Standing {
+    if at < observed.at {
+        Standing::NotYetSeen
+    } else if at <= observed.expires_at {
+        Standing::Seen {
+            until: observed.expires_at,
+        }
+    } else {
+        Standing::LastSeen {
+            at: observed.expires_at,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -209,6 +252,25 @@ mod tests {
         assert_eq!(early.granted_at, t(9));
     }
 
+    /// etcd's holders as sighted: key a (generation 10) seen from 0 s to 4 s, key b
+    /// (generation 20) from 6 s to 8 s.
+    #[test]
+    fn an_observed_holder_is_held_between_its_sightings_and_unknown_after() {
+        use LeaseChange::Observed;
+        let events = vec![
+            event(2, 6, Observed, "jobs/b", 20, 8),
+            event(1, 0, Observed, "jobs/a", 10, 4),
+        ];
+        let at = |token, seconds| tenure_at(&events, token, t(seconds)).unwrap();
+        assert_eq!(at(10, 2).holder, "jobs/a");
+        assert_eq!(at(10, 2).standing, Standing::Seen { until: t(4) });
+        assert_eq!(at(10, 5).standing, Standing::LastSeen { at: t(4) });
+        assert_eq!(at(10, 5).successor, None);
+        assert_eq!(at(10, 7).successor, Some(("jobs/b".to_owned(), 20)));
+        assert_eq!(at(20, 3).standing, Standing::NotYetSeen);
+        assert_eq!(at(20, 8).standing, Standing::Seen { until: t(8) });
+    }
+
     #[test]
     fn a_generation_the_history_never_granted_has_no_answer() {
         assert_eq!(tenure_at(&history(), 3, t(10)), None);
@@ -218,7 +280,7 @@ mod tests {
     #[test]
     fn changes_read_back_what_they_write() {
         use LeaseChange::*;
-        for change in [Acquired, Renewed, Released, Expired] {
+        for change in [Acquired, Renewed, Released, Expired, Observed] {
             assert_eq!(LeaseChange::parse(change.as_str()), Some(change));
             let json = serde_json::to_string(&change).unwrap();
             assert_eq!(json, format!("\"{}\"", change.as_str()));

@@ -81,6 +81,9 @@ async fn history(
             lease: name.as_str().to_owned(),
             events,
         })),
+        None if crate::domain::authority::ExternalLock::from_lease(&name).is_some() => Err(
+            Problem::not_found(format!("no write has seen lock {:?} held", name.as_str())),
+        ),
         None => Err(Problem::not_found(format!(
             "lease {:?} has never been acquired",
             name.as_str()

@@ -3,6 +3,7 @@
 use super::leases::LeaseEvent;
 use super::reads::{audit_entry, AUDIT_COLUMNS};
 use super::{Store, StoreError};
+use crate::domain::authority::ExternalLock;
 use crate::domain::{AuditEntry, Outcome};
 use futures_util::TryStreamExt;
 use serde::Serialize;
@@ -117,7 +118,13 @@ impl Store {
         let mut events = Vec::new();
         for lease in leases {
             if let Ok(name) = crate::domain::LeaseName::parse(lease) {
-                events.extend(self.lease_events(&name).await?.into_iter().filter(|e| {
+                // An external lock's history is its holders as writes observed them.
+                let named = match ExternalLock::from_lease(&name) {
+                    Some(Ok(lock)) => self.authority_events(&lock).await?,
+                    Some(Err(_)) => Vec::new(),
+                    None => self.lease_events(&name).await?,
+                };
+                events.extend(named.into_iter().filter(|e| {
                     since_us.is_none_or(|since| e.at.timestamp_micros() >= since)
                         && until_us.is_none_or(|until| e.at.timestamp_micros() <= until)
                 }));

@@ -16,6 +16,16 @@ pub struct RecordedLock {
     pub holder_key: String,
     /// The Fencing-Owner that first presented `highest`.
     pub owner: Option<String>,
+    /// The holders the batch's writes saw, recorded with it (`authority_holders`).
+    pub observed: Vec<Sighting>,
+}
+
+/// One holder of a lock, as one write's read of the lock service saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sighting {
+    pub holder_key: String,
+    pub generation: i64,
+    pub at_us: i64,
 }
 
 /// A lock whose service answered below what was recorded.
@@ -114,14 +124,16 @@ pub(super) async fn observe(
                 highest: row.try_get("highest_holder_revision")?,
                 holder_key: row.try_get("holder_key")?,
                 owner: row.try_get("owner")?,
+                observed: Vec::new(),
             },
         );
     }
     Ok(recorded)
 }
 
-/// Writes back what the batch advanced, returning how many rows it changed. Never lowers a record: a row inserted by a concurrent
-/// transaction since the observation keeps the higher generation.
+/// Writes back what the batch advanced, and the holders it saw, returning how many rows it
+/// changed. Never lowers a record: a row inserted by a concurrent transaction since the
+/// observation keeps the higher generation.
 pub(super) async fn store(
     conn: &mut AnyConnection,
     changed: &HashMap<String, RecordedLock>,
@@ -153,6 +165,7 @@ pub(super) async fn store(
         .await?;
         rows += i64::try_from(done.rows_affected()).unwrap_or(i64::MAX);
     }
+    rows += super::authority_history::record(conn, changed).await?;
     Ok(rows)
 }
 
@@ -205,6 +218,14 @@ pub(super) fn judge(
         }
         working.highest = highest;
         working.owner = None;
+    }
+    // Whatever the write's fate, its read of the lock is a fact about who held it then.
+    if let Some(holder) = &observation.holder {
+        working.observed.push(Sighting {
+            holder_key: holder.key.clone(),
+            generation: holder.generation,
+            at_us: view.observed_at_us,
+        });
     }
     // The first owner to present the holder's generation is the one it is recorded for; a
     // write refused as out of scope claims nothing.

@@ -231,7 +231,9 @@ impl Store {
             let done = sqlx::query(sql).bind(before_us).execute(&mut *tx).await?;
             Ok(done.rows_affected())
         };
-        report.lease_events = delete("DELETE FROM lease_events WHERE at_us < $1").await?;
+        report.lease_events = delete("DELETE FROM lease_events WHERE at_us < $1").await?
+            // External locks' holders, by when they were last seen holding.
+            + delete("DELETE FROM authority_holders WHERE last_seen_us < $1").await?;
         report.closed_overlaps =
             delete("DELETE FROM ownership_overlaps WHERE state = 'closed' AND updated_at_us < $1")
                 .await?;

@@ -6,6 +6,7 @@
 mod alerts;
 mod audit_query;
 mod authority;
+mod authority_history;
 mod batch;
 mod chain;
 mod chain_heads;
@@ -22,7 +23,7 @@ mod wal_sync;
 
 pub use alerts::StoredAlert;
 pub use audit_query::{AuditFilter, AuditRecord};
-pub use authority::{RecordedLock, RegressedLock};
+pub use authority::{RecordedLock, RegressedLock, Sighting};
 pub use batch::{CommittedBatch, MAX_BATCH};
 pub use chain::{Breach, PruneReport, VerifyReport};
 pub use connect::{is_sqlite_url, Backend, OpenMode, StoreOptions, DEFAULT_DB_TIMEOUT};

@@ -30,6 +30,28 @@ pub(crate) const AUDIT_COLUMNS: &str =
      idempotency_key, expected_revision, owner, lease, body_sha256, body_len, detail, caller";
 
 impl Store {
+    /// Whether the operation `(resource, idempotency key)` is recorded with this token and body
+    /// digest: whether a repeat of it would be replayed.
+    pub async fn would_replay(
+        &self,
+        resource: &str,
+        idempotency_key: &str,
+        token: i64,
+        body_sha256: &str,
+    ) -> Result<bool, StoreError> {
+        let found: Option<i64> = sqlx::query_scalar(
+            "SELECT token FROM operations WHERE resource = $1 AND idempotency_key = $2 \
+             AND token = $3 AND body_sha256 = $4",
+        )
+        .bind(resource)
+        .bind(idempotency_key)
+        .bind(token)
+        .bind(body_sha256)
+        .fetch_optional(&self.reader)
+        .await?;
+        Ok(found.is_some())
+    }
+
     pub async fn read_value(&self, key: &ResourceKey) -> Result<Option<StoredValue>, StoreError> {
         let row = sqlx::query(
             "SELECT value, content_type, revision, highest_token FROM resources WHERE key = $1",

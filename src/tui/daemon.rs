@@ -76,7 +76,7 @@ impl Effects for DaemonClient {
                         })
                         .await;
                 }
-                // A write may name a lease of another authority (etcd): no history, no column.
+                // A lease never acquired, or an etcd lock no write has seen held: no column.
                 Err(error) => tracing::debug!(%error, "cannot load the lease's history"),
             }
         });

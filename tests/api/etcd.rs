@@ -707,3 +707,224 @@ async fn the_demo_runs_on_etcd_locks() {
         "{summary}"
     );
 }
+
+async fn lease_history(daemon: &Daemon, lease: &str, query: &str) -> Reply {
+    Reply::from(
+        http_client()
+            .get(format!(
+                "{}/v1/lease-history/{}{query}",
+                daemon.base,
+                crate::helpers::encode(lease)
+            ))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await
+}
+
+/// Two holders of one lock write in turn: the lock's history names both holder keys with
+/// their generations, in order, as the daemon's own leases' history names their holders; and
+/// the timeline of a resource they wrote says who held which generation.
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
+#[case::postgres(Backend::Postgres)]
+#[cfg_attr(not(fencewatch_etcd), ignore = "needs etcd on the PATH")]
+#[tokio::test]
+async fn the_holders_written_under_are_the_locks_history(#[case] backend: Backend) {
+    let etcd = Etcd::start().await;
+    let db = TestDb::new(backend).await;
+    let fw = daemon(&db, &etcd, &[]).await;
+    lease_history(&fw, "etcd:/locks/report", "")
+        .await
+        .assert_problem(404, "not-found");
+
+    let (first_key, first) = etcd.lock("/locks/report", 60).await;
+    for body in ["one", "two"] {
+        let reply = put(&fw, "report", "/locks/report", first)
+            .owner("w1")
+            .body(body)
+            .send()
+            .await;
+        assert!(reply.status.is_success(), "{}", reply.json);
+    }
+    etcd.unlock(&first_key).await;
+    let (second_key, second) = etcd.lock("/locks/report", 60).await;
+    assert!(second > first);
+    let reply = put(&fw, "report", "/locks/report", second)
+        .owner("w2")
+        .body("three")
+        .send()
+        .await;
+    assert_eq!(reply.status.as_u16(), 200, "{}", reply.json);
+    // The first holder, late: refused, and its history is not changed by it.
+    put(&fw, "report", "/locks/report", first)
+        .send()
+        .await
+        .assert_problem(409, "stale-token");
+
+    let history = lease_history(&fw, "etcd:/locks/report", "").await;
+    assert_eq!(history.status.as_u16(), 200, "{}", history.json);
+    assert_eq!(history.json["lease"], "etcd:/locks/report");
+    let events = history.json["events"].as_array().unwrap();
+    let seen: Vec<(&str, &str, i64)> = events
+        .iter()
+        .map(|e| {
+            (
+                e["event"].as_str().unwrap(),
+                e["holder"].as_str().unwrap(),
+                e["token"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    // Newest first, as for a lease of the daemon's own.
+    assert_eq!(
+        seen,
+        [
+            ("observed", second_key.as_str(), second),
+            ("observed", first_key.as_str(), first)
+        ],
+        "{}",
+        history.json
+    );
+    let time = |e: &serde_json::Value, field: &str| {
+        chrono::DateTime::parse_from_rfc3339(e[field].as_str().unwrap()).unwrap()
+    };
+    // The first holder was seen by two writes, over a span; the second after it.
+    assert!(time(&events[1], "at") < time(&events[1], "expires_at"));
+    assert!(time(&events[1], "expires_at") <= time(&events[0], "at"));
+    // Paged like any lease's history.
+    let page = lease_history(&fw, "etcd:/locks/report", "?limit=1").await;
+    assert_eq!(page.json["events"].as_array().unwrap().len(), 1);
+    assert_eq!(page.json["events"][0]["token"], second);
+
+    // `audit timeline` names both holders and their generations.
+    let output = Command::new(env!("CARGO_BIN_EXE_fencewatch"))
+        .args(["audit", "--database", &db.url, "timeline", "report"])
+        .env("FENCEWATCH_LOG", "warn")
+        .output()
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{text}");
+    let holds = |key: &str, generation: i64| {
+        format!("lease etcd:/locks/report generation {generation} held by {key} from")
+    };
+    let first_line = text.find(&holds(&first_key, first)).expect(&text);
+    let second_line = text.find(&holds(&second_key, second)).expect(&text);
+    assert!(first_line < second_line, "{text}");
+    assert!(
+        text.contains(&format!("(superseded by generation {second})")),
+        "{text}"
+    );
+    assert!(text.contains("(last seen holding)"), "{text}");
+    assert!(text.contains("no write of a superseded generation was accepted"));
+    let output = Command::new(env!("CARGO_BIN_EXE_fencewatch"))
+        .args([
+            "audit",
+            "--database",
+            &db.url,
+            "timeline",
+            "report",
+            "--json",
+        ])
+        .env("FENCEWATCH_LOG", "warn")
+        .output()
+        .await
+        .unwrap();
+    let timeline: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let writes: Vec<i64> = timeline["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "write" && e["outcome"] == "accepted")
+        .map(|e| e["lease_generation_at_write"].as_i64().unwrap())
+        .collect();
+    // Each accepted write lands after the sighting of the holder it was checked against.
+    assert_eq!(writes, [first, first, second], "{timeline}");
+}
+
+/// etcd killed between a write and its retry: the retry (same key, token and body) gets the
+/// original answer from the store; anything else is 503 and changes nothing.
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
+#[case::postgres(Backend::Postgres)]
+#[cfg_attr(not(fencewatch_etcd), ignore = "needs etcd on the PATH")]
+#[tokio::test]
+async fn a_replay_is_answered_while_etcd_is_down(#[case] backend: Backend) {
+    let mut etcd = Etcd::start().await;
+    let db = TestDb::new(backend).await;
+    let fw = daemon(&db, &etcd, &["--lease-scope", "prefix"]).await;
+    let (_, token) = etcd.lock("pay", 60).await;
+    let first = put(&fw, "pay/1", "pay", token)
+        .key("op-1")
+        .body("+10")
+        .send()
+        .await;
+    assert_eq!(first.status.as_u16(), 201, "{}", first.json);
+    etcd.kill().await;
+
+    let retry = put(&fw, "pay/1", "pay", token)
+        .key("op-1")
+        .body("+10")
+        .send()
+        .await;
+    assert_eq!(retry.status.as_u16(), 201, "{}", retry.json);
+    assert_eq!(retry.header("idempotent-replayed"), Some("true"));
+    assert_eq!(retry.header("etag"), Some("\"1\""));
+    assert_eq!(retry.json["outcome"], "replayed");
+    for field in ["revision", "token", "idempotency_key", "highest_token"] {
+        assert_eq!(
+            retry.json[field], first.json[field],
+            "{field}: {}",
+            retry.json
+        );
+    }
+    assert_ne!(retry.json["audit_id"], first.json["audit_id"]);
+
+    // Another body under the key, another key, no key: not checked, so not decided.
+    for reply in [
+        put(&fw, "pay/1", "pay", token)
+            .key("op-1")
+            .body("+99")
+            .send()
+            .await,
+        put(&fw, "pay/1", "pay", token)
+            .key("op-2")
+            .body("+10")
+            .send()
+            .await,
+        put(&fw, "pay/1", "pay", token).body("+10").send().await,
+    ] {
+        reply.assert_problem(503, "unavailable");
+    }
+    // Outside the lock's prefix the answer needs no etcd: out of scope, as with etcd up.
+    let outside = put(&fw, "elsewhere", "pay", token).body("x").send().await;
+    outside.assert_problem(403, "out-of-scope");
+
+    // Nothing changed: the value is the first write's, and the audit has it and its replay.
+    let value = Reply::from(
+        http_client()
+            .get(format!("{}/v1/resources/pay/1", fw.base))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(value.body, b"+10");
+    assert_eq!(value.header("etag"), Some("\"1\""));
+    let outcomes: Vec<String> = audit_of(&http_client(), &fw.base, "pay/1")
+        .await
+        .iter()
+        .map(|row| row["outcome"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(outcomes, ["accepted", "replayed"]);
+}

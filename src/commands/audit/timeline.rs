@@ -69,6 +69,7 @@ pub struct Holding {
     pub holder: String,
     pub from: String,
     /// When the grant ended (released, expired as observed, or superseded); `None` if current.
+    /// For an external lock's holder not seen superseded, when it was last seen holding.
     pub until: Option<String>,
     pub ended_by: Option<String>,
 }
@@ -144,7 +145,7 @@ pub async fn timeline(
             let current = history
                 .iter()
                 .filter(|ev| {
-                    ev.event == "acquired"
+                    (ev.event == "acquired" || ev.event == "observed")
                         && ev.at <= e.at
                         && (e.lease.is_none() || e.lease.as_deref() == Some(ev.lease.as_str()))
                 })
@@ -200,27 +201,34 @@ pub async fn timeline(
     })
 }
 
+/// How a holding of an external lock ends that no later generation was seen to supersede.
+const LAST_SEEN: &str = "last seen holding";
+
 /// Turns a lease's events into who held which generation when.
 pub fn holdings(events: &[LeaseEvent]) -> Vec<Holding> {
     let mut holdings: Vec<Holding> = Vec::new();
     for event in events {
         match event.event.as_str() {
-            "acquired" => {
-                if let Some(open) = holdings
-                    .iter_mut()
-                    .rev()
-                    .find(|h| h.lease == event.lease && h.until.is_none())
-                {
+            // An external lock's holder as writes saw it: open until a later generation is
+            // seen; the last one's end is the lock service's, so it only says when it was
+            // last seen holding.
+            kind @ ("acquired" | "observed") => {
+                if let Some(open) = holdings.iter_mut().rev().find(|h| {
+                    h.lease == event.lease
+                        && h.token < event.token
+                        && (h.until.is_none() || h.ended_by.as_deref() == Some(LAST_SEEN))
+                }) {
                     open.until = Some(time(&event.at));
                     open.ended_by = Some(format!("superseded by generation {}", event.token));
                 }
+                let observed = kind == "observed";
                 holdings.push(Holding {
                     lease: event.lease.clone(),
                     token: event.token,
                     holder: event.holder.clone(),
                     from: time(&event.at),
-                    until: None,
-                    ended_by: None,
+                    until: observed.then(|| time(&event.expires_at)),
+                    ended_by: observed.then(|| LAST_SEEN.to_owned()),
                 });
             }
             "released" | "expired" => {

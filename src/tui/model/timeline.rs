@@ -463,6 +463,31 @@ mod tests {
     }
 
     #[test]
+    fn an_etcd_locked_writes_holder_is_the_one_seen_holding() {
+        use crate::domain::lease_history::{LeaseChange::Observed, Standing};
+        let mut timeline = Timeline::new("jobs".into(), None);
+        // Row 5 (at 5 s before now) by generation 20 of the lock.
+        timeline.apply(page(vec![leased(5, 20, Some("etcd:jobs"))], true, Some(5)));
+        let fetch = timeline.lease_request().unwrap();
+        assert_eq!(fetch.lease, "etcd:jobs");
+        let seen = |id, token: i64, first, last| LeaseEvent {
+            id,
+            at: at(first),
+            event: Observed,
+            holder: format!("jobs/{token:x}"),
+            token,
+            expires_at: at(last),
+        };
+        timeline.apply_lease(fetch, vec![seen(2, 20, 6, 1), seen(1, 10, 9, 7)]);
+        let tenure = timeline.tenure().unwrap();
+        assert_eq!(tenure.holder, "jobs/14");
+        assert_eq!(tenure.standing, Standing::Seen { until: at(1) });
+        let lines = timeline.lease.as_ref().unwrap().lines();
+        assert_eq!(lines.len(), 2, "one line per holder seen");
+        assert_eq!(timeline.lease_cursor(&lines), Some(1));
+    }
+
+    #[test]
     fn writes_naming_no_lease_ask_for_none() {
         let mut timeline = Timeline::new("jobs".into(), None);
         timeline.apply(page(

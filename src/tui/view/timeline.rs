@@ -165,7 +165,12 @@ fn tenure_text(tenure: &Tenure) -> String {
         standing,
         successor,
     } = tenure;
-    let since = format!("gen {token}: {holder}'s since {}", clock(granted_at));
+    let since = match standing {
+        Standing::Seen { .. } | Standing::LastSeen { .. } => {
+            format!("gen {token}: {holder}'s, seen since {}", clock(granted_at))
+        }
+        _ => format!("gen {token}: {holder}'s since {}", clock(granted_at)),
+    };
     let then = match standing {
         Standing::NotYetGranted => {
             return format!(
@@ -173,7 +178,15 @@ fn tenure_text(tenure: &Tenure) -> String {
                 clock_millis(granted_at)
             )
         }
+        Standing::NotYetSeen => {
+            return format!(
+                "gen {token} not seen holding yet then ({holder} first seen at {})",
+                clock_millis(granted_at)
+            )
+        }
         Standing::Held { until } => format!("valid until {}", clock_millis(until)),
+        Standing::Seen { until } => format!("seen holding until {}", clock_millis(until)),
+        Standing::LastSeen { at } => format!("LAST SEEN holding {}", clock_millis(at)),
         Standing::Lapsed { at } => format!("LAPSED {}", clock_millis(at)),
         Standing::Released { at } => format!("RELEASED {}", clock_millis(at)),
     };
