@@ -20,6 +20,7 @@
 //! parameters, `sqlite` and `postgres` are the dialects' statements, and `shared` holds what
 //! they all name.
 
+mod dialect;
 mod known;
 pub(crate) mod plan;
 pub(crate) mod postgres;
@@ -35,11 +36,12 @@ use crate::store::leases::{lease_record, LEASE_COLUMNS};
 use crate::store::tx::{begin_audited, clock_us, retrying};
 use crate::store::wal_sync::{CommitTicket, Durability, WalSync};
 use crate::store::{Backend, Store, StoreError};
+use dialect::{Application, Closing, Dialect, Opening};
 pub(crate) use known::KnownResources;
 use plan::Plan;
-use postgres::{Application, DecidedOn};
-use shared::{padded, placeholders, AuditPosition, Observed, ObservedLeases};
-use sqlite::{Closing, Opening};
+use postgres::{DecidedOn, Postgres};
+use shared::{padded, placeholders, Observed, ObservedLeases};
+use sqlite::Sqlite;
 use sqlx::{AnyConnection, Executor};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -172,7 +174,14 @@ impl Store {
             let mut results = Vec::with_capacity(writes.len());
             for segment in plan::segments(writes) {
                 let applied = self
-                    .apply_segment(&mut tx, segment, policy, Opening::Within, Closing::Within)
+                    .apply_segment(
+                        &Postgres,
+                        &mut tx,
+                        segment,
+                        policy,
+                        Opening::Within,
+                        Closing::Within,
+                    )
                     .await;
                 match applied {
                     Ok(Segment::Applied {
@@ -271,7 +280,7 @@ impl Store {
             Err(error) => Err(error.into()),
         };
         match applied {
-            Ok(Application::Applied { ids }) => {
+            Ok(postgres::Application::Applied { ids }) => {
                 let mut results = decided.into_results(ids);
                 for result in &mut results {
                     result.decided_on_known_state = true;
@@ -282,7 +291,7 @@ impl Store {
                     dead_ids: Vec::new(),
                 }))
             }
-            Ok(Application::Changed { drawn_ids }) => {
+            Ok(postgres::Application::Changed { drawn_ids }) => {
                 self.forget(writes);
                 Ok(OnKnown::Changed { drawn_ids })
             }
@@ -326,7 +335,7 @@ impl Store {
                 false => Closing::Within,
             };
             let applied = self
-                .apply_segment(&mut conn, segment, policy, opening, closing)
+                .apply_segment(&Sqlite, &mut conn, segment, policy, opening, closing)
                 .await;
             match applied {
                 Ok(Segment::Applied {
@@ -356,8 +365,9 @@ impl Store {
 
     /// Decides and applies writes of which no two share an operation (resource and
     /// idempotency key), so each can be decided on the records committed before the segment.
-    async fn apply_segment(
+    async fn apply_segment<D: Dialect>(
         &self,
+        dialect: &D,
         conn: &mut AnyConnection,
         writes: &[FencedWrite],
         policy: LeasePolicy,
@@ -370,10 +380,7 @@ impl Store {
             operations,
             unwritten_heads,
             mut audit,
-        } = match self.backend {
-            Backend::Postgres => postgres::observe(conn, &keys, writes).await?,
-            Backend::Sqlite => sqlite::observe(conn, opening, &keys, writes).await?,
-        };
+        } = dialect.observe(conn, opening, &keys, writes).await?;
         let leases = observe_leases(conn, self.backend, &*self.clock, writes).await?;
         let lock_names: BTreeSet<String> = writes
             .iter()
@@ -395,11 +402,7 @@ impl Store {
         )?;
         if !locks.is_empty() {
             let stored = authority::store(conn, &locks, self.clock.now_us()).await?;
-            // SQLite's application checks the rows it changed against a count taken when the
-            // batch observed; these were changed since, on purpose.
-            if let AuditPosition::Sqlite(position) = &mut audit {
-                position.changes_before += stored;
-            }
+            D::expect_changes(&mut audit, stored);
         }
         if let Some(hook) = &self.observe_hook {
             hook().await;
@@ -422,21 +425,14 @@ impl Store {
             unwritten: &unwritten,
             sightings: &decided.sightings,
         };
-        let (ids, ticket) = match audit {
-            AuditPosition::Sqlite(audit) => sqlite::apply(conn, audit, &plan, closing).await?,
-            AuditPosition::Postgres => {
-                match postgres::apply(conn, &plan, DecidedOn::Observed).await? {
-                    Application::Applied { ids } => {
-                        // Before the commit: should it fail, the batch forgets them again.
-                        self.known.remember(&changes);
-                        (ids, None)
-                    }
-                    Application::Changed { drawn_ids } => {
-                        return Ok(Segment::Changed { drawn_ids })
-                    }
-                }
-            }
+        let (ids, ticket) = match dialect.apply(conn, audit, &plan, closing).await? {
+            Application::Applied { ids, ticket } => (ids, ticket),
+            Application::Changed { drawn_ids } => return Ok(Segment::Changed { drawn_ids }),
         };
+        if D::KNOWS_STATE {
+            // Before the commit: should it fail, the batch forgets them again.
+            self.known.remember(&changes);
+        }
         Ok(Segment::Applied {
             results: decided.into_results(ids),
             ticket,

@@ -23,11 +23,12 @@
 //! a parameter per value took one statement per power-of-two chunk of rows, with more round
 //! trips and executor start-ups (docs/performance.md).
 
+use super::dialect::{self, Closing, Dialect, Opening};
 use super::plan::Plan;
 use super::rows::{
     decode_operations, decode_resources, encode, from_json, join_open_overlap, to_json, Rows,
 };
-use super::shared::{AuditPosition, Observed};
+use super::shared::Observed;
 use crate::domain::FencedWrite;
 use crate::store::StoreError;
 use sqlx::{AnyConnection, Row};
@@ -235,11 +236,47 @@ fn application(rows: Rows, must_be_unrecorded: Option<String>) -> (String, Vec<S
     (sql, parameters)
 }
 
-pub(super) async fn observe(
+/// PostgreSQL's dialect of the batch engine, for batches it observes in a transaction; a batch
+/// decided on known state is applied by `apply` alone.
+pub(super) struct Postgres;
+
+impl Dialect for Postgres {
+    /// The statement that applies a batch draws its ids.
+    type Position = ();
+    const KNOWS_STATE: bool = true;
+
+    async fn observe(
+        &self,
+        conn: &mut AnyConnection,
+        _opening: Opening,
+        keys: &BTreeSet<&str>,
+        writes: &[FencedWrite],
+    ) -> Result<Observed<()>, StoreError> {
+        observe(conn, keys, writes).await
+    }
+
+    /// The compare-and-set counts only what it changes itself.
+    fn expect_changes(_position: &mut (), _rows: i64) {}
+
+    async fn apply(
+        &self,
+        conn: &mut AnyConnection,
+        _position: (),
+        plan: &Plan<'_>,
+        _closing: Closing<'_>,
+    ) -> Result<dialect::Application, StoreError> {
+        Ok(match apply(conn, plan, DecidedOn::Observed).await? {
+            Application::Applied { ids } => dialect::Application::Applied { ids, ticket: None },
+            Application::Changed { drawn_ids } => dialect::Application::Changed { drawn_ids },
+        })
+    }
+}
+
+async fn observe(
     conn: &mut AnyConnection,
     keys: &BTreeSet<&str>,
     writes: &[FencedWrite],
-) -> Result<Observed, StoreError> {
+) -> Result<Observed<()>, StoreError> {
     let named: Vec<(&str, &str)> = writes.iter().filter_map(FencedWrite::operation).collect();
     let row = sqlx::query(OBSERVE)
         .bind(to_json(keys)?)
@@ -250,7 +287,7 @@ pub(super) async fn observe(
         resources: decode_resources(&row.try_get::<String, _>("resources")?)?,
         operations: decode_operations(&row.try_get::<String, _>("operations")?)?,
         unwritten_heads: from_json(&row.try_get::<String, _>("heads")?)?,
-        audit: AuditPosition::Postgres,
+        audit: (),
     })
 }
 

@@ -11,27 +11,13 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 
 /// What a batch reads before deciding.
-pub(crate) struct Observed {
+pub(crate) struct Observed<P> {
     pub resources: HashMap<String, ObservedResource>,
     pub operations: HashMap<(String, String), RecordedOperation>,
     /// The `chain_heads` rows of the batch's resources (see `chain_heads`).
     pub unwritten_heads: Vec<(String, i64, String)>,
-    /// Where the batch's audit rows go, read with the rest.
-    pub audit: AuditPosition,
-}
-
-pub(crate) enum AuditPosition {
-    Sqlite(SqlitePosition),
-    /// PostgreSQL: the statement that applies the batch draws its ids.
-    Postgres,
-}
-
-/// SQLite: the batch's audit rows go after the largest id ever issued.
-pub(crate) struct SqlitePosition {
-    pub last_id: i64,
-    /// The connection's count of changed rows when the batch looked, for the check before the
-    /// commit.
-    pub changes_before: i64,
+    /// Where the batch's audit rows go, read with the rest (`Dialect::Position`).
+    pub audit: P,
 }
 
 #[derive(Clone)]

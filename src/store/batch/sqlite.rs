@@ -17,35 +17,59 @@
 //! writer, and should another process commit after this transaction's read, SQLite refuses the
 //! write (`SQLITE_BUSY_SNAPSHOT`) and the batch runs again.
 
+use super::dialect::{Application, Closing, Dialect, Opening};
 use super::plan::Plan;
 use super::rows::{
     decode_operations, decode_resources, encode, from_json, join_open_overlap, to_json, Rows,
 };
-use super::shared::{AuditPosition, Observed, SqlitePosition};
+use super::shared::Observed;
 use crate::domain::FencedWrite;
 use crate::store::error::corrupt;
-use crate::store::wal_sync::{CommitTicket, WalSync};
+use crate::store::wal_sync::CommitTicket;
 use crate::store::StoreError;
 use sqlx::{AnyConnection, Row};
 use std::collections::BTreeSet;
-use std::sync::Arc;
 
-/// How a segment's observation starts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Opening {
-    /// It begins the transaction: with its commit synced by `wal_sync` afterwards (group
-    /// commit), or synced by the commit itself.
-    Begin { unsynced: bool },
-    /// Inside the transaction an earlier segment began.
-    Within,
+/// SQLite's dialect of the batch engine.
+pub(super) struct Sqlite;
+
+/// SQLite: the batch's audit rows go after the largest id ever issued.
+pub(super) struct SqlitePosition {
+    pub last_id: i64,
+    /// The connection's count of changed rows when the batch looked, for the check before the
+    /// commit.
+    pub changes_before: i64,
 }
 
-/// How a segment's application ends.
-pub(super) enum Closing<'a> {
-    /// It commits the transaction; its WAL frames are synced by `unsynced` if given.
-    Commit { unsynced: Option<&'a Arc<WalSync>> },
-    /// A later segment follows in the same transaction.
-    Within,
+impl Dialect for Sqlite {
+    type Position = SqlitePosition;
+    /// One writer: every batch observes in its own transaction anyway.
+    const KNOWS_STATE: bool = false;
+
+    async fn observe(
+        &self,
+        conn: &mut AnyConnection,
+        opening: Opening,
+        keys: &BTreeSet<&str>,
+        writes: &[FencedWrite],
+    ) -> Result<Observed<SqlitePosition>, StoreError> {
+        observe(conn, opening, keys, writes).await
+    }
+
+    fn expect_changes(position: &mut SqlitePosition, rows: i64) {
+        position.changes_before += rows;
+    }
+
+    async fn apply(
+        &self,
+        conn: &mut AnyConnection,
+        position: SqlitePosition,
+        plan: &Plan<'_>,
+        closing: Closing<'_>,
+    ) -> Result<Application, StoreError> {
+        let (ids, ticket) = apply(conn, position, plan, closing).await?;
+        Ok(Application::Applied { ids, ticket })
+    }
 }
 
 macro_rules! observation {
@@ -76,12 +100,12 @@ const BEGIN_UNSYNCED_AND_OBSERVE: &str =
     concat!("PRAGMA synchronous = NORMAL; BEGIN; ", observation!());
 const BEGIN_AND_OBSERVE: &str = concat!("BEGIN; ", observation!());
 
-pub(super) async fn observe(
+async fn observe(
     conn: &mut AnyConnection,
     opening: Opening,
     keys: &BTreeSet<&str>,
     writes: &[FencedWrite],
-) -> Result<Observed, StoreError> {
+) -> Result<Observed<SqlitePosition>, StoreError> {
     let named: Vec<(&str, &str)> = writes.iter().filter_map(FencedWrite::operation).collect();
     let sql = match opening {
         Opening::Begin { unsynced: true } => BEGIN_UNSYNCED_AND_OBSERVE,
@@ -102,10 +126,10 @@ pub(super) async fn observe(
         resources: decode_resources(&row.try_get::<String, _>("resources")?)?,
         operations: decode_operations(&row.try_get::<String, _>("operations")?)?,
         unwritten_heads: from_json(&row.try_get::<String, _>("heads")?)?,
-        audit: AuditPosition::Sqlite(SqlitePosition {
+        audit: SqlitePosition {
             last_id: row.try_get("last_audit_id")?,
             changes_before: row.try_get("changes_before")?,
-        }),
+        },
     })
 }
 
@@ -277,7 +301,7 @@ pub(crate) const CREATE_BATCH_CHECK: &str = "CREATE TEMP TABLE IF NOT EXISTS bat
 /// Applies a decided batch after the rows it observed, returning the audit ids in order, and
 /// with `Closing::Commit` commits it. A resource no longer as observed fails the check: a bug,
 /// since a stale snapshot cannot write at all.
-pub(super) async fn apply(
+async fn apply(
     conn: &mut AnyConnection,
     audit: SqlitePosition,
     plan: &Plan<'_>,
