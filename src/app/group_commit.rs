@@ -8,10 +8,16 @@
 //! cores (`postgres_workers`), so that where there are cores for it a batch can form while
 //! others commit. On SQLite the fsync itself is off the worker's path: a
 //! batch's writers wait for it in a task of their own while the worker commits the next batch.
+//!
+//! On PostgreSQL a writer that finds nothing queued and no batch in flight commits its write
+//! itself, on its own task (`Leader`): a lone writer's batch of one then costs no hand-off to a
+//! worker and back, which on a lone connection were a large part of each write's time
+//! (docs/performance.md). Writers arriving meanwhile queue for the workers as before.
 
 use crate::domain::{FencedWrite, LeasePolicy, WriteResult};
 use crate::live::CommitFeed;
 use crate::store::{Backend, Store, StoreError, MAX_BATCH};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, Mutex};
@@ -45,6 +51,42 @@ struct Job {
 pub struct GroupCommit {
     queue: mpsc::Sender<Job>,
     feed: Feed,
+    /// PostgreSQL: what a lone writer needs to commit its write itself.
+    leader: Option<Arc<Leader>>,
+}
+
+/// A lone writer's way past the queue (PostgreSQL).
+struct Leader {
+    store: Store,
+    policy: LeasePolicy,
+    abandon_after: Duration,
+    /// Batches being committed, by workers or by writers themselves.
+    in_flight: Arc<AtomicUsize>,
+}
+
+/// Counts a batch in flight until dropped, however its commit ends (a cancelled writer, a
+/// panic).
+struct InFlight(Arc<AtomicUsize>);
+
+impl InFlight {
+    fn enter(count: &Arc<AtomicUsize>) -> Self {
+        count.fetch_add(1, Ordering::SeqCst);
+        Self(count.clone())
+    }
+
+    /// Enters only where nothing else is in flight.
+    fn enter_alone(count: &Arc<AtomicUsize>) -> Option<Self> {
+        count
+            .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
+            .ok()
+            .map(|_| Self(count.clone()))
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// Where a batch's audit rows go once durable, if anywhere (set once the live side starts).
@@ -67,15 +109,30 @@ impl GroupCommit {
         let (queue, jobs) = mpsc::channel(QUEUE_DEPTH);
         let jobs = Arc::new(Mutex::new(jobs));
         let feed = Feed::default();
+        let in_flight = Arc::new(AtomicUsize::new(0));
         if store.backend() == Backend::Sqlite {
             let answers = tokio::runtime::Handle::current();
             match spawn_dedicated(store.clone(), policy, jobs.clone(), answers, feed.clone()) {
-                Ok(()) => return Self { queue, feed },
+                Ok(()) => {
+                    return Self {
+                        queue,
+                        feed,
+                        leader: None,
+                    }
+                }
                 Err(error) => {
                     tracing::warn!(%error, "no thread of its own for the SQLite writer; sharing the runtime");
                 }
             }
         }
+        let leader = (store.backend() == Backend::Postgres).then(|| {
+            Arc::new(Leader {
+                store: store.clone(),
+                policy,
+                abandon_after,
+                in_flight: in_flight.clone(),
+            })
+        });
         let abandon_after = (store.backend() == Backend::Postgres).then_some(abandon_after);
         for _ in 0..workers {
             tokio::spawn(work(
@@ -85,9 +142,14 @@ impl GroupCommit {
                 jobs.clone(),
                 None,
                 feed.clone(),
+                in_flight.clone(),
             ));
         }
-        Self { queue, feed }
+        Self {
+            queue,
+            feed,
+            leader,
+        }
     }
 
     /// Hands every batch's audit rows to `feed` once durable, before its writers are answered.
@@ -98,8 +160,17 @@ impl GroupCommit {
         }
     }
 
-    /// Queues `write` and waits for its batch to commit.
+    /// Queues `write` and waits for its batch to commit; on PostgreSQL, with nothing queued
+    /// and nothing in flight, commits it itself.
     pub async fn write(&self, write: FencedWrite) -> Result<WriteResult, StoreError> {
+        let nothing_queued = self.queue.capacity() == self.queue.max_capacity();
+        if let (Some(leader), true) = (&self.leader, nothing_queued) {
+            if let Some(alone) = InFlight::enter_alone(&leader.in_flight) {
+                let result = leader.commit_alone(write, &self.feed).await;
+                drop(alone);
+                return result;
+            }
+        }
         let (reply, answer) = oneshot::channel();
         self.queue
             .send(Job { write, reply })
@@ -107,6 +178,33 @@ impl GroupCommit {
             .map_err(|_| StoreError::QueueClosed)?;
         // A dropped reply means the batch's task died (a panic): nothing was committed.
         answer.await.map_err(|_| StoreError::BatchLost)?
+    }
+}
+
+impl Leader {
+    /// A batch of one, committed on the writer's own task, with what a worker's commit does
+    /// for it: the bound on an unanswered database, the live feed.
+    async fn commit_alone(
+        &self,
+        write: FencedWrite,
+        feed: &Feed,
+    ) -> Result<WriteResult, StoreError> {
+        let applying = self
+            .store
+            .apply_batch_committed(std::slice::from_ref(&write), self.policy);
+        let mut committed = crate::store::within(self.abandon_after, applying).await?;
+        let dead = committed.take_dead_audit_ids();
+        let feed = feed.get();
+        if let (false, Some(feed)) = (dead.is_empty(), feed) {
+            feed.push_dead(dead);
+        }
+        let mut results = committed.durable().await?;
+        if let Some(feed) = feed {
+            feed.push(results.iter().map(|result| result.entry.clone()));
+        }
+        results
+            .pop()
+            .ok_or_else(|| StoreError::Invariant("a batch of one gave no result".into()))
     }
 }
 
@@ -130,7 +228,16 @@ fn spawn_dedicated(
                 queue: jobs.clone(),
                 answers,
             };
-            runtime.block_on(work(store, policy, None, jobs, Some(own_thread), feed))
+            let in_flight = Arc::new(AtomicUsize::new(0));
+            runtime.block_on(work(
+                store,
+                policy,
+                None,
+                jobs,
+                Some(own_thread),
+                feed,
+                in_flight,
+            ))
         })?;
     Ok(())
 }
@@ -155,6 +262,7 @@ async fn work(
     jobs: Jobs,
     own_thread: Option<OwnThread>,
     feed: Feed,
+    in_flight: Arc<AtomicUsize>,
 ) {
     loop {
         let mut batch = Vec::with_capacity(MAX_BATCH);
@@ -163,6 +271,7 @@ async fn work(
         if taken == 0 {
             return;
         }
+        let counted = InFlight::enter(&in_flight);
         // Its own task, so that a panic fails this batch's writers and not the worker.
         let store = store.clone();
         let committing = commit(
@@ -176,6 +285,7 @@ async fn work(
         if let Err(error) = tokio::spawn(committing).await {
             tracing::error!(%error, "a write batch failed without an answer");
         }
+        drop(counted);
     }
 }
 
