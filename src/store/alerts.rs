@@ -1,9 +1,11 @@
 //! Alert state, written only by the elected evaluator and fenced by its lease token.
 
+use super::batch::rows::to_json;
 use super::error::corrupt;
-use super::{Store, StoreError};
+use super::{Backend, Store, StoreError};
 use crate::domain::alert::{AlertInstance, AlertState};
 use crate::domain::Outcome;
+use serde::Serialize;
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
@@ -21,6 +23,94 @@ pub struct StoredAlert {
 
 const COLUMNS: &str =
     "rule, instance, state, since_us, fired_at_us, last_true_us, value, updated_at_us";
+
+/// A change of one alert instance, from the state it was in.
+#[derive(Debug, Clone)]
+pub struct AlertChange {
+    pub alert: StoredAlert,
+    pub from: AlertState,
+}
+
+/// A row of `alert_states`, by column name.
+#[derive(Serialize)]
+struct AlertStateRow<'a> {
+    rule: &'a str,
+    instance: &'a str,
+    state: &'a str,
+    since_us: i64,
+    fired_at_us: Option<i64>,
+    last_true_us: Option<i64>,
+    value: i64,
+    fence_token: i64,
+    updated_at_us: i64,
+}
+
+impl<'a> AlertStateRow<'a> {
+    fn new(alert: &'a StoredAlert, fence_token: i64) -> Self {
+        Self {
+            rule: &alert.rule,
+            instance: &alert.instance,
+            state: alert.alert.state.as_str(),
+            since_us: alert.alert.since_us,
+            fired_at_us: alert.alert.fired_at_us,
+            last_true_us: alert.alert.last_true_us,
+            value: alert.value,
+            fence_token,
+            updated_at_us: alert.updated_at_us,
+        }
+    }
+}
+
+/// A row of `alert_transitions`, by column name.
+#[derive(Serialize)]
+struct AlertTransitionRow<'a> {
+    at_us: i64,
+    rule: &'a str,
+    instance: &'a str,
+    from_state: &'a str,
+    to_state: &'a str,
+    value: i64,
+    fence_token: i64,
+}
+
+/// Only a row last written with a token no higher than the writer's changes.
+macro_rules! fenced_upsert {
+    () => {
+        " ON CONFLICT (rule, instance) DO UPDATE SET state = excluded.state, \
+         since_us = excluded.since_us, fired_at_us = excluded.fired_at_us, \
+         last_true_us = excluded.last_true_us, value = excluded.value, \
+         fence_token = excluded.fence_token, updated_at_us = excluded.updated_at_us \
+         WHERE alert_states.fence_token <= excluded.fence_token"
+    };
+}
+
+const SQLITE_PUT_STATES: &str = concat!(
+    "INSERT INTO alert_states (rule, instance, state, since_us, fired_at_us, last_true_us, \
+     value, fence_token, updated_at_us) \
+     SELECT j.value ->> 'rule', j.value ->> 'instance', j.value ->> 'state', \
+       j.value ->> 'since_us', j.value ->> 'fired_at_us', j.value ->> 'last_true_us', \
+       j.value ->> 'value', j.value ->> 'fence_token', j.value ->> 'updated_at_us' \
+     FROM json_each($1) AS j WHERE true",
+    fenced_upsert!()
+);
+const POSTGRES_PUT_STATES: &str = concat!(
+    "INSERT INTO alert_states (rule, instance, state, since_us, fired_at_us, last_true_us, \
+     value, fence_token, updated_at_us) \
+     SELECT v.rule, v.instance, v.state, v.since_us, v.fired_at_us, v.last_true_us, v.value, \
+       v.fence_token, v.updated_at_us \
+     FROM jsonb_populate_recordset(NULL::alert_states, $1::jsonb) AS v",
+    fenced_upsert!()
+);
+const SQLITE_RECORD_TRANSITIONS: &str = "INSERT INTO alert_transitions (at_us, rule, instance, \
+     from_state, to_state, value, fence_token) \
+     SELECT j.value ->> 'at_us', j.value ->> 'rule', j.value ->> 'instance', \
+       j.value ->> 'from_state', j.value ->> 'to_state', j.value ->> 'value', \
+       j.value ->> 'fence_token' \
+     FROM json_each($1) AS j";
+const POSTGRES_RECORD_TRANSITIONS: &str = "INSERT INTO alert_transitions (at_us, rule, \
+     instance, from_state, to_state, value, fence_token) \
+     SELECT v.at_us, v.rule, v.instance, v.from_state, v.to_state, v.value, v.fence_token \
+     FROM jsonb_populate_recordset(NULL::alert_transitions, $1::jsonb) AS v";
 
 impl Store {
     pub async fn alert_states(&self) -> Result<Vec<StoredAlert>, StoreError> {
@@ -43,56 +133,71 @@ impl Store {
         rows.iter().map(stored_alert).collect()
     }
 
-    /// Stores a changed alert (and its transition, if its state changed), fenced: nothing is written unless `token` is
-    /// at least the token the row was last written with. Returns whether it was written; `false`
-    /// means a newer evaluator has taken over.
+    /// Stores a changed alert (and its transition, if its state changed), fenced: see
+    /// `put_alert_states`.
     pub async fn put_alert_state(
         &self,
         alert: &StoredAlert,
         from: AlertState,
         token: i64,
     ) -> Result<bool, StoreError> {
-        let mut tx = self.writer.begin().await?;
-        let written = sqlx::query(
-            "INSERT INTO alert_states (rule, instance, state, since_us, fired_at_us, last_true_us, \
-             value, fence_token, updated_at_us) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
-             ON CONFLICT (rule, instance) DO UPDATE SET state = excluded.state, \
-             since_us = excluded.since_us, fired_at_us = excluded.fired_at_us, \
-             last_true_us = excluded.last_true_us, value = excluded.value, \
-             fence_token = excluded.fence_token, updated_at_us = excluded.updated_at_us \
-             WHERE alert_states.fence_token <= excluded.fence_token",
-        )
-        .bind(alert.rule.as_str())
-        .bind(alert.instance.as_str())
-        .bind(alert.alert.state.as_str())
-        .bind(alert.alert.since_us)
-        .bind(alert.alert.fired_at_us)
-        .bind(alert.alert.last_true_us)
-        .bind(alert.value)
-        .bind(token)
-        .bind(alert.updated_at_us)
-        .execute(&mut *tx)
-        .await?;
-        if written.rows_affected() != 1 {
-            return Ok(false);
-        }
-        if from == alert.alert.state {
-            tx.commit().await?;
+        let change = AlertChange {
+            alert: alert.clone(),
+            from,
+        };
+        self.put_alert_states(std::slice::from_ref(&change), token)
+            .await
+    }
+
+    /// Stores one evaluation's changed alerts and the transitions among them in one
+    /// transaction, fenced: nothing is written unless `token` is at least the token every row
+    /// was last written with. Returns whether it was written; `false` means a newer evaluator
+    /// has taken over. One commit for the evaluation, not one per instance: under a stale-owner
+    /// spike every resource's instance changes on every evaluation (docs/performance.md).
+    pub async fn put_alert_states(
+        &self,
+        changes: &[AlertChange],
+        token: i64,
+    ) -> Result<bool, StoreError> {
+        if changes.is_empty() {
             return Ok(true);
         }
-        sqlx::query(
-            "INSERT INTO alert_transitions (at_us, rule, instance, from_state, to_state, value, fence_token) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
-        )
-        .bind(alert.updated_at_us)
-        .bind(alert.rule.as_str())
-        .bind(alert.instance.as_str())
-        .bind(from.as_str())
-        .bind(alert.alert.state.as_str())
-        .bind(alert.value)
-        .bind(token)
-        .execute(&mut *tx)
-        .await?;
+        let states: Vec<AlertStateRow<'_>> = changes
+            .iter()
+            .map(|change| AlertStateRow::new(&change.alert, token))
+            .collect();
+        let transitions: Vec<AlertTransitionRow<'_>> = changes
+            .iter()
+            .filter(|change| change.from != change.alert.alert.state)
+            .map(|change| AlertTransitionRow {
+                at_us: change.alert.updated_at_us,
+                rule: &change.alert.rule,
+                instance: &change.alert.instance,
+                from_state: change.from.as_str(),
+                to_state: change.alert.alert.state.as_str(),
+                value: change.alert.value,
+                fence_token: token,
+            })
+            .collect();
+        let (put_states, record_transitions) = match self.backend {
+            Backend::Sqlite => (SQLITE_PUT_STATES, SQLITE_RECORD_TRANSITIONS),
+            Backend::Postgres => (POSTGRES_PUT_STATES, POSTGRES_RECORD_TRANSITIONS),
+        };
+        let mut tx = self.writer.begin().await?;
+        let written = sqlx::query(put_states)
+            .bind(to_json(&states)?)
+            .execute(&mut *tx)
+            .await?;
+        if written.rows_affected() != u64::try_from(states.len()).unwrap_or(u64::MAX) {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        if !transitions.is_empty() {
+            sqlx::query(record_transitions)
+                .bind(to_json(&transitions)?)
+                .execute(&mut *tx)
+                .await?;
+        }
         tx.commit().await?;
         Ok(true)
     }

@@ -21,7 +21,7 @@ mod tail;
 mod tx;
 mod wal_sync;
 
-pub use alerts::StoredAlert;
+pub use alerts::{AlertChange, StoredAlert};
 pub use audit_query::{AuditFilter, AuditRecord};
 pub use authority::{RecordedLock, RegressedLock, Sighting};
 pub use batch::{CommittedBatch, MAX_BATCH};

@@ -13,7 +13,7 @@ use crate::domain::alert::{step, AlertInstance, AlertState, Transition};
 use crate::domain::audit::format_rfc3339_micros;
 use crate::domain::{FencingToken, Holder, LeaseName, Ttl};
 use crate::live::bus::{Event, EventBus};
-use crate::store::{AcquireResult, RenewResult, Store, StoreError, StoredAlert};
+use crate::store::{AcquireResult, AlertChange, RenewResult, Store, StoreError, StoredAlert};
 use chrono::DateTime;
 use prometheus_client::metrics::gauge::Gauge;
 use std::collections::HashMap;
@@ -220,6 +220,8 @@ impl Evaluator {
             .into_iter()
             .map(|s| ((s.rule.clone(), s.instance.clone()), s))
             .collect();
+        let mut changes = Vec::new();
+        let mut due = Vec::new();
         for rule in all_rules(&self.config) {
             let since = now - micros(rule.window);
             let counts = if std::ptr::eq(rule, &*AUTHORITY_RULE) {
@@ -253,20 +255,16 @@ impl Evaluator {
                     micros(rule.keep_firing_for),
                 );
                 if next != current {
-                    let alert = StoredAlert {
-                        rule: rule.name.clone(),
-                        instance: instance.clone(),
-                        alert: next,
-                        value,
-                        updated_at_us: now,
-                    };
-                    if !self
-                        .store
-                        .put_alert_state(&alert, current.state, token.get())
-                        .await?
-                    {
-                        return Ok(false);
-                    }
+                    changes.push(AlertChange {
+                        alert: StoredAlert {
+                            rule: rule.name.clone(),
+                            instance: instance.clone(),
+                            alert: next,
+                            value,
+                            updated_at_us: now,
+                        },
+                        from: current.state,
+                    });
                 }
                 let notification =
                     |firing: bool, starts_at_us: i64, ends_at_us: i64| Notification {
@@ -294,14 +292,21 @@ impl Evaluator {
                     None
                 };
                 if let Some(message) = message {
-                    let firing = message.firing;
-                    if self.notifier.try_send(message).is_err() {
-                        // Not marked as sent: the next evaluation tries again.
-                        tracing::error!(rule = %rule.name, "the notification queue is full; a notification was dropped");
-                    } else if firing {
-                        sent.insert(key, now);
-                    }
+                    due.push((key, message));
                 }
+            }
+        }
+        // Stored before anything is sent: a deposed evaluator sends nothing.
+        if !self.store.put_alert_states(&changes, token.get()).await? {
+            return Ok(false);
+        }
+        for (key, message) in due {
+            let firing = message.firing;
+            if self.notifier.try_send(message).is_err() {
+                // Not marked as sent: the next evaluation tries again.
+                tracing::error!(rule = %key.0, "the notification queue is full; a notification was dropped");
+            } else if firing {
+                sent.insert(key, now);
             }
         }
         Ok(true)
