@@ -83,3 +83,62 @@ fn after(change: &Change<'_>) -> Option<ObservedResource> {
         chain: change.head.clone(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{ResourceState, Revision};
+
+    fn resource(revision: i64) -> ObservedResource {
+        ObservedResource {
+            state: ResourceState {
+                highest_token: 7,
+                revision: Revision::new(revision).unwrap(),
+            },
+            owner: None,
+            chain: (revision, format!("h{revision}")),
+        }
+    }
+
+    fn change<'a>(
+        key: &'a str,
+        observed: &'a ObservedResource,
+        head: &'a (i64, String),
+    ) -> Change<'a> {
+        Change {
+            key,
+            observed: Some(observed),
+            accepted: None,
+            head,
+        }
+    }
+
+    #[test]
+    fn all_or_nothing_forgotten_on_failure_and_bounded() {
+        let known = KnownResources::default();
+        let (seen, head) = (resource(1), (2, "h2".to_owned()));
+        known.remember(&[change("a", &seen, &head), change("b", &seen, &head)]);
+        let both = known
+            .all_of(&BTreeSet::from(["a", "b"]))
+            .expect("both known");
+        assert_eq!(both["a"].chain, head, "the head the batch left");
+        assert!(
+            known.all_of(&BTreeSet::from(["a", "c"])).is_none(),
+            "c is not known"
+        );
+        known.forget(["a"]);
+        assert!(known.all_of(&BTreeSet::from(["a"])).is_none());
+
+        // Past its capacity it starts over rather than grow.
+        let keys: Vec<String> = (0..CAPACITY + 10).map(|i| format!("r{i}")).collect();
+        for chunk in keys.chunks(1000) {
+            let changes: Vec<Change<'_>> =
+                chunk.iter().map(|key| change(key, &seen, &head)).collect();
+            known.remember(&changes);
+        }
+        assert!(known.lock().len() <= CAPACITY);
+        assert!(known
+            .all_of(&BTreeSet::from([keys[CAPACITY + 9].as_str()]))
+            .is_some());
+    }
+}
