@@ -235,7 +235,7 @@ impl Store {
             // External locks' holders, by when they were last seen holding.
             + delete("DELETE FROM authority_holders WHERE last_seen_us < $1").await?;
         report.closed_overlaps =
-            delete("DELETE FROM ownership_overlaps WHERE state = 'closed' AND updated_at_us < $1")
+            delete("DELETE FROM ownership_overlaps WHERE state = 'closed' AND closed_at_us < $1")
                 .await?;
         report.alert_transitions = delete("DELETE FROM alert_transitions WHERE at_us < $1").await?;
         tx.commit().await?;

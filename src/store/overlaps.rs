@@ -64,13 +64,18 @@ impl Store {
         row.as_ref().map(overlap).transpose()
     }
 
-    /// Overlaps changed at or after `since_us`, with the time of their change.
+    /// Overlaps changed at or after `since_us`, with the time of their change: open ones among
+    /// the open (their `updated_at_us` is not indexed, so that sightings rewrite rows in place),
+    /// closed ones by when they closed.
     pub async fn overlaps_changed_since(
         &self,
         since_us: i64,
     ) -> Result<Vec<(Overlap, i64)>, StoreError> {
         let sql = format!(
-            "SELECT {COLUMNS} FROM ownership_overlaps WHERE updated_at_us >= $1 ORDER BY updated_at_us, id"
+            "SELECT {COLUMNS} FROM ownership_overlaps \
+             WHERE (state = 'open' AND updated_at_us >= $1) \
+                OR (state = 'closed' AND closed_at_us >= $1) \
+             ORDER BY updated_at_us, id"
         );
         let rows = sqlx::query(&sql)
             .bind(since_us)
