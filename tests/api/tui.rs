@@ -296,3 +296,67 @@ async fn the_bench_measures_the_dashboards_event_path() {
     assert_eq!(report["events"], 5000);
     assert!(report["per_second"].as_f64().unwrap() > 0.0, "{report}");
 }
+
+/// On PostgreSQL the bench also runs PostgreSQL's own ceiling for the workload, pgbench's
+/// one-statement fenced write, in the same invocation, on tables of its own.
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bench_runs_pgbench_beside_the_store_on_postgres() {
+    let db = test_db!(Backend::Postgres);
+    let output = tokio::time::timeout(
+        Duration::from_secs(90),
+        Command::new(BIN)
+            .args([
+                "bench",
+                "--database",
+                &db.url,
+                "--no-http",
+                "--duration",
+                "1s",
+                "--connections",
+                "2",
+                "--resources",
+                "10",
+                "--stale",
+                "0.5",
+                "--json",
+            ])
+            .output(),
+    )
+    .await
+    .expect("the bench ends after its duration")
+    .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let pgbench = &report["pgbench"];
+    assert_eq!(pgbench["path"], "pgbench", "{report}");
+    assert!(pgbench["requests"].as_u64().unwrap() > 0, "{report}");
+    assert_eq!(pgbench["errors"], 0, "{report}");
+    // Half the writes carry a superseded generation: the fence refuses them there too.
+    assert!(
+        pgbench["accepted"].as_u64().unwrap() > 0 && pgbench["rejected"].as_u64().unwrap() > 0,
+        "{report}"
+    );
+    assert!(report["group_commit"]["requests"].as_u64().unwrap() > 0);
+    // Without HTTP there is nothing to compare with pgbench.
+    assert!(report["pgbench_ratio"].is_null(), "{report}");
+    // Its tables are gone afterwards.
+    let left = Command::new("psql")
+        .args([
+            "-qAtX",
+            "-c",
+            "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'fencewatch_pgbench%'",
+            &db.url,
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&left.stdout).trim(), "0");
+}
