@@ -6,7 +6,7 @@ use super::batch::shared::{padded, placeholders};
 use super::{Backend, Store, StoreError};
 use crate::domain::authority::{self, AuthorityView, ExternalLock};
 use sqlx::{AnyConnection, Row};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// A lock as recorded.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -165,8 +165,66 @@ pub(super) async fn store(
         .await?;
         rows += i64::try_from(done.rows_affected()).unwrap_or(i64::MAX);
     }
-    rows += super::authority_history::record(conn, changed).await?;
+    rows += record_holders(conn, changed).await?;
     Ok(rows)
+}
+
+/// Records every holder the batch's writes saw, in one statement: a sighting widens its row's
+/// first and last times, never narrows them. Returns how many rows it changed.
+async fn record_holders(
+    conn: &mut AnyConnection,
+    locks: &HashMap<String, RecordedLock>,
+) -> Result<i64, StoreError> {
+    // One row per holder: a statement may not change one row twice (PostgreSQL refuses it).
+    let mut spans: BTreeMap<(&str, i64, &str), (i64, i64)> = BTreeMap::new();
+    for (lock, record) in locks {
+        for seen in &record.observed {
+            spans
+                .entry((lock.as_str(), seen.generation, seen.holder_key.as_str()))
+                .and_modify(|(first, last)| {
+                    *first = (*first).min(seen.at_us);
+                    *last = (*last).max(seen.at_us);
+                })
+                .or_insert((seen.at_us, seen.at_us));
+        }
+    }
+    if spans.is_empty() {
+        return Ok(0);
+    }
+    let values: Vec<String> = (0..spans.len())
+        .map(|row| {
+            let p = row * 5;
+            format!(
+                "(${}, ${}, ${}, ${}, ${})",
+                p + 1,
+                p + 2,
+                p + 3,
+                p + 4,
+                p + 5
+            )
+        })
+        .collect();
+    let sql = format!(
+        "INSERT INTO authority_holders (lock, generation, holder_key, first_seen_us, \
+         last_seen_us) VALUES {} \
+         ON CONFLICT (lock, generation, holder_key) DO UPDATE SET \
+         first_seen_us = CASE WHEN excluded.first_seen_us < authority_holders.first_seen_us \
+             THEN excluded.first_seen_us ELSE authority_holders.first_seen_us END, \
+         last_seen_us = CASE WHEN excluded.last_seen_us > authority_holders.last_seen_us \
+             THEN excluded.last_seen_us ELSE authority_holders.last_seen_us END",
+        values.join(", ")
+    );
+    let mut query = sqlx::query(&sql);
+    for ((lock, generation, key), (first, last)) in spans {
+        query = query
+            .bind(lock)
+            .bind(generation)
+            .bind(key)
+            .bind(first)
+            .bind(last);
+    }
+    let done = query.execute(&mut *conn).await?;
+    Ok(i64::try_from(done.rows_affected()).unwrap_or(i64::MAX))
 }
 
 /// What the batch's decision of one write needs from the lock, and what it leaves recorded.

@@ -250,44 +250,19 @@ impl Store {
         name: &LeaseName,
         query: &LeaseHistoryQuery,
     ) -> Result<Vec<HistoryEvent>, StoreError> {
-        let mut sql = String::from(
+        let rows = history_page(
+            &self.reader,
             "SELECT id, at_us, lease, event, holder, token, expires_at_us FROM lease_events \
              WHERE lease = $1",
-        );
-        let mut next_param = 2;
-        let mut condition = |sql: &mut String, text: &str| {
-            sql.push_str(&format!(" AND {text} ${next_param}"));
-            next_param += 1;
-        };
-        if query.before.is_some() {
-            condition(&mut sql, "id <");
-        }
-        if query.after.is_some() {
-            condition(&mut sql, "id >");
-        }
-        if query.until_us.is_some() {
-            condition(&mut sql, "at_us <=");
-        }
-        let order = if query.after.is_some() { "ASC" } else { "DESC" };
-        sql.push_str(&format!(" ORDER BY id {order} LIMIT ${next_param}"));
-        let mut statement = sqlx::query(&sql).bind(name.as_str());
-        for bound in [query.before, query.after, query.until_us]
-            .into_iter()
-            .flatten()
-        {
-            statement = statement.bind(bound);
-        }
-        let rows = statement
-            .bind(i64::from(query.limit))
-            .fetch_all(&self.reader)
-            .await?;
-        let mut events = rows
+            name.as_str(),
+            "at_us",
+            query,
+        )
+        .await?;
+        let events = rows
             .iter()
             .map(|row| lease_event(row).and_then(history_event))
             .collect::<Result<Vec<_>, _>>()?;
-        if query.after.is_some() {
-            events.reverse();
-        }
         Ok(events)
     }
 
@@ -381,4 +356,46 @@ async fn insert_event(
     .execute(&mut **tx)
     .await?;
     Ok(())
+}
+
+/// One page of a history table, newest first: `select` ends in `WHERE … = $1` (`key`); the
+/// newest `limit` rows by id below `before` and with `time_column` at or before `until`, or
+/// with `after`, the oldest `limit` above it.
+pub(super) async fn history_page(
+    reader: &sqlx::AnyPool,
+    select: &str,
+    key: &str,
+    time_column: &str,
+    query: &LeaseHistoryQuery,
+) -> Result<Vec<sqlx::any::AnyRow>, StoreError> {
+    let mut sql = select.to_owned();
+    let mut next_param = 2;
+    let until = format!("{time_column} <=");
+    for (set, condition) in [
+        (query.before.is_some(), "id <"),
+        (query.after.is_some(), "id >"),
+        (query.until_us.is_some(), until.as_str()),
+    ] {
+        if set {
+            sql.push_str(&format!(" AND {condition} ${next_param}"));
+            next_param += 1;
+        }
+    }
+    let order = if query.after.is_some() { "ASC" } else { "DESC" };
+    sql.push_str(&format!(" ORDER BY id {order} LIMIT ${next_param}"));
+    let mut statement = sqlx::query(&sql).bind(key);
+    for bound in [query.before, query.after, query.until_us]
+        .into_iter()
+        .flatten()
+    {
+        statement = statement.bind(bound);
+    }
+    let mut rows = statement
+        .bind(i64::from(query.limit))
+        .fetch_all(reader)
+        .await?;
+    if query.after.is_some() {
+        rows.reverse();
+    }
+    Ok(rows)
 }
