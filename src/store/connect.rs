@@ -1,4 +1,5 @@
 use super::batch::sqlite::CREATE_BATCH_CHECK;
+use super::batch::BatchSessions;
 use super::wal_sync::WalSync;
 use super::{Store, StoreError};
 use crate::domain::clock::{SharedClock, SystemClock};
@@ -172,7 +173,7 @@ async fn open_sqlite(path_and_query: &str, options: &StoreOptions) -> Result<Sto
         return Ok(Store {
             backend: super::Backend::Sqlite,
             writer: reader.clone(),
-            batch_writer: reader.clone(),
+            batch_sessions: Arc::new(BatchSessions::new(reader.clone())),
             known: Default::default(),
             reader,
             wal: None,
@@ -218,7 +219,7 @@ async fn open_sqlite(path_and_query: &str, options: &StoreOptions) -> Result<Sto
         .map_err(|e| StoreError::Open(format!("cannot open the SQLite file {path}: {e}")))?;
     Ok(Store {
         backend: super::Backend::Sqlite,
-        batch_writer: writer.clone(),
+        batch_sessions: Arc::new(BatchSessions::new(writer.clone())),
         known: Default::default(),
         writer,
         reader,
@@ -272,7 +273,7 @@ async fn open_postgres(url: &str, options: &StoreOptions) -> Result<Store, Store
         .await
         .map_err(|e| StoreError::Open(format!("cannot connect to {}: {e}", redact(url))))?;
     // Connected on first use: a daemon that applies no batch never opens one.
-    let batch_writer = match read_only {
+    let batch_opener = match read_only {
         true => pool.clone(),
         false => postgres_pool(options, Some(BATCH_SESSION))
             .connect_lazy(url)
@@ -287,7 +288,7 @@ async fn open_postgres(url: &str, options: &StoreOptions) -> Result<Store, Store
     Ok(Store {
         backend: super::Backend::Postgres,
         writer: pool.clone(),
-        batch_writer,
+        batch_sessions: Arc::new(BatchSessions::new(batch_opener)),
         known: Default::default(),
         reader: pool,
         wal: None,

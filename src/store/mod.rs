@@ -52,9 +52,9 @@ pub struct Store {
     /// SQLite allows one writer at a time, so the SQLite store funnels writes through a pool of
     /// one connection instead of letting connections queue on the file lock.
     writer: AnyPool,
-    /// The connections group commit applies batches on: on PostgreSQL a pool of its own whose
-    /// sessions plan for batches (see `connect::BATCH_SESSION`); on SQLite the writer.
-    batch_writer: AnyPool,
+    /// PostgreSQL: the connections group commit applies batches on, whose sessions plan for
+    /// batches (see `connect::BATCH_SESSION`). SQLite's batches take `writer`.
+    batch_sessions: Arc<batch::BatchSessions>,
     /// PostgreSQL: the committed state of resources this daemon wrote, for batches decided
     /// without reading it first (`batch::known`).
     known: Arc<batch::KnownResources>,
@@ -126,7 +126,7 @@ impl Store {
     /// Waits for connections to finish and closes them (SQLite then checkpoints its WAL).
     pub async fn close(&self) {
         self.writer.close().await;
-        self.batch_writer.close().await;
+        self.batch_sessions.close().await;
         self.reader.close().await;
     }
 }

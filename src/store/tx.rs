@@ -54,6 +54,13 @@ pub(crate) async fn begin_audited<'a>(
     }
 }
 
+/// `begin_audited` on a connection the caller holds (PostgreSQL's batch sessions).
+pub(crate) async fn begin_audited_on(
+    conn: &mut AnyConnection,
+) -> Result<Transaction<'_, Any>, sqlx::Error> {
+    sqlx::Connection::begin_with(conn, "BEGIN; SELECT pg_current_xact_id()").await
+}
+
 /// The authority's clock in microseconds since the epoch: the database's on PostgreSQL, so that
 /// daemons sharing it agree on expiry; this process's on SQLite, which has one daemon.
 pub(crate) async fn clock_us(

@@ -10,6 +10,7 @@ use fencewatch::domain::{
 };
 use fencewatch::store::{ObserveHook, Store};
 use rstest::rstest;
+use sqlx::Connection;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -413,4 +414,58 @@ async fn known_state_is_a_guess_that_the_statement_checks() {
     let report = first.verify_audit().await.unwrap();
     assert!(report.breaches.is_empty(), "{:?}", report.breaches);
     assert_eq!(report.rows, 6);
+}
+
+/// PostgreSQL: group commit keeps its batch connections between batches as they are, without
+/// the pool's ping on every hand-out and return. One the server ended while it sat idle is found
+/// broken before a batch uses it and replaced, so the next write is applied rather than failed.
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_connection_the_server_ended_while_idle_is_replaced_before_use() {
+    let db = test_db!(Backend::Postgres);
+    let name = format!("fw_sessions_{}", std::process::id());
+    let url = format!("{}&application_name={name}", db.url);
+    let store = Store::open(&url, &fencewatch::store::StoreOptions::default())
+        .await
+        .unwrap();
+    let policy = LeasePolicy::default();
+    let key = "sessions/r";
+    for (token, body) in [(1, "a"), (1, "b"), (2, "c")] {
+        let result = store
+            .apply_write(&write(key, token, body), policy)
+            .await
+            .unwrap();
+        assert_eq!(result.entry.outcome, Outcome::Accepted);
+    }
+    let mut admin = sqlx::PgConnection::connect(&db.url).await.unwrap();
+    // Three batches one after another took one connection, beside the store's other pool.
+    let backends: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM pg_stat_activity WHERE application_name = $1")
+            .bind(&name)
+            .fetch_one(&mut admin)
+            .await
+            .unwrap();
+    assert!((1..=3).contains(&backends), "{backends} connections");
+
+    let ended: Vec<bool> = sqlx::query_scalar(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",
+    )
+    .bind(&name)
+    .fetch_all(&mut admin)
+    .await
+    .unwrap();
+    assert!(!ended.is_empty() && ended.iter().all(|ended| *ended));
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+
+    let after = store
+        .apply_write(&write(key, 2, "d"), policy)
+        .await
+        .expect("a connection the server ended is replaced before use");
+    assert_eq!(seen(&after), (Outcome::Accepted, 2, 4));
+    let report = store.verify_audit().await.unwrap();
+    assert!(report.breaches.is_empty(), "{:?}", report.breaches);
+    assert_eq!(report.rows, 4);
 }

@@ -25,6 +25,7 @@ mod known;
 pub(crate) mod plan;
 pub(crate) mod postgres;
 pub(crate) mod rows;
+mod sessions;
 pub(crate) mod shared;
 pub(crate) mod sqlite;
 
@@ -33,13 +34,14 @@ use crate::domain::{FencedWrite, LeasePolicy, WriteResult};
 use crate::store::authority;
 use crate::store::chain_heads::StartingHeads;
 use crate::store::leases::{lease_record, LEASE_COLUMNS};
-use crate::store::tx::{begin_audited, clock_us, retrying};
+use crate::store::tx::{begin_audited_on, clock_us, retrying};
 use crate::store::wal_sync::{CommitTicket, Durability, WalSync};
 use crate::store::{Backend, Store, StoreError};
 use dialect::{Application, Closing, Dialect, Opening};
 pub(crate) use known::KnownResources;
 use plan::Plan;
 use postgres::{DecidedOn, Postgres};
+pub(crate) use sessions::BatchSessions;
 use shared::{padded, placeholders, Observed, ObservedLeases};
 use sqlite::Sqlite;
 use sqlx::{AnyConnection, Executor};
@@ -157,8 +159,26 @@ impl Store {
         policy: LeasePolicy,
         observations: &AtomicU32,
     ) -> Result<Attempt, StoreError> {
+        let mut session = self.batch_sessions.take().await?;
+        let attempt = self
+            .apply_postgres_on(&mut session, writes, policy, observations)
+            .await;
+        session.finish(&attempt);
+        attempt
+    }
+
+    async fn apply_postgres_on(
+        &self,
+        conn: &mut AnyConnection,
+        writes: &[FencedWrite],
+        policy: LeasePolicy,
+        observations: &AtomicU32,
+    ) -> Result<Attempt, StoreError> {
         let mut dead_ids = Vec::new();
-        match self.try_apply_known(writes, policy, observations).await? {
+        match self
+            .try_apply_known(conn, writes, policy, observations)
+            .await?
+        {
             OnKnown::Applied(attempt) => return Ok(attempt),
             OnKnown::Changed { drawn_ids } => dead_ids = drawn_ids,
             OnKnown::NotKnown => {}
@@ -170,7 +190,7 @@ impl Store {
             if runs > MAX_OBSERVATIONS {
                 return Err(StoreError::Contention { attempts: seen });
             }
-            let mut tx = begin_audited(&self.batch_writer, self.backend).await?;
+            let mut tx = begin_audited_on(conn).await?;
             let mut results = Vec::with_capacity(writes.len());
             for segment in plan::segments(writes) {
                 let applied = self
@@ -219,6 +239,7 @@ impl Store {
     /// names no lease, since a lease is the authority's state, not the resource's.
     async fn try_apply_known(
         &self,
+        conn: &mut AnyConnection,
         writes: &[FencedWrite],
         policy: LeasePolicy,
         observations: &AtomicU32,
@@ -275,10 +296,7 @@ impl Store {
         // decided on this one's outcome, and its statement, waiting on this one's row locks,
         // finds exactly that once this one commits (or nothing as it knew, should this fail).
         self.known.remember(&changes);
-        let applied = match self.batch_writer.acquire().await {
-            Ok(mut conn) => postgres::apply(&mut conn, &plan, DecidedOn::Known { writes }).await,
-            Err(error) => Err(error.into()),
-        };
+        let applied = postgres::apply(conn, &plan, DecidedOn::Known { writes }).await;
         match applied {
             Ok(postgres::Application::Applied { ids }) => {
                 let mut results = decided.into_results(ids);
