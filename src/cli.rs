@@ -187,25 +187,25 @@ pub struct ServeArgs {
     #[arg(long, env = "FENCEWATCH_TLS_KEY", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
 
-    /// Threads serving HTTP (the async runtime's workers). Default: one per core, less one on
-    /// SQLite, whose write path has two threads of its own.
+    /// Threads serving HTTP (the async runtime's workers). Default: one per core, less one.
     #[arg(long, env = "FENCEWATCH_HTTP_WORKERS", value_parser = clap::value_parser!(u16).range(1..))]
     pub http_workers: Option<u16>,
 }
 
 impl ServeArgs {
-    /// The runtime's worker threads on a machine with `cores`.
+    /// The runtime's worker threads on a machine with `cores`: one per core, less one.
     ///
-    /// On SQLite, sqlx's writer thread and the group-commit thread are the write path's serial
-    /// stage and together keep about a core busy under load. A worker on every core competes
-    /// with them for it and wakes its sibling workers to steal each newly woken task; one per
-    /// core less one did more writes (docs/performance.md, "Tried, kept or not, and why").
-    /// PostgreSQL's batches run on the runtime itself, so it keeps every core.
+    /// The write path's serial stages are threads the runtime does not count: on SQLite sqlx's
+    /// writer thread and the group-commit thread, together about a core under load; on
+    /// PostgreSQL the server's backends, usually on the same machine. A worker on every core
+    /// competes with them for it, and wakes its sibling workers to steal each newly woken task:
+    /// a lone write on PostgreSQL switched context 4.6 times in the daemon with two workers and
+    /// 2.7 with one. One per core less one did as many or more writes at 32 clients and more
+    /// for a lone client on both (docs/performance.md, "Tried, kept or not, and why").
     pub fn http_workers(&self, cores: usize) -> usize {
         match self.http_workers {
             Some(workers) => usize::from(workers),
-            None if crate::store::is_sqlite_url(&self.database) => cores.saturating_sub(1).max(1),
-            None => cores.max(1),
+            None => cores.saturating_sub(1).max(1),
         }
     }
 }
@@ -530,14 +530,14 @@ mod tests {
     }
 
     #[test]
-    fn sqlite_leaves_a_core_to_its_write_path_and_postgres_keeps_them_all() {
+    fn http_leaves_a_core_to_the_write_path_on_either_backend() {
         let sqlite = serve(&["--database", "sqlite://x.db"]);
         assert_eq!(sqlite.http_workers(1), 1);
         assert_eq!(sqlite.http_workers(2), 1);
         assert_eq!(sqlite.http_workers(8), 7);
         let postgres = serve(&["--database", "postgres://u@h/db"]);
-        assert_eq!(postgres.http_workers(2), 2);
-        assert_eq!(postgres.http_workers(8), 8);
+        assert_eq!(postgres.http_workers(2), 1);
+        assert_eq!(postgres.http_workers(8), 7);
         let told = serve(&["--database", "sqlite://x.db", "--http-workers", "4"]);
         assert_eq!(told.http_workers(2), 4);
         assert!(Cli::try_parse_from(["fencewatch", "serve", "--http-workers", "0"]).is_err());
