@@ -53,7 +53,8 @@ pub struct Store {
     /// one connection instead of letting connections queue on the file lock.
     writer: AnyPool,
     /// PostgreSQL: the connections group commit applies batches on, whose sessions plan for
-    /// batches (see `connect::BATCH_SESSION`). SQLite's batches take `writer`.
+    /// batches (see `connect::BATCH_SESSION`). SQLite's batches take `writer`; there this
+    /// wraps the writer's pool and is never used.
     batch_sessions: Arc<batch::BatchSessions>,
     /// PostgreSQL: the committed state of resources this daemon wrote, for batches decided
     /// without reading it first (`batch::known`).
