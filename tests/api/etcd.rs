@@ -1,7 +1,7 @@
 //! etcd locks as the authority of writes (`serve --etcd`, `Fencing-Lease: etcd:PREFIX`), against
 //! a real etcd started per test on free loopback ports.
 
-use crate::helpers::{audit_of, http_client, Backend, Daemon, Put, Reply, TestDb};
+use crate::helpers::{audit_of, bench_report, http_client, Backend, Daemon, Put, Reply, TestDb};
 use fencewatch::etcd_client::{Client, GetOptions, LockOptions};
 use rstest::rstest;
 use std::process::Stdio;
@@ -617,37 +617,26 @@ async fn lease_scope_prefix_holds_etcd_locks_to_their_prefix() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_bench_measures_etcd_checked_writes_beside_the_plain_fence() {
     let etcd = Etcd::start().await;
-    let output = tokio::time::timeout(
+    let report = bench_report(
+        &[
+            "--etcd",
+            etcd.url.as_str(),
+            "--duration",
+            "1s",
+            "--connections",
+            "2",
+            "--resources",
+            "10",
+            "--stale",
+            "0.5",
+            "--readers",
+            "1",
+            "--no-baseline",
+            "--json",
+        ],
         Duration::from_secs(90),
-        Command::new(env!("CARGO_BIN_EXE_fencewatch"))
-            .args(["bench", "--etcd", etcd.url.as_str()])
-            .args([
-                "--duration",
-                "1s",
-                "--connections",
-                "2",
-                "--resources",
-                "10",
-            ])
-            .args([
-                "--stale",
-                "0.5",
-                "--readers",
-                "1",
-                "--no-baseline",
-                "--json",
-            ])
-            .output(),
     )
-    .await
-    .expect("the bench ends after its durations")
-    .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    .await;
     let checked = &report["etcd"];
     assert_eq!(checked["lease"], "etcd:bench-etcd", "{report}");
     assert!(checked["token"].as_i64().unwrap() > 1, "{report}");

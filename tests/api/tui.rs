@@ -1,7 +1,7 @@
 //! The dashboard and the demo as users run them: in a real pseudo-terminal, as a script, and
 //! headless.
 
-use crate::helpers::{Backend, Daemon};
+use crate::helpers::{bench_report, Backend, Daemon};
 use crate::test_db;
 use std::process::Stdio;
 use std::time::Duration;
@@ -213,36 +213,25 @@ async fn the_demo_says_where_its_database_went() {
 /// The benchmark harness runs end to end and reports both paths side by side.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_bench_reports_http_and_the_store_side_by_side() {
-    let output = tokio::time::timeout(
+    let report = bench_report(
+        &[
+            "--duration",
+            "1s",
+            "--connections",
+            "2",
+            "--resources",
+            "10",
+            "--stale",
+            "0.5",
+            "--readers",
+            "1",
+            "--subscribers",
+            "2",
+            "--json",
+        ],
         Duration::from_secs(60),
-        Command::new(BIN)
-            .args([
-                "bench",
-                "--duration",
-                "1s",
-                "--connections",
-                "2",
-                "--resources",
-                "10",
-                "--stale",
-                "0.5",
-                "--readers",
-                "1",
-                "--subscribers",
-                "2",
-                "--json",
-            ])
-            .output(),
     )
-    .await
-    .expect("the bench ends after its duration")
-    .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    .await;
     for path in [&report["http"], &report["baseline"]] {
         assert!(path["requests"].as_u64().unwrap() > 0, "{report}");
         assert_eq!(path["errors"], 0, "{report}");
@@ -282,17 +271,7 @@ async fn the_bench_reports_http_and_the_store_side_by_side() {
 /// The dashboard's event path is measured through its real decoding and model.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_bench_measures_the_dashboards_event_path() {
-    let output = Command::new(BIN)
-        .args(["bench", "--dashboard", "5000", "--json"])
-        .output()
-        .await
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let report = bench_report(&["--dashboard", "5000", "--json"], Duration::from_secs(60)).await;
     assert_eq!(report["events"], 5000);
     assert!(report["per_second"].as_f64().unwrap() > 0.0, "{report}");
 }
@@ -306,35 +285,24 @@ async fn the_bench_measures_the_dashboards_event_path() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_bench_runs_pgbench_beside_the_store_on_postgres() {
     let db = test_db!(Backend::Postgres);
-    let output = tokio::time::timeout(
+    let report = bench_report(
+        &[
+            "--database",
+            &db.url,
+            "--no-http",
+            "--duration",
+            "1s",
+            "--connections",
+            "2",
+            "--resources",
+            "10",
+            "--stale",
+            "0.5",
+            "--json",
+        ],
         Duration::from_secs(90),
-        Command::new(BIN)
-            .args([
-                "bench",
-                "--database",
-                &db.url,
-                "--no-http",
-                "--duration",
-                "1s",
-                "--connections",
-                "2",
-                "--resources",
-                "10",
-                "--stale",
-                "0.5",
-                "--json",
-            ])
-            .output(),
     )
-    .await
-    .expect("the bench ends after its duration")
-    .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    .await;
     let pgbench = &report["pgbench"];
     assert_eq!(pgbench["path"], "pgbench", "{report}");
     assert!(pgbench["requests"].as_u64().unwrap() > 0, "{report}");

@@ -54,20 +54,20 @@ impl BatchSessions {
             .acquire_owned()
             .await
             .map_err(|_| StoreError::Unavailable(Arc::new(sqlx::Error::PoolClosed)))?;
-        loop {
-            let Some(Idle { mut conn, since }) = self.lock().pop() else {
-                break;
-            };
-            if since.elapsed() < CHECK_AFTER_IDLE || conn.ping().await.is_ok() {
-                return Ok(Session {
-                    conn,
-                    home: self.clone(),
-                    permit,
-                });
+        let conn = loop {
+            // Popped before any wait: the lock is not held across one.
+            let idle = self.lock().pop();
+            match idle {
+                Some(Idle { conn, since }) if since.elapsed() < CHECK_AFTER_IDLE => break conn,
+                Some(Idle { mut conn, .. }) => {
+                    if conn.ping().await.is_ok() {
+                        break conn;
+                    }
+                    // Broken while idle (a restarted server): dropped, and the next one tried.
+                }
+                None => break self.opener.acquire().await?.detach(),
             }
-            // Broken while idle (a restarted server): dropped, and the next one tried.
-        }
-        let conn = self.opener.acquire().await?.detach();
+        };
         Ok(Session {
             conn,
             home: self.clone(),

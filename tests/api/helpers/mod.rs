@@ -14,7 +14,7 @@ pub use db::{Backend, TestDb};
 #[cfg(feature = "etcd")]
 pub use http::Put;
 pub use http::{audit_of, encode, http_builder, http_client, Reply};
-pub use process::{peer, Daemon};
+pub use process::{bench_report, peer, Daemon};
 pub use sse::SseClient;
 
 /// A small deterministic generator so that failures replay exactly.

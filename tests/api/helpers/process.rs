@@ -93,3 +93,24 @@ pub fn peer(path: &str) -> Option<String> {
     }
     Some(path.to_owned())
 }
+
+/// Runs `fencewatch bench ARGS` (with `--json` among them) to its end, at most `within`, and
+/// answers its report; a bench that fails fails the test with its stderr.
+pub async fn bench_report(args: &[&str], within: Duration) -> serde_json::Value {
+    let output = tokio::time::timeout(
+        within,
+        Command::new(env!("CARGO_BIN_EXE_fencewatch"))
+            .arg("bench")
+            .args(args)
+            .output(),
+    )
+    .await
+    .expect("the bench ends after its duration")
+    .expect("run fencewatch bench");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("the bench's report is JSON")
+}
