@@ -126,6 +126,35 @@ pub fn holds(
     })
 }
 
+/// What a release of `holder`'s generation `token` does to the grant as it stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReleaseDecision {
+    /// The current grant, held or lapsed by expiry: end it now.
+    Release,
+    /// The current grant, already released: nothing to do, and nothing wrong.
+    AlreadyReleased,
+    /// Not the current grant (superseded, someone else's, or never acquired).
+    Lost,
+}
+
+/// Releasing needs the current grant; releasing it after it expired, or twice, is fine.
+pub fn decide_release(
+    current: Option<&LeaseRecord>,
+    holder: &Holder,
+    token: FencingToken,
+) -> ReleaseDecision {
+    match current {
+        Some(current) if &current.holder == holder && current.token == token => {
+            if current.released {
+                ReleaseDecision::AlreadyReleased
+            } else {
+                ReleaseDecision::Release
+            }
+        }
+        _ => ReleaseDecision::Lost,
+    }
+}
+
 /// Which resources a lease's tokens may fence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum LeaseScope {
@@ -236,6 +265,35 @@ mod tests {
             "release after expiry"
         );
         assert!(!holds(None, &w1, token(3), 0, true));
+    }
+
+    #[test]
+    fn only_the_current_grant_releases() {
+        let w1 = Holder::parse("w1").unwrap();
+        let token = |t| FencingToken::new(t).unwrap();
+        let current = record("w1", 3, 100);
+        assert_eq!(
+            decide_release(Some(&current), &w1, token(3)),
+            ReleaseDecision::Release
+        );
+        let released = LeaseRecord {
+            released: true,
+            ..current.clone()
+        };
+        assert_eq!(
+            decide_release(Some(&released), &w1, token(3)),
+            ReleaseDecision::AlreadyReleased
+        );
+        let superseded = record("w2", 4, 200);
+        assert_eq!(
+            decide_release(Some(&superseded), &w1, token(3)),
+            ReleaseDecision::Lost
+        );
+        assert_eq!(
+            decide_release(Some(&current), &Holder::parse("w2").unwrap(), token(3)),
+            ReleaseDecision::Lost
+        );
+        assert_eq!(decide_release(None, &w1, token(3)), ReleaseDecision::Lost);
     }
 
     #[test]

@@ -4,7 +4,9 @@
 use super::error::{corrupt, time_from_us};
 use super::tx::{clock_us, retrying};
 use super::{Store, StoreError};
-use crate::domain::lease::{decide_acquire, holds, AcquireDecision};
+use crate::domain::lease::{
+    decide_acquire, decide_release, holds, AcquireDecision, ReleaseDecision,
+};
 use crate::domain::lease_history::{LeaseChange, LeaseEvent as HistoryEvent};
 use crate::domain::{FencingToken, Holder, LeaseName, LeaseRecord, Ttl};
 use chrono::{DateTime, Utc};
@@ -78,7 +80,7 @@ impl Store {
     ) -> Result<AcquireResult, StoreError> {
         retrying(|| async move {
             let mut tx = self.writer.begin().await?;
-            loop {
+            for _ in 0..MAX_DECISIONS {
                 let now = clock_us(&mut tx, self.backend, &*self.clock).await?;
                 let current = read_lease(&mut tx, name, "").await?;
                 let decision = decide_acquire(current.as_ref(), holder, now)
@@ -104,21 +106,21 @@ impl Store {
                     .bind(expires_at_us)
                     .execute(&mut *tx)
                     .await?,
-                    // Compare-and-set on the generation observed: of concurrent acquirers,
-                    // exactly one moves the counter; the others look again.
-                    Some(observed) => sqlx::query(
-                        "UPDATE leases SET holder = $2, token = $3, ttl_ms = $4, acquired_at_us = $5, \
-                         expires_at_us = $6, released_at_us = NULL WHERE name = $1 AND token = $7",
-                    )
-                    .bind(name.as_str())
-                    .bind(holder.as_str())
-                    .bind(token.get())
-                    .bind(ttl.millis())
-                    .bind(now)
-                    .bind(expires_at_us)
-                    .bind(observed.token.get())
-                    .execute(&mut *tx)
-                    .await?,
+                    Some(observed) => {
+                        let sql = update_if_unchanged(
+                            "holder = $4, token = $5, ttl_ms = $6, acquired_at_us = $7, \
+                             expires_at_us = $8, released_at_us = NULL",
+                            observed,
+                        );
+                        bind_observed(sqlx::query(&sql), observed)
+                            .bind(holder.as_str())
+                            .bind(token.get())
+                            .bind(ttl.millis())
+                            .bind(now)
+                            .bind(expires_at_us)
+                            .execute(&mut *tx)
+                            .await?
+                    }
                 };
                 if granted.rows_affected() != 1 {
                     continue;
@@ -138,6 +140,9 @@ impl Store {
                 tx.commit().await?;
                 return Ok(AcquireResult::Granted(record));
             }
+            Err(StoreError::Contention {
+                attempts: MAX_DECISIONS,
+            })
         })
         .await
     }
@@ -153,48 +158,45 @@ impl Store {
     ) -> Result<RenewResult, StoreError> {
         retrying(|| async move {
             let mut tx = self.writer.begin().await?;
-            let now = clock_us(&mut tx, self.backend, &*self.clock).await?;
-            let current = read_lease(&mut tx, name, "").await?;
-            if !holds(current.as_ref(), holder, token, now, false) {
-                tx.commit().await?;
-                return Ok(RenewResult::Lost(
-                    current.map(|record| LeaseState { record, now_us: now }),
-                ));
-            }
-            let Some(mut record) = current else {
-                return Ok(RenewResult::Lost(None));
-            };
-            record.ttl = ttl.unwrap_or(record.ttl);
-            record.expires_at_us = now + record.ttl.micros();
-            // Conditional on the grant still being the one checked above.
-            let renewed = sqlx::query(
-                "UPDATE leases SET ttl_ms = $4, expires_at_us = $5 \
-                 WHERE name = $1 AND holder = $2 AND token = $3 AND released_at_us IS NULL AND expires_at_us > $6",
-            )
-            .bind(name.as_str())
-            .bind(holder.as_str())
-            .bind(token.get())
-            .bind(record.ttl.millis())
-            .bind(record.expires_at_us)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
-            if renewed.rows_affected() != 1 {
+            for _ in 0..MAX_DECISIONS {
+                let now = clock_us(&mut tx, self.backend, &*self.clock).await?;
                 let current = read_lease(&mut tx, name, "").await?;
+                let observed = match current {
+                    Some(observed) if holds(Some(&observed), holder, token, now, false) => observed,
+                    other => {
+                        tx.commit().await?;
+                        return Ok(RenewResult::Lost(other.map(|record| LeaseState {
+                            record,
+                            now_us: now,
+                        })));
+                    }
+                };
+                let mut record = observed.clone();
+                record.ttl = ttl.unwrap_or(record.ttl);
+                record.expires_at_us = now + record.ttl.micros();
+                let sql = update_if_unchanged("ttl_ms = $4, expires_at_us = $5", &observed);
+                let renewed = bind_observed(sqlx::query(&sql), &observed)
+                    .bind(record.ttl.millis())
+                    .bind(record.expires_at_us)
+                    .execute(&mut *tx)
+                    .await?;
+                if renewed.rows_affected() != 1 {
+                    continue;
+                }
+                insert_event(&mut tx, now, &record, "renewed", record.expires_at_us).await?;
                 tx.commit().await?;
-                return Ok(RenewResult::Lost(
-                    current.map(|record| LeaseState { record, now_us: now }),
-                ));
+                return Ok(RenewResult::Renewed(record));
             }
-            insert_event(&mut tx, now, &record, "renewed", record.expires_at_us).await?;
-            tx.commit().await?;
-            Ok(RenewResult::Renewed(record))
+            Err(StoreError::Contention {
+                attempts: MAX_DECISIONS,
+            })
         })
         .await
     }
 
-    /// Ends the current grant early, unless `holder` and `token` are not the current grant.
-    /// Releasing a grant that has already expired, or releasing twice, is fine.
+    /// Ends the current grant early, unless `holder` and `token` are not the current grant
+    /// (superseded meanwhile included). Releasing a grant that has already expired, or
+    /// releasing twice, is fine.
     pub async fn release_lease(
         &self,
         name: &LeaseName,
@@ -203,30 +205,40 @@ impl Store {
     ) -> Result<ReleaseResult, StoreError> {
         retrying(|| async move {
             let mut tx = self.writer.begin().await?;
-            let now = clock_us(&mut tx, self.backend, &*self.clock).await?;
-            let current = read_lease(&mut tx, name, "").await?;
-            if !holds(current.as_ref(), holder, token, now, true) {
+            for _ in 0..MAX_DECISIONS {
+                let now = clock_us(&mut tx, self.backend, &*self.clock).await?;
+                let current = read_lease(&mut tx, name, "").await?;
+                let observed = match (decide_release(current.as_ref(), holder, token), current) {
+                    (ReleaseDecision::Release, Some(observed)) => observed,
+                    (ReleaseDecision::AlreadyReleased, _) => {
+                        tx.commit().await?;
+                        return Ok(ReleaseResult::Released);
+                    }
+                    (_, current) => {
+                        tx.commit().await?;
+                        return Ok(ReleaseResult::Lost(current.map(|record| LeaseState {
+                            record,
+                            now_us: now,
+                        })));
+                    }
+                };
+                let ends_at_us = now.min(observed.expires_at_us);
+                let sql = update_if_unchanged("released_at_us = $4, expires_at_us = $5", &observed);
+                let released = bind_observed(sqlx::query(&sql), &observed)
+                    .bind(now)
+                    .bind(ends_at_us)
+                    .execute(&mut *tx)
+                    .await?;
+                if released.rows_affected() != 1 {
+                    continue;
+                }
+                insert_event(&mut tx, now, &observed, "released", ends_at_us).await?;
                 tx.commit().await?;
-                return Ok(ReleaseResult::Lost(
-                    current.map(|record| LeaseState { record, now_us: now }),
-                ));
+                return Ok(ReleaseResult::Released);
             }
-            let released = sqlx::query(
-                "UPDATE leases SET released_at_us = $4, expires_at_us = CASE WHEN expires_at_us < $4 \
-                 THEN expires_at_us ELSE $4 END \
-                 WHERE name = $1 AND holder = $2 AND token = $3 AND released_at_us IS NULL",
-            )
-            .bind(name.as_str())
-            .bind(holder.as_str())
-            .bind(token.get())
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
-            if let (1, Some(record)) = (released.rows_affected(), &current) {
-                insert_event(&mut tx, now, record, "released", now.min(record.expires_at_us)).await?;
-            }
-            tx.commit().await?;
-            Ok(ReleaseResult::Released)
+            Err(StoreError::Contention {
+                attempts: MAX_DECISIONS,
+            })
         })
         .await
     }
@@ -277,6 +289,48 @@ impl Store {
         .await?;
         rows.iter().map(lease_event).collect()
     }
+}
+
+/// Decisions one operation makes on a lease before giving up: each one that could not be
+/// committed lost to a change another committed meanwhile.
+const MAX_DECISIONS: u32 = 64;
+
+/// The one compare-and-set every lease decision commits through: the `UPDATE` (`set` uses `$4`
+/// on) changes the row only while it is still the grant the decision was made on, the same
+/// generation, expiry and released state.
+///
+/// Why all three: on PostgreSQL (READ COMMITTED) a decision reads the row without locking it.
+/// An `UPDATE` that reaches a row another transaction is changing waits for that one's row lock
+/// and then evaluates its `WHERE` against the newest committed version of the row, not the one
+/// read. Comparing the generation alone let an acquire that had read an expired grant overwrite
+/// the renewal of that same generation committed meanwhile: two holders, each told it held the
+/// lease. Naming everything the decision depended on makes the `UPDATE` either apply to the very
+/// grant decided on, or change nothing; then the operation reads again (a new statement sees the
+/// newest commit) and decides afresh. Expiry needs no lock of its own: a grant lapses by the
+/// clock, and the first decision that acts on the lapse goes through this same comparison. On
+/// SQLite a write transaction whose snapshot went stale fails with `SQLITE_BUSY_SNAPSHOT` and is
+/// run again from its start (`retrying`), so the comparison holds there by construction.
+fn update_if_unchanged(set: &str, observed: &LeaseRecord) -> String {
+    let released = if observed.released {
+        "IS NOT NULL"
+    } else {
+        "IS NULL"
+    };
+    format!(
+        "UPDATE leases SET {set} \
+         WHERE name = $1 AND token = $2 AND expires_at_us = $3 AND released_at_us {released}"
+    )
+}
+
+/// Binds `update_if_unchanged`'s `$1` to `$3`.
+fn bind_observed<'q>(
+    query: sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>>,
+    observed: &'q LeaseRecord,
+) -> sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>> {
+    query
+        .bind(observed.name.as_str())
+        .bind(observed.token.get())
+        .bind(observed.expires_at_us)
 }
 
 /// Reads a lease inside `tx`; `lock` is appended to the query (a row lock where the dialect

@@ -31,6 +31,7 @@ mod hostile;
 mod idempotency;
 mod interleaving;
 mod layering;
+mod lease_race;
 mod leases;
 mod limits;
 mod metrics;
