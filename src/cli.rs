@@ -39,6 +39,28 @@ pub struct Cli {
     pub log_format: LogFormat,
 }
 
+impl Cli {
+    /// The command line as it is parsed, shown (`--help`), completed and documented. No
+    /// argument shows the value of its environment variable: it may be a password (a database
+    /// URL) or an API key. Applied here to every argument, so that a new one cannot forget it.
+    pub fn command_without_secrets() -> clap::Command {
+        hide_env_values(<Self as clap::CommandFactory>::command())
+    }
+
+    /// Parses this process's arguments with `command_without_secrets`; a bad command line (or
+    /// `--help`) exits with clap's message.
+    pub fn parse_without_secrets() -> Self {
+        let matches = Self::command_without_secrets().get_matches();
+        <Self as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+    }
+}
+
+fn hide_env_values(command: clap::Command) -> clap::Command {
+    command
+        .mut_args(|arg| arg.hide_env_values(true))
+        .mut_subcommands(hide_env_values)
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {
     Text,
@@ -541,5 +563,33 @@ mod tests {
         let told = serve(&["--database", "sqlite://x.db", "--http-workers", "4"]);
         assert_eq!(told.http_workers(2), 4);
         assert!(Cli::try_parse_from(["fencewatch", "serve", "--http-workers", "0"]).is_err());
+    }
+
+    #[test]
+    fn no_argument_shows_its_environment_value() {
+        fn check(command: &clap::Command, seen: &mut usize) {
+            for arg in command.get_arguments() {
+                if arg.get_env().is_some() {
+                    assert!(
+                        arg.is_hide_env_values_set(),
+                        "{} --{:?}",
+                        command.get_name(),
+                        arg.get_long()
+                    );
+                    *seen += 1;
+                }
+            }
+            for sub in command.get_subcommands() {
+                check(sub, seen);
+            }
+        }
+        let mut command = Cli::command_without_secrets();
+        command.build();
+        let mut seen = 0;
+        check(&command, &mut seen);
+        assert!(
+            seen >= 10,
+            "found only {seen} arguments read from the environment"
+        );
     }
 }

@@ -1,11 +1,10 @@
-use clap::Parser;
 use fencewatch::cli::{Cli, Command, LogFormat};
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_without_secrets();
     // Logs go to stderr: stdout's first line belongs to the `listening on` announcement. A
     // dashboard owns the terminal, so it logs nothing there.
     let owns_terminal = match &cli.command {

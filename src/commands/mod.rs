@@ -43,7 +43,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Completions { shell } => {
-            let mut command = <Cli as clap::CommandFactory>::command();
+            let mut command = Cli::command_without_secrets();
             // Into memory first: the generator panics on a write error such as a closed pipe.
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut command, "fencewatch", &mut script);
@@ -52,7 +52,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Man => {
-            let command = <Cli as clap::CommandFactory>::command();
+            let command = Cli::command_without_secrets();
             clap_mangen::Man::new(command)
                 .render(&mut std::io::stdout())
                 .map_err(|e| anyhow::anyhow!("failed to write the manual page: {e}"))?;

@@ -10,7 +10,7 @@ use crate::http::{self, Access, AppState};
 use crate::live::alerts::AlertConfig;
 use crate::live::{Live, LiveConfig};
 use crate::metrics::Metrics;
-use crate::store::{Store, StoreError, StoreOptions};
+use crate::store::{redact_url, Store, StoreError, StoreOptions};
 use crate::tls;
 use anyhow::Context;
 use std::io::Write;
@@ -77,11 +77,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         service
     } else {
         let authorities = Authorities::with_etcd(args.etcd.clone(), args.db_timeout)?;
+        let endpoints: Vec<String> = args.etcd.iter().map(|url| redact_url(url)).collect();
         // A daemon whose etcd is down still starts (its own leases work); /readyz says so.
         match authorities.ready().await {
-            Ok(()) => tracing::info!(endpoints = ?args.etcd, "etcd answers"),
+            Ok(()) => tracing::info!(?endpoints, "etcd answers"),
             Err(error) => {
-                tracing::error!(endpoints = ?args.etcd, %error, "etcd does not answer; writes naming etcd locks get 503 until it does")
+                tracing::error!(?endpoints, %error, "etcd does not answer; writes naming etcd locks get 503 until it does")
             }
         }
         service.with_authorities(authorities)

@@ -1,5 +1,6 @@
 use super::batch::sqlite::CREATE_BATCH_CHECK;
 use super::batch::BatchSessions;
+use super::db_url::{driver_url, redact_url};
 use super::wal_sync::WalSync;
 use super::{Store, StoreError};
 use crate::domain::clock::{SharedClock, SystemClock};
@@ -110,7 +111,7 @@ impl Store {
         } else {
             Err(StoreError::Open(format!(
                 "unsupported database URL {:?}: use sqlite://PATH or postgres://…",
-                redact(url)
+                redact_url(url)
             )))
         }
     }
@@ -260,7 +261,14 @@ async fn outside_transaction(conn: &mut sqlx::AnyConnection) -> bool {
 const BATCH_SESSION: &str = "SET enable_seqscan = off; SET enable_hashjoin = off; \
     SET enable_mergejoin = off; SET plan_cache_mode = force_generic_plan";
 
-async fn open_postgres(url: &str, options: &StoreOptions) -> Result<Store, StoreError> {
+async fn open_postgres(shown_url: &str, options: &StoreOptions) -> Result<Store, StoreError> {
+    // The driver logs a parameter it does not read with its value, which may be a password
+    // (`sslpassword`): those are dropped here, named without their values.
+    let driver = driver_url(shown_url);
+    for parameter in &driver.ignored {
+        tracing::warn!(%parameter, "ignoring a database URL parameter PostgreSQL's driver does not read");
+    }
+    let url = driver.url.as_str();
     let read_only = options.mode == OpenMode::ReadOnly;
     // Read-only: every transaction of the session, implicit ones included, is read-only, so the
     // server itself refuses any write.
@@ -268,16 +276,17 @@ async fn open_postgres(url: &str, options: &StoreOptions) -> Result<Store, Store
         options,
         read_only.then_some("SET default_transaction_read_only = on"),
     );
-    let pool = pool
-        .connect(url)
-        .await
-        .map_err(|e| StoreError::Open(format!("cannot connect to {}: {e}", redact(url))))?;
+    let pool = pool.connect(url).await.map_err(|e| {
+        StoreError::Open(format!("cannot connect to {}: {e}", redact_url(shown_url)))
+    })?;
     // Connected on first use: a daemon that applies no batch never opens one.
     let batch_opener = match read_only {
         true => pool.clone(),
         false => postgres_pool(options, Some(BATCH_SESSION))
             .connect_lazy(url)
-            .map_err(|e| StoreError::Open(format!("cannot connect to {}: {e}", redact(url))))?,
+            .map_err(|e| {
+                StoreError::Open(format!("cannot connect to {}: {e}", redact_url(shown_url)))
+            })?,
     };
     let migrator = sqlx::migrate!("migrations/postgres");
     match options.mode {
@@ -349,35 +358,9 @@ async fn require_current_schema(
     }
 }
 
-/// The URL without its password, for messages.
-pub(crate) fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme_end), Some(at)) if at > scheme_end => {
-            let credentials = &url[scheme_end + 3..at];
-            match credentials.split_once(':') {
-                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme_end + 3], &url[at..]),
-                None => url.to_owned(),
-            }
-        }
-        _ => url.to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn passwords_never_reach_messages() {
-        assert_eq!(
-            redact("postgres://app:s3cret@db:5432/x"),
-            "postgres://app:***@db:5432/x"
-        );
-        assert_eq!(
-            redact("postgres://postgres@127.0.0.1/test"),
-            "postgres://postgres@127.0.0.1/test"
-        );
-    }
 
     #[test]
     fn recognises_sqlite_urls() {

@@ -11,6 +11,7 @@ mod batch;
 mod chain;
 mod chain_heads;
 mod connect;
+mod db_url;
 mod error;
 mod leases;
 mod overlaps;
@@ -27,6 +28,7 @@ pub use authority::{RecordedLock, RegressedLock, Sighting};
 pub use batch::{CommittedBatch, MAX_BATCH};
 pub use chain::{Breach, PruneReport, VerifyReport};
 pub use connect::{is_sqlite_url, Backend, OpenMode, StoreOptions, DEFAULT_DB_TIMEOUT};
+pub use db_url::redact_url;
 pub use error::{within, StoreError};
 pub use leases::{
     AcquireResult, LeaseEvent, LeaseHistoryQuery, LeaseState, ReleaseResult, RenewResult,

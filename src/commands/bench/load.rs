@@ -89,8 +89,11 @@ pub(crate) async fn start_daemon(
 ) -> anyhow::Result<(String, tokio::process::Child)> {
     let exe = std::env::current_exe().context("cannot find this executable")?;
     let mut child = tokio::process::Command::new(exe)
-        .args(["serve", "--listen", "127.0.0.1:0", "--database", database])
+        .args(["serve", "--listen", "127.0.0.1:0"])
         .args(extra)
+        // Through the environment, not the arguments, which any user of the machine can read
+        // (`ps`): the URL may carry a password.
+        .env("FENCEWATCH_DATABASE_URL", database)
         .env("FENCEWATCH_LOG", "error")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::inherit())

@@ -167,7 +167,7 @@ pub async fn run(options: DemoOptions) -> anyhow::Result<()> {
             incidents,
             alerts,
             DatabaseNote {
-                url: url.clone(),
+                url: crate::store::redact_url(&url),
                 kept: options.database.is_some(),
             },
         ))

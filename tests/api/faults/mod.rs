@@ -20,7 +20,7 @@ mod disk;
 mod kill;
 mod load;
 mod outage;
-mod proxy;
+pub(crate) mod proxy;
 
 use disk::SmallDisk;
 use kill::{assert_acknowledged, audit_by_id, kill_repeatedly};

@@ -3,13 +3,13 @@
 use tokio::sync::watch;
 
 /// `host:port` of a PostgreSQL URL.
-pub(super) fn upstream_of(url: &str) -> String {
+pub(crate) fn upstream_of(url: &str) -> String {
     let url = reqwest::Url::parse(url).unwrap();
     format!("{}:{}", url.host_str().unwrap(), url.port().unwrap_or(5432))
 }
 
 /// The same database URL, through `proxy`.
-pub(super) fn proxied_url(url: &str, proxy: &Proxy) -> String {
+pub(crate) fn proxied_url(url: &str, proxy: &Proxy) -> String {
     let mut url = reqwest::Url::parse(url).unwrap();
     url.set_host(Some("127.0.0.1")).unwrap();
     url.set_port(Some(proxy.address.port())).unwrap();
@@ -20,7 +20,7 @@ pub(super) fn proxied_url(url: &str, proxy: &Proxy) -> String {
 /// dropped, new ones refused) or stalled (bytes held, nothing closed, as when a network or a
 /// server stops answering without saying so) and restored: the server going away and coming
 /// back, as the daemon sees it, without disturbing other tests that share the server.
-pub(super) struct Proxy {
+pub(crate) struct Proxy {
     pub(super) address: std::net::SocketAddr,
     pub(super) up: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// Whether the links opened since the last `abandon_links` may carry bytes.
@@ -31,7 +31,7 @@ pub(super) struct Proxy {
 }
 
 impl Proxy {
-    pub(super) async fn start(upstream: String) -> Proxy {
+    pub(crate) async fn start(upstream: String) -> Proxy {
         use std::sync::atomic::Ordering;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
@@ -69,7 +69,7 @@ impl Proxy {
         }
     }
 
-    pub(super) fn cut(&self) {
+    pub(crate) fn cut(&self) {
         self.up.store(false, std::sync::atomic::Ordering::SeqCst);
         for link in self.links.lock().unwrap().drain(..) {
             link.abort();
@@ -89,7 +89,7 @@ impl Proxy {
         self.abandoned.lock().unwrap().push(stalled);
     }
 
-    pub(super) fn restore(&self) {
+    pub(crate) fn restore(&self) {
         self.up.store(true, std::sync::atomic::Ordering::SeqCst);
         self.flowing.lock().unwrap().send_replace(true);
     }
