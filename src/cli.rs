@@ -4,6 +4,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::time::Duration;
 
+mod fence;
+pub use fence::{FenceArgs, FenceCommand, FenceTarget, FENCE_EXIT_CODES_HELP};
+
 /// The exit codes of `lease` and `write` (`commands::answer::exit_code` gives them).
 pub const EXIT_CODES_HELP: &str = "Exit codes:
   0  accepted (or replayed); lease granted, renewed, released or shown
@@ -87,6 +90,9 @@ pub enum Command {
     /// Write stdin as a resource's value, fenced by a token.
     #[command(after_help = EXIT_CODES_HELP)]
     Write(WriteArgs),
+    /// Fence your own database: install, protect tables, status, seal, uninstall (PostgreSQL or
+    /// SQLite).
+    Fence(FenceArgs),
     /// Print a shell completion script (e.g. `fencewatch completions bash > /etc/bash_completion.d/fencewatch`).
     Completions {
         #[arg(value_enum)]

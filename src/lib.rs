@@ -14,6 +14,7 @@ pub mod domain;
 pub mod http;
 pub mod live;
 pub mod metrics;
+pub mod owndb;
 pub mod store;
 pub mod tls;
 pub mod tui;

@@ -4,6 +4,7 @@ pub mod answer;
 pub mod audit;
 pub mod bench;
 pub mod demo;
+pub mod fence;
 pub mod lease;
 pub mod serve;
 pub mod write;
@@ -20,6 +21,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve(args) => serve::run(args).await.map(|()| ExitCode::SUCCESS),
         Command::Lease(args) => lease::run(args).await,
         Command::Write(args) => write::run(args).await,
+        Command::Fence(args) => fence::run(args).await,
         Command::Audit(args) => audit::run(args).await,
         Command::Bench(args) => bench::run_command(args).await,
         Command::Tui(args) => {

@@ -8,6 +8,7 @@ pub mod backoff;
 pub mod chain;
 pub mod clock;
 pub mod fence;
+pub mod fence_audit;
 pub mod idempotency;
 pub mod key;
 pub mod label;

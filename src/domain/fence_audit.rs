@@ -1,0 +1,399 @@
+//! The audit of a fence installed in the user's own database (`fencewatch fence install`): its
+//! row, the canonical encoding and hash its chain uses, and the check of a chain read back.
+//!
+//! The hash is computed twice, once here and once by the database: PostgreSQL's installed
+//! `row_hash()` builds the same JSON array from `to_json()` of each text, which escapes exactly
+//! as serde_json does (`\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t`, other control characters as
+//! lowercase `\u00xx`, everything else as is). SQLite has no SHA-256 in SQL: its rows are
+//! written unsealed and sealed with [`row_hash`] here.
+
+use super::chain::GENESIS;
+use super::{AuditEntry, Outcome};
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+
+/// The first element of every row's canonical encoding: a fence row can never hash like a row
+/// of the daemon's own audit (`fencewatch-audit-v1`).
+pub const ENCODING_TAG: &str = "fencewatch-fence-v1";
+
+/// One row of a fence's audit, as stored (`fencewatch.audit`, SQLite `fencewatch_audit`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FenceAuditRow {
+    /// The watched database's id: grows in the order decisions on a scope were made.
+    pub id: i64,
+    #[serde(serialize_with = "super::audit::serialize_rfc3339_micros")]
+    pub at: DateTime<Utc>,
+    /// The scope.
+    pub resource: String,
+    /// `accepted`, `replayed`, `stale`, `superseded`, `unauthorized` or `invalid`, as the
+    /// database wrote it.
+    pub outcome: String,
+    pub token: Option<i64>,
+    /// The scope's highest accepted generation after the decision.
+    pub highest_token: i64,
+    /// The operation id.
+    pub idempotency_key: Option<String>,
+    pub owner: Option<String>,
+    pub lease: Option<String>,
+    pub detail: Option<String>,
+    /// The protected table the write went to; `None` for the guard call.
+    pub table_name: Option<String>,
+    /// The row's position in its scope's chain, from 1.
+    pub seq: i64,
+    /// `None` until sealed (SQLite's rows, until `fencewatch fence seal` or a watcher seals them).
+    pub prev_hash: Option<String>,
+    pub hash: Option<String>,
+}
+
+impl FenceAuditRow {
+    /// The outcome, if it is one the daemon knows.
+    pub fn known_outcome(&self) -> Option<Outcome> {
+        Outcome::parse(&self.outcome)
+    }
+
+    /// The hash this row has at its position after `prev_hash`.
+    pub fn computed_hash(&self, prev_hash: &str) -> String {
+        row_hash(self, prev_hash)
+    }
+
+    /// The row as the daemon's audit shows one: no revision (0) and no body, the protected
+    /// table folded into the detail. `None` for an outcome the daemon does not know.
+    pub fn to_audit_entry(&self) -> Option<AuditEntry> {
+        let detail = match (&self.table_name, &self.detail) {
+            (Some(table), Some(detail)) => Some(format!("{detail} (table {table})")),
+            (Some(table), None) => Some(format!("table {table}")),
+            (None, detail) => detail.clone(),
+        };
+        Some(AuditEntry {
+            id: self.id,
+            at: self.at,
+            resource: self.resource.clone(),
+            outcome: self.known_outcome()?,
+            token: self.token,
+            highest_token: self.highest_token,
+            revision: 0,
+            idempotency_key: self.idempotency_key.clone(),
+            expected_revision: None,
+            owner: self.owner.clone(),
+            lease: self.lease.clone(),
+            body_sha256: None,
+            body_len: None,
+            detail,
+            caller: None,
+        })
+    }
+}
+
+/// The canonical encoding of `row` after `prev_hash`: `["fencewatch-fence-v1", seq, at_us,
+/// resource, outcome, token, highest_token, idempotency_key, owner, lease, detail, table_name,
+/// prev_hash]` as compact JSON (times as integer microseconds since the epoch). The id is left
+/// out: it is the database's, and order is checked through `seq`.
+pub fn canonical_encoding(row: &FenceAuditRow, prev_hash: &str) -> Vec<u8> {
+    let fields = (
+        ENCODING_TAG,
+        row.seq,
+        row.at.timestamp_micros(),
+        &row.resource,
+        &row.outcome,
+        row.token,
+        row.highest_token,
+        &row.idempotency_key,
+        &row.owner,
+        &row.lease,
+        &row.detail,
+        &row.table_name,
+        prev_hash,
+    );
+    // Writing strings, integers and nulls into a Vec cannot fail.
+    serde_json::to_vec(&fields).unwrap_or_default()
+}
+
+/// SHA-256 of the canonical encoding, in lowercase hex: what the database stores in `hash`.
+pub fn row_hash(row: &FenceAuditRow, prev_hash: &str) -> String {
+    hex::encode(Sha256::digest(canonical_encoding(row, prev_hash)))
+}
+
+/// The `prev_hash` of a scope's first row.
+pub fn genesis() -> &'static str {
+    GENESIS
+}
+
+/// Why a chain does not verify at a row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum ChainFault {
+    /// The row is not at the position after its predecessor (a row removed, or one inserted).
+    Gap { expected_seq: i64 },
+    /// Its `prev_hash` is not its predecessor's hash.
+    Unlinked,
+    /// Its hash is not the hash of what it holds.
+    Altered,
+    /// A sealed row after an unsealed one: sealing goes in order, so the rows were changed.
+    SealedAfterUnsealed,
+    /// A row with one of `prev_hash` and `hash` set but not the other.
+    HalfSealed,
+}
+
+/// The first row of a scope whose chain does not verify.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChainBreach {
+    pub resource: String,
+    pub id: i64,
+    pub seq: i64,
+    pub fault: ChainFault,
+}
+
+/// What a check of the chains found.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct ChainCheck {
+    pub rows: usize,
+    pub scopes: usize,
+    /// Rows not sealed yet, each at the tail of its scope's chain (SQLite): not a fault.
+    pub unsealed: usize,
+    /// At most one per scope: the first row where its chain breaks.
+    pub breaches: Vec<ChainBreach>,
+}
+
+impl ChainCheck {
+    pub fn intact(&self) -> bool {
+        self.breaches.is_empty()
+    }
+}
+
+/// Checks every scope's chain in `rows` (any order). Each scope's rows must run from seq 1 with
+/// no gap; each sealed row must link to its predecessor and hash to what it holds; unsealed rows
+/// may only form a tail.
+pub fn check_chains(rows: &[FenceAuditRow]) -> ChainCheck {
+    let mut by_scope: BTreeMap<&str, Vec<&FenceAuditRow>> = BTreeMap::new();
+    for row in rows {
+        by_scope.entry(&row.resource).or_default().push(row);
+    }
+    let mut check = ChainCheck {
+        rows: rows.len(),
+        scopes: by_scope.len(),
+        ..ChainCheck::default()
+    };
+    for (_, mut chain) in by_scope {
+        chain.sort_by_key(|row| (row.seq, row.id));
+        let (unsealed, breach) = check_scope(&chain);
+        check.unsealed += unsealed;
+        check.breaches.extend(breach);
+    }
+    check
+}
+
+/// One scope's rows in seq order: how many are unsealed, and the first breach.
+fn check_scope(chain: &[&FenceAuditRow]) -> (usize, Option<ChainBreach>) {
+    let mut prev_hash: Option<&str> = Some(GENESIS);
+    let mut unsealed = 0;
+    for (index, row) in chain.iter().enumerate() {
+        let breach = |fault| {
+            Some(ChainBreach {
+                resource: row.resource.clone(),
+                id: row.id,
+                seq: row.seq,
+                fault,
+            })
+        };
+        let expected_seq = index as i64 + 1;
+        if row.seq != expected_seq {
+            return (unsealed, breach(ChainFault::Gap { expected_seq }));
+        }
+        match (&row.prev_hash, &row.hash) {
+            (None, None) => {
+                unsealed += 1;
+                prev_hash = None;
+            }
+            (Some(stored_prev), Some(stored_hash)) => {
+                let Some(expected_prev) = prev_hash else {
+                    return (unsealed, breach(ChainFault::SealedAfterUnsealed));
+                };
+                if stored_prev != expected_prev {
+                    return (unsealed, breach(ChainFault::Unlinked));
+                }
+                if row_hash(row, stored_prev) != *stored_hash {
+                    return (unsealed, breach(ChainFault::Altered));
+                }
+                prev_hash = Some(stored_hash);
+            }
+            _ => return (unsealed, breach(ChainFault::HalfSealed)),
+        }
+    }
+    (unsealed, None)
+}
+
+/// Fills in `prev_hash` and `hash` of the unsealed rows of one scope, given in seq order after
+/// the sealed row whose hash is `sealed_head` (`GENESIS` when none is). Returns each sealed
+/// row's `(id, prev_hash, hash)`.
+pub fn seal_scope(sealed_head: &str, unsealed: &[FenceAuditRow]) -> Vec<(i64, String, String)> {
+    let mut prev = sealed_head.to_owned();
+    unsealed
+        .iter()
+        .map(|row| {
+            let hash = row_hash(row, &prev);
+            let sealed = (row.id, prev.clone(), hash.clone());
+            prev = hash;
+            sealed
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn row(seq: i64) -> FenceAuditRow {
+        FenceAuditRow {
+            id: seq * 10,
+            at: DateTime::from_timestamp_micros(1_764_474_000_000_001).unwrap(),
+            resource: "orders/eu".into(),
+            outcome: "stale".into(),
+            token: Some(7),
+            highest_token: 8,
+            idempotency_key: Some("op-1".into()),
+            owner: Some("worker-a".into()),
+            lease: None,
+            detail: Some("generation 7 is below 8, the highest accepted".into()),
+            table_name: Some("public.orders".into()),
+            seq,
+            prev_hash: None,
+            hash: None,
+        }
+    }
+
+    fn sealed(rows: Vec<FenceAuditRow>) -> Vec<FenceAuditRow> {
+        let links = seal_scope(GENESIS, &rows);
+        rows.into_iter()
+            .zip(links)
+            .map(|(mut row, (_, prev, hash))| {
+                row.prev_hash = Some(prev);
+                row.hash = Some(hash);
+                row
+            })
+            .collect()
+    }
+
+    /// The encoding is part of every stored chain and of the SQL that computes it at install:
+    /// changing it would make every installed fence's audit fail to verify. The hash was
+    /// computed by PostgreSQL's installed `row_hash()`, not by this code.
+    #[test]
+    fn the_encoding_is_pinned() {
+        let mut quoted = row(1);
+        quoted.owner = Some("a \"b\" \\c\n\u{1}\u{e9}".into());
+        assert_eq!(
+            String::from_utf8(canonical_encoding(&quoted, GENESIS)).unwrap(),
+            format!(
+                "[\"fencewatch-fence-v1\",1,1764474000000001,\"orders/eu\",\"stale\",7,8,\"op-1\",\
+                 \"a \\\"b\\\" \\\\c\\n\\u0001\u{e9}\",null,\"generation 7 is below 8, the highest \
+                 accepted\",\"public.orders\",\"{GENESIS}\"]"
+            )
+        );
+        assert_eq!(
+            row_hash(&row(1), GENESIS),
+            "9234b281f34ce55b93dd0f592222144ac0d8359dba61245ad4e7efbdc8484120"
+        );
+    }
+
+    #[test]
+    fn a_sealed_chain_verifies_and_any_change_breaks_it_at_that_row() {
+        let chain = sealed((1..=4).map(row).collect());
+        let check = check_chains(&chain);
+        assert!(check.intact(), "{check:?}");
+        assert_eq!((check.rows, check.scopes, check.unsealed), (4, 1, 0));
+
+        let mut altered = chain.clone();
+        altered[2].owner = Some("someone else".into());
+        assert_eq!(
+            check_chains(&altered).breaches[0].fault,
+            ChainFault::Altered
+        );
+        assert_eq!(check_chains(&altered).breaches[0].seq, 3);
+
+        let mut removed = chain.clone();
+        removed.remove(1);
+        assert_eq!(
+            check_chains(&removed).breaches[0].fault,
+            ChainFault::Gap { expected_seq: 2 }
+        );
+
+        let mut rechained = chain.clone();
+        rechained[3].prev_hash = Some(GENESIS.into());
+        assert_eq!(
+            check_chains(&rechained).breaches[0].fault,
+            ChainFault::Unlinked
+        );
+    }
+
+    #[test]
+    fn an_unsealed_tail_is_not_a_fault_but_a_sealed_row_after_it_is() {
+        let mut chain = sealed((1..=2).map(row).collect());
+        chain.push(row(3));
+        chain.push(row(4));
+        let check = check_chains(&chain);
+        assert!(check.intact());
+        assert_eq!(check.unsealed, 2);
+
+        let mut forged = chain.clone();
+        forged[3].prev_hash = Some("ab".repeat(32));
+        forged[3].hash = Some(row_hash(&forged[3], &"ab".repeat(32)));
+        assert_eq!(
+            check_chains(&forged).breaches[0].fault,
+            ChainFault::SealedAfterUnsealed
+        );
+
+        let mut half = chain;
+        half[2].hash = Some("00".into());
+        assert_eq!(
+            check_chains(&half).breaches[0].fault,
+            ChainFault::HalfSealed
+        );
+    }
+
+    #[test]
+    fn sealing_after_a_sealed_head_continues_the_chain() {
+        let head = sealed((1..=2).map(row).collect());
+        let head_hash = head[1].hash.clone().unwrap();
+        let tail: Vec<_> = (3..=5).map(row).collect();
+        let links = seal_scope(&head_hash, &tail);
+        let mut all = head;
+        for (mut row, (id, prev, hash)) in tail.into_iter().zip(links) {
+            assert_eq!(id, row.id);
+            row.prev_hash = Some(prev);
+            row.hash = Some(hash);
+            all.push(row);
+        }
+        assert!(check_chains(&all).intact());
+    }
+
+    #[test]
+    fn rows_convert_to_the_daemons_entries() {
+        let entry = row(1).to_audit_entry().unwrap();
+        assert_eq!(entry.outcome, Outcome::Stale);
+        assert_eq!(entry.revision, 0);
+        assert_eq!(
+            entry.detail.as_deref(),
+            Some("generation 7 is below 8, the highest accepted (table public.orders)")
+        );
+        let mut unknown = row(1);
+        unknown.outcome = "exploded".into();
+        assert_eq!(unknown.to_audit_entry(), None);
+    }
+
+    proptest! {
+        /// Whatever the texts hold, the encoding is valid JSON that reads back to the same
+        /// fields: no text can shift another into a different position.
+        #[test]
+        fn the_encoding_is_unambiguous(owner in "\\PC*|[\"\\\\\u{0}-\u{1f}]*", detail in any::<Option<String>>()) {
+            let mut r = row(3);
+            r.owner = Some(owner.clone());
+            r.detail = detail.clone();
+            let parsed: serde_json::Value = serde_json::from_slice(&canonical_encoding(&r, GENESIS)).unwrap();
+            prop_assert_eq!(parsed[8].as_str(), Some(owner.as_str()));
+            prop_assert_eq!(parsed[10].as_str(), detail.as_deref());
+            prop_assert_eq!(parsed.as_array().map(Vec::len), Some(13));
+        }
+    }
+}

@@ -1,0 +1,191 @@
+//! Reading a fence's audit back, and sealing SQLite's: the hashes SQLite cannot compute in SQL
+//! are filled in here, in seq order per scope, with the same `domain::fence_audit::row_hash`
+//! PostgreSQL's `row_hash()` matches.
+
+use super::{OwnDbError, PgFence, SealReport, SqliteFence};
+use crate::domain::fence_audit::{genesis, seal_scope, FenceAuditRow};
+use chrono::{DateTime, Utc};
+use sqlx::Connection;
+
+/// The columns both backends read, `at` as each stores it.
+type RawRow = (
+    i64,
+    Option<String>,
+    String,
+    String,
+    Option<i64>,
+    i64,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    i64,
+    Option<String>,
+    Option<String>,
+);
+
+const COLUMNS_AFTER_AT: &str = "resource, outcome, token, highest_token, idempotency_key, \
+     owner, lease, detail, table_name, seq, prev_hash, hash";
+
+/// Builds a row; `at` is microseconds since the epoch (PostgreSQL) or RFC 3339 text (SQLite).
+fn to_row(raw: RawRow, at: DateTime<Utc>) -> FenceAuditRow {
+    let (
+        id,
+        _,
+        resource,
+        outcome,
+        token,
+        highest_token,
+        idempotency_key,
+        owner,
+        lease,
+        detail,
+        table_name,
+        seq,
+        prev_hash,
+        hash,
+    ) = raw;
+    FenceAuditRow {
+        id,
+        at,
+        resource,
+        outcome,
+        token,
+        highest_token,
+        idempotency_key,
+        owner,
+        lease,
+        detail,
+        table_name,
+        seq,
+        prev_hash,
+        hash,
+    }
+}
+
+fn parse_at(id: i64, text: Option<&str>) -> Result<DateTime<Utc>, OwnDbError> {
+    text.and_then(|text| DateTime::parse_from_rfc3339(text).ok())
+        .map(|at| at.with_timezone(&Utc))
+        .ok_or_else(|| {
+            OwnDbError::Invalid(format!(
+                "audit row {id} has a time that is not RFC 3339: {text:?}"
+            ))
+        })
+}
+
+pub(super) async fn postgres_page(
+    pg: &PgFence,
+    after_id: i64,
+    limit: u32,
+) -> Result<Vec<FenceAuditRow>, OwnDbError> {
+    let sql = format!(
+        "SELECT id, ((extract(epoch FROM at) * 1000000)::bigint)::text, {COLUMNS_AFTER_AT} \
+           FROM {}.audit WHERE id > $1 ORDER BY id LIMIT $2",
+        super::quote::ident(pg.schema())
+    );
+    let raw: Vec<RawRow> = sqlx::query_as(&sql)
+        .bind(after_id)
+        .bind(i64::from(limit))
+        .fetch_all(pg.pool())
+        .await?;
+    raw.into_iter()
+        .map(|raw| {
+            let micros = raw.1.as_deref().and_then(|us| us.parse::<i64>().ok());
+            let at = micros
+                .and_then(DateTime::from_timestamp_micros)
+                .ok_or_else(|| OwnDbError::Invalid(format!("audit row {} has no time", raw.0)))?;
+            Ok(to_row(raw, at))
+        })
+        .collect()
+}
+
+pub(super) async fn sqlite_page(
+    sqlite: &SqliteFence,
+    after_id: i64,
+    limit: u32,
+) -> Result<Vec<FenceAuditRow>, OwnDbError> {
+    let raw: Vec<RawRow> = sqlx::query_as(&format!(
+        "SELECT id, at, {COLUMNS_AFTER_AT} FROM fencewatch_audit WHERE id > $1 ORDER BY id LIMIT $2"
+    ))
+    .bind(after_id)
+    .bind(i64::from(limit))
+    .fetch_all(sqlite.pool())
+    .await?;
+    raw.into_iter()
+        .map(|raw| {
+            let at = parse_at(raw.0, raw.1.as_deref())?;
+            Ok(to_row(raw, at))
+        })
+        .collect()
+}
+
+/// Seals every unsealed row in one write transaction: SQLite's single writer means no row is
+/// appended meanwhile, and a reader sees either none or all of a seal.
+pub(super) async fn seal(sqlite: &SqliteFence) -> Result<SealReport, OwnDbError> {
+    let mut conn = sqlite.pool().acquire().await?;
+    let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
+    if super::migrate::sqlite_applied(&mut tx).await?.is_empty() {
+        return Err(OwnDbError::Invalid(format!(
+            "no fence in {}: nothing to seal",
+            sqlite.shown_url()
+        )));
+    }
+    let raw: Vec<RawRow> = sqlx::query_as(&format!(
+        "SELECT id, at, {COLUMNS_AFTER_AT} FROM fencewatch_audit WHERE hash IS NULL \
+          ORDER BY resource, seq"
+    ))
+    .fetch_all(&mut *tx)
+    .await?;
+    let mut rows = Vec::with_capacity(raw.len());
+    for raw in raw {
+        let at = parse_at(raw.0, raw.1.as_deref())?;
+        rows.push(to_row(raw, at));
+    }
+    let mut report = SealReport::default();
+    for chain in rows.chunk_by(|a, b| a.resource == b.resource) {
+        let first = &chain[0];
+        let head = match first.seq {
+            1 => genesis().to_owned(),
+            seq => {
+                let before: Option<Option<String>> = sqlx::query_scalar(
+                    "SELECT hash FROM fencewatch_audit WHERE resource = $1 AND seq = $2",
+                )
+                .bind(&first.resource)
+                .bind(seq - 1)
+                .fetch_optional(&mut *tx)
+                .await?;
+                before.flatten().ok_or_else(|| OwnDbError::Unsealable {
+                    scope: first.resource.clone(),
+                    reason: format!("row {} follows seq {}, which is missing", first.id, seq - 1),
+                })?
+            }
+        };
+        for window in chain.windows(2) {
+            if window[1].seq != window[0].seq + 1 {
+                return Err(OwnDbError::Unsealable {
+                    scope: first.resource.clone(),
+                    reason: format!(
+                        "row {} at seq {} follows seq {}",
+                        window[1].id, window[1].seq, window[0].seq
+                    ),
+                });
+            }
+        }
+        for (id, prev_hash, hash) in seal_scope(&head, chain) {
+            sqlx::query(
+                "UPDATE fencewatch_audit SET prev_hash = $1, hash = $2 \
+                  WHERE id = $3 AND hash IS NULL",
+            )
+            .bind(prev_hash)
+            .bind(hash)
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        }
+        report.sealed += chain.len();
+        report.scopes += 1;
+    }
+    tx.commit().await?;
+    Ok(report)
+}

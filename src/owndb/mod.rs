@@ -1,0 +1,378 @@
+//! The fence installed in the user's own database (`fencewatch fence …`): a PostgreSQL schema
+//! (default `fencewatch`) or `fencewatch_*` objects in a SQLite file, with versioned migrations
+//! of its own (`migrations/fence/`, applied by [`migrate`]), apart from the daemon's.
+//!
+//! Native pools only (`PgPool`, `SqlitePool`): the objects differ per backend and the user's
+//! database is not the daemon's store. Nothing here creates a user's SQLite file, and URLs are
+//! shown only through `store::redact_url`.
+
+mod audit;
+pub mod migrate;
+mod postgres;
+mod quote;
+mod sqlite;
+mod sqlite_triggers;
+
+pub use postgres::PgFence;
+pub use sqlite::SqliteFence;
+
+use crate::domain::fence_audit::{ChainCheck, FenceAuditRow};
+use crate::store::redact_url;
+use serde::Serialize;
+use std::time::Duration;
+
+/// The schema a PostgreSQL fence lives in unless `--schema` says otherwise.
+pub const DEFAULT_SCHEMA: &str = "fencewatch";
+
+/// The channel every audit append notifies (PostgreSQL), with the new row's id as payload.
+pub const AUDIT_CHANNEL: &str = "fencewatch_audit";
+
+/// Why a fence command could not do what it was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum OwnDbError {
+    /// The database could not be reached or opened. `database` is the redacted URL.
+    #[error("cannot open {database}: {reason}")]
+    Unavailable { database: String, reason: String },
+    /// The request cannot be done on this database: a table or column it does not have, a flag
+    /// that does not apply, a fence that is not installed.
+    #[error("{0}")]
+    Invalid(String),
+    /// The installed fence is newer than this build knows.
+    #[error(
+        "the installed fence is v{installed}, newer than this fencewatch's v{known}; \
+         use the fencewatch that installed it"
+    )]
+    Newer { installed: i64, known: i64 },
+    /// An installed migration is not the one this build has under its version.
+    #[error(
+        "migration v{version} of the installed fence is not this fencewatch's v{version}: \
+         it was changed after it was installed"
+    )]
+    Altered { version: i64 },
+    /// The chain cannot be sealed: a row the unsealed ones follow is missing or unsealed.
+    #[error("cannot seal scope {scope:?}: {reason}")]
+    Unsealable { scope: String, reason: String },
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+}
+
+impl OwnDbError {
+    /// The process's exit code: 2 for a request that cannot be done here, 1 for a database
+    /// that failed or a fence in a state this build cannot work on.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            OwnDbError::Invalid(_) => 2,
+            _ => 1,
+        }
+    }
+}
+
+/// How to open the user's database.
+#[derive(Debug, Clone)]
+pub struct OpenOptions {
+    /// PostgreSQL: the fence's schema. Giving one for SQLite is an error.
+    pub schema: Option<String>,
+    /// Connections in the pool (SQLite: at most this many readers and writers in all).
+    pub max_connections: u32,
+    pub acquire_timeout: Duration,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        Self {
+            schema: None,
+            max_connections: 2,
+            acquire_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// What `install` may set; `None` keeps what is stored (the default on a first install).
+#[derive(Debug, Clone, Default)]
+pub struct InstallOptions {
+    /// PostgreSQL: the schema of the daemon's `leases` table that `lease =>` reads.
+    pub lease_schema: Option<String>,
+    /// How long an applied operation id is replayed rather than applied again.
+    pub operation_retention: Option<Duration>,
+}
+
+/// What `install` did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "outcome")]
+pub enum InstallOutcome {
+    Installed { version: i64 },
+    AlreadyInstalled { version: i64 },
+    Upgraded { from: i64, to: i64 },
+}
+
+impl InstallOutcome {
+    pub fn version(&self) -> i64 {
+        match self {
+            InstallOutcome::Installed { version }
+            | InstallOutcome::AlreadyInstalled { version } => *version,
+            InstallOutcome::Upgraded { to, .. } => *to,
+        }
+    }
+}
+
+/// Where a protected row's scope comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScopeSource {
+    /// A column of the row.
+    Column(String),
+    /// One scope for the whole table.
+    Fixed(String),
+}
+
+/// What `protect` is asked to do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProtectSpec {
+    pub table: String,
+    pub token_column: String,
+    pub scope: ScopeSource,
+    pub op_column: Option<String>,
+    pub owner_column: Option<String>,
+    /// A lease of the daemon whose store is this database: a generation it superseded is
+    /// refused even on a scope that never saw the newer one.
+    pub lease: Option<String>,
+}
+
+/// A protected table as the fence records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProtectedTable {
+    /// As the database names it (PostgreSQL: schema-qualified where the search path needs it).
+    pub table: String,
+    pub token_column: String,
+    pub scope_column: Option<String>,
+    pub scope: Option<String>,
+    pub op_column: Option<String>,
+    pub owner_column: Option<String>,
+    pub lease: Option<String>,
+}
+
+/// What `unprotect` found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnprotectOutcome {
+    Unprotected,
+    WasNotProtected,
+}
+
+/// What `uninstall` did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "outcome")]
+pub enum UninstallOutcome {
+    Uninstalled {
+        version: i64,
+        /// What install created but could not be removed, and why (a schema that holds
+        /// objects of someone else's, an extension something else uses).
+        left: Vec<String>,
+    },
+    NotInstalled,
+}
+
+/// Whether a refused guard call's audit row survives the caller's rollback (PostgreSQL).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "state")]
+pub enum AutonomousAudit {
+    /// Tried now: the loopback session opened.
+    Works,
+    /// Refusals are still refused, but their audit rows go with a rolled-back transaction.
+    Unavailable { reason: String },
+    /// SQLite: a refusal's row is part of the caller's transaction (kept when it commits).
+    NotApplicable,
+}
+
+/// `fencewatch fence status`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FenceStatus {
+    pub backend: &'static str,
+    /// The redacted URL.
+    pub database: String,
+    /// PostgreSQL only.
+    pub schema: Option<String>,
+    /// `None`: not installed.
+    pub installed_version: Option<i64>,
+    pub latest_version: i64,
+    pub protected: Vec<ProtectedTable>,
+    pub scopes: i64,
+    pub audit_rows: i64,
+    /// SQLite: rows not sealed yet. PostgreSQL seals as it writes: 0.
+    pub unsealed_rows: i64,
+    /// How long an applied operation id is replayed, in microseconds.
+    pub operation_retention_us: Option<i64>,
+    pub lease_schema: Option<String>,
+    pub autonomous_audit: AutonomousAudit,
+}
+
+/// What `seal` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct SealReport {
+    pub sealed: usize,
+    pub scopes: usize,
+}
+
+/// A fence database: the user's PostgreSQL database or SQLite file.
+#[derive(Clone)]
+pub enum OwnDb {
+    Postgres(PgFence),
+    Sqlite(SqliteFence),
+}
+
+impl OwnDb {
+    /// Opens `postgres://…` (the search path as the URL sets it) or `sqlite://PATH` (an
+    /// existing file: a missing one is an error naming it, never created).
+    pub async fn open(url: &str, options: &OpenOptions) -> Result<OwnDb, OwnDbError> {
+        if let Some(path) = url
+            .strip_prefix("sqlite://")
+            .or_else(|| url.strip_prefix("sqlite:"))
+        {
+            if options.schema.is_some() {
+                return Err(OwnDbError::Invalid(
+                    "--schema is for PostgreSQL; in SQLite the fence's objects are named \
+                     fencewatch_*"
+                        .into(),
+                ));
+            }
+            return SqliteFence::open(path, options).await.map(OwnDb::Sqlite);
+        }
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            let schema = options.schema.as_deref().unwrap_or(DEFAULT_SCHEMA);
+            return PgFence::open(url, schema, options)
+                .await
+                .map(OwnDb::Postgres);
+        }
+        Err(OwnDbError::Invalid(format!(
+            "unsupported database URL {}: use postgres://… or sqlite://PATH",
+            redact_url(url)
+        )))
+    }
+
+    pub fn backend(&self) -> &'static str {
+        match self {
+            OwnDb::Postgres(_) => "postgres",
+            OwnDb::Sqlite(_) => "sqlite",
+        }
+    }
+
+    /// Where the fence is, for messages: `schema fencewatch` or the redacted SQLite URL.
+    pub fn place(&self) -> String {
+        match self {
+            OwnDb::Postgres(pg) => format!("schema {}", pg.schema()),
+            OwnDb::Sqlite(sqlite) => sqlite.shown_url().to_owned(),
+        }
+    }
+
+    /// The newest version this build installs.
+    pub fn latest_version(&self) -> i64 {
+        match self {
+            OwnDb::Postgres(_) => migrate::latest(migrate::postgres()),
+            OwnDb::Sqlite(_) => migrate::latest(migrate::sqlite()),
+        }
+    }
+
+    /// Installs the fence, or upgrades it to this build's version. Idempotent.
+    pub async fn install(&self, options: &InstallOptions) -> Result<InstallOutcome, OwnDbError> {
+        self.install_version(options, self.latest_version()).await
+    }
+
+    /// Installs or upgrades up to `version` only: what an older fencewatch would have
+    /// installed (the tests of upgrades use it). Refuses a version this build does not have.
+    pub async fn install_version(
+        &self,
+        options: &InstallOptions,
+        version: i64,
+    ) -> Result<InstallOutcome, OwnDbError> {
+        match self {
+            OwnDb::Postgres(pg) => pg.install(options, version).await,
+            OwnDb::Sqlite(sqlite) => sqlite.install(options, version).await,
+        }
+    }
+
+    pub async fn protect(&self, spec: &ProtectSpec) -> Result<ProtectedTable, OwnDbError> {
+        match self {
+            OwnDb::Postgres(pg) => pg.protect(spec).await,
+            OwnDb::Sqlite(sqlite) => sqlite.protect(spec).await,
+        }
+    }
+
+    pub async fn unprotect(&self, table: &str) -> Result<UnprotectOutcome, OwnDbError> {
+        match self {
+            OwnDb::Postgres(pg) => pg.unprotect(table).await,
+            OwnDb::Sqlite(sqlite) => sqlite.unprotect(table).await,
+        }
+    }
+
+    pub async fn status(&self) -> Result<FenceStatus, OwnDbError> {
+        match self {
+            OwnDb::Postgres(pg) => pg.status().await,
+            OwnDb::Sqlite(sqlite) => sqlite.status().await,
+        }
+    }
+
+    pub async fn uninstall(&self) -> Result<UninstallOutcome, OwnDbError> {
+        match self {
+            OwnDb::Postgres(pg) => pg.uninstall().await,
+            OwnDb::Sqlite(sqlite) => sqlite.uninstall().await,
+        }
+    }
+
+    /// Up to `limit` audit rows with ids above `after_id`, in id order.
+    pub async fn audit_after(
+        &self,
+        after_id: i64,
+        limit: u32,
+    ) -> Result<Vec<FenceAuditRow>, OwnDbError> {
+        match self {
+            OwnDb::Postgres(pg) => audit::postgres_page(pg, after_id, limit).await,
+            OwnDb::Sqlite(sqlite) => audit::sqlite_page(sqlite, after_id, limit).await,
+        }
+    }
+
+    /// Every audit row, in id order.
+    pub async fn audit_rows(&self) -> Result<Vec<FenceAuditRow>, OwnDbError> {
+        let mut rows = Vec::new();
+        let mut after = 0;
+        loop {
+            let page = self.audit_after(after, 5_000).await?;
+            let Some(last) = page.last() else {
+                return Ok(rows);
+            };
+            after = last.id;
+            rows.extend(page);
+        }
+    }
+
+    /// Checks every scope's chain as stored (SQLite: the sealed part, with the unsealed tail
+    /// counted).
+    pub async fn verify(&self) -> Result<ChainCheck, OwnDbError> {
+        let rows = self.audit_rows().await?;
+        Ok(crate::domain::fence_audit::check_chains(&rows))
+    }
+
+    /// SQLite: fills in the hashes of unsealed rows, in seq order per scope, in one
+    /// transaction. PostgreSQL hashes each row as it writes it: nothing to do.
+    pub async fn seal(&self) -> Result<SealReport, OwnDbError> {
+        match self {
+            OwnDb::Postgres(_) => Ok(SealReport::default()),
+            OwnDb::Sqlite(sqlite) => audit::seal(sqlite).await,
+        }
+    }
+
+    /// Deletes operation-id records past their retention (they are ignored already).
+    pub async fn prune_operations(&self) -> Result<u64, OwnDbError> {
+        match self {
+            OwnDb::Postgres(pg) => pg.prune_operations().await,
+            OwnDb::Sqlite(sqlite) => sqlite.prune_operations().await,
+        }
+    }
+
+    /// Closes the pool.
+    pub async fn close(&self) {
+        match self {
+            OwnDb::Postgres(pg) => pg.pool().close().await,
+            OwnDb::Sqlite(sqlite) => sqlite.pool().close().await,
+        }
+    }
+}

@@ -1,0 +1,450 @@
+//! The fence in a user's SQLite file: tables, a view and triggers named `fencewatch_*`, and per
+//! protected table two triggers written by `protect` (see `sqlite_triggers`). The file must
+//! exist: fencewatch never creates a user's database. Its journal mode is the user's and is left
+//! alone. Changes run in `BEGIN IMMEDIATE` transactions: the write lock is taken first, so two
+//! installs at once wait for each other instead of failing to upgrade a read lock.
+
+use super::migrate;
+use super::sqlite_triggers::{self, TableFence};
+use super::{
+    AutonomousAudit, FenceStatus, InstallOptions, InstallOutcome, OpenOptions, OwnDbError,
+    ProtectSpec, ProtectedTable, ScopeSource, UninstallOutcome, UnprotectOutcome,
+};
+use crate::store::redact_url;
+use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
+use sqlx::{Connection, SqliteConnection, SqlitePool};
+use std::str::FromStr;
+use std::time::Duration;
+
+/// What uninstall drops besides the protected tables' triggers (the guard's triggers and the
+/// indexes go with their tables).
+const DROP_FENCE: &str = "DROP VIEW IF EXISTS fencewatch_clock; \
+     DROP TABLE IF EXISTS fencewatch_guard; DROP TABLE IF EXISTS fencewatch_protected; \
+     DROP TABLE IF EXISTS fencewatch_operations; DROP TABLE IF EXISTS fencewatch_audit; \
+     DROP TABLE IF EXISTS fencewatch_scopes; DROP TABLE IF EXISTS fencewatch_settings; \
+     DROP TABLE IF EXISTS fencewatch_migrations;";
+
+/// A fence in a SQLite file.
+#[derive(Clone)]
+pub struct SqliteFence {
+    pool: SqlitePool,
+    shown_url: String,
+}
+
+/// A protected table's row in `fencewatch_protected`.
+type ProtectedRow = (
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    String,
+    String,
+);
+
+const PROTECTED_COLUMNS: &str = "table_name, token_column, scope_column, scope, op_column, \
+     owner_column, lease, insert_trigger, update_trigger";
+
+fn to_protected(row: ProtectedRow) -> ProtectedTable {
+    let (table, token_column, scope_column, scope, op_column, owner_column, lease, _, _) = row;
+    ProtectedTable {
+        table,
+        token_column,
+        scope_column,
+        scope,
+        op_column,
+        owner_column,
+        lease,
+    }
+}
+
+impl SqliteFence {
+    pub(super) async fn open(
+        path_and_query: &str,
+        options: &OpenOptions,
+    ) -> Result<SqliteFence, OwnDbError> {
+        let shown_url = redact_url(&format!("sqlite://{path_and_query}"));
+        let path = path_and_query.split('?').next().unwrap_or_default();
+        if path.is_empty() || path == ":memory:" || path_and_query.contains("mode=memory") {
+            return Err(OwnDbError::Invalid(
+                "the fence goes in a SQLite file: give sqlite://PATH of an existing one".into(),
+            ));
+        }
+        // Checked here because SQLite would create a missing file.
+        match std::fs::metadata(path) {
+            Ok(meta) if meta.is_file() => {}
+            Ok(_) => return Err(OwnDbError::Invalid(format!("{path} is not a file"))),
+            Err(error) => {
+                return Err(OwnDbError::Invalid(format!(
+                    "no SQLite database at {path} ({error}); fencewatch installs its fence in an \
+                     existing file and never creates one"
+                )))
+            }
+        }
+        let connect = SqliteConnectOptions::from_str(&format!("sqlite://{path_and_query}"))
+            .map_err(|e| OwnDbError::Invalid(format!("{shown_url} is not a SQLite URL: {e}")))?
+            .create_if_missing(false)
+            .busy_timeout(Duration::from_secs(5));
+        let pool = SqlitePoolOptions::new()
+            .max_connections(options.max_connections.max(1))
+            .acquire_timeout(options.acquire_timeout)
+            .connect_with(connect)
+            .await
+            .map_err(|e| OwnDbError::Unavailable {
+                database: shown_url.clone(),
+                reason: e.to_string(),
+            })?;
+        Ok(SqliteFence { pool, shown_url })
+    }
+
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    /// The URL as it may be shown.
+    pub fn shown_url(&self) -> &str {
+        &self.shown_url
+    }
+
+    pub(super) async fn install(
+        &self,
+        options: &InstallOptions,
+        target: i64,
+    ) -> Result<InstallOutcome, OwnDbError> {
+        if options.lease_schema.is_some() {
+            return Err(OwnDbError::Invalid(
+                "--lease-schema is for PostgreSQL; in SQLite the daemon's leases table is the \
+                 file's own `leases`"
+                    .into(),
+            ));
+        }
+        let retention = options
+            .operation_retention
+            .map(|retention| match i64::try_from(retention.as_micros()) {
+                Ok(micros) if micros > 0 => Ok(micros),
+                _ => Err(OwnDbError::Invalid(
+                    "--operation-retention must be more than zero and less than 290,000 years"
+                        .into(),
+                )),
+            })
+            .transpose()?;
+        let mut conn = self.pool.acquire().await?;
+        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
+        let applied = migrate::sqlite_applied(&mut tx).await?;
+        let from = migrate::installed(&applied);
+        let pending = migrate::plan(migrate::sqlite(), &applied, target)?;
+        migrate::sqlite_apply(&mut tx, &pending).await?;
+        if let Some(micros) = retention {
+            sqlx::query(
+                "INSERT INTO fencewatch_settings (name, value) \
+                 VALUES ('operation_retention_us', $1) \
+                 ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+            )
+            .bind(micros.to_string())
+            .execute(&mut *tx)
+            .await?;
+        }
+        if from.is_some_and(|from| from >= 2) && !pending.is_empty() {
+            // A newer version may write the triggers differently: rewrite them.
+            let rows: Vec<ProtectedRow> = sqlx::query_as(&format!(
+                "SELECT {PROTECTED_COLUMNS} FROM fencewatch_protected"
+            ))
+            .fetch_all(&mut *tx)
+            .await?;
+            for row in rows {
+                write_triggers(&mut tx, &to_protected(row)).await?;
+            }
+        }
+        tx.commit().await?;
+        let now = from
+            .into_iter()
+            .chain(pending.iter().map(|m| m.version))
+            .max()
+            .unwrap_or(target);
+        Ok(match (from, pending.is_empty()) {
+            (None, _) => InstallOutcome::Installed { version: now },
+            (Some(version), true) => InstallOutcome::AlreadyInstalled { version },
+            (Some(from), false) => InstallOutcome::Upgraded { from, to: now },
+        })
+    }
+
+    async fn require_current(&self, conn: &mut SqliteConnection) -> Result<i64, OwnDbError> {
+        let applied = migrate::sqlite_applied(conn).await?;
+        let latest = migrate::latest(migrate::sqlite());
+        match migrate::installed(&applied) {
+            None => Err(OwnDbError::Invalid(format!(
+                "no fence in {}: run `fencewatch fence install` first",
+                self.shown_url
+            ))),
+            Some(version) if version < latest => Err(OwnDbError::Invalid(format!(
+                "the fence in {} is v{version}: run `fencewatch fence install` to upgrade it to \
+                 v{latest} first",
+                self.shown_url
+            ))),
+            Some(version) if version > latest => Err(OwnDbError::Newer {
+                installed: version,
+                known: latest,
+            }),
+            Some(version) => Ok(version),
+        }
+    }
+
+    pub(super) async fn protect(&self, spec: &ProtectSpec) -> Result<ProtectedTable, OwnDbError> {
+        if spec.table.to_ascii_lowercase().starts_with("fencewatch_") {
+            return Err(OwnDbError::Invalid(format!(
+                "{} is one of the fence's own tables; protect your tables, not the fence",
+                spec.table
+            )));
+        }
+        let mut conn = self.pool.acquire().await?;
+        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
+        self.require_current(&mut tx).await?;
+        let table: String = sqlx::query_scalar(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name = $1 COLLATE NOCASE",
+        )
+        .bind(&spec.table)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or_else(|| {
+            OwnDbError::Invalid(format!("no table {} in {}", spec.table, self.shown_url))
+        })?;
+        let columns: Vec<String> = sqlx::query_scalar("SELECT name FROM pragma_table_info($1)")
+            .bind(&table)
+            .fetch_all(&mut *tx)
+            .await?;
+        let column = |name: &str| -> Result<String, OwnDbError> {
+            columns
+                .iter()
+                .find(|c| c.eq_ignore_ascii_case(name))
+                .cloned()
+                .ok_or_else(|| OwnDbError::Invalid(format!("table {table} has no column {name}")))
+        };
+        let scope = match &spec.scope {
+            ScopeSource::Column(name) => ScopeSource::Column(column(name)?),
+            ScopeSource::Fixed(scope) if scope.is_empty() => {
+                return Err(OwnDbError::Invalid("--scope must not be empty".into()))
+            }
+            fixed => fixed.clone(),
+        };
+        let protected = ProtectedTable {
+            table: table.clone(),
+            token_column: column(&spec.token_column)?,
+            scope_column: match &scope {
+                ScopeSource::Column(name) => Some(name.clone()),
+                ScopeSource::Fixed(_) => None,
+            },
+            scope: match &scope {
+                ScopeSource::Fixed(scope) => Some(scope.clone()),
+                ScopeSource::Column(_) => None,
+            },
+            op_column: spec.op_column.as_deref().map(column).transpose()?,
+            owner_column: spec.owner_column.as_deref().map(column).transpose()?,
+            lease: spec.lease.clone(),
+        };
+        if let Some(lease) = &spec.lease {
+            let lease_columns: Vec<String> =
+                sqlx::query_scalar("SELECT name FROM pragma_table_info('leases')")
+                    .fetch_all(&mut *tx)
+                    .await?;
+            let daemons = ["name", "token", "expires_at_us", "released_at_us"]
+                .iter()
+                .all(|needed| lease_columns.iter().any(|c| c == needed));
+            if !daemons {
+                return Err(OwnDbError::Invalid(format!(
+                    "--lease {lease} needs the leases table of a fencewatch daemon whose store is \
+                     this file: {} has none (start `fencewatch serve --database {}` once)",
+                    self.shown_url, self.shown_url
+                )));
+            }
+        }
+        write_triggers(&mut tx, &protected).await?;
+        tx.commit().await?;
+        Ok(protected)
+    }
+
+    pub(super) async fn unprotect(&self, table: &str) -> Result<UnprotectOutcome, OwnDbError> {
+        let mut conn = self.pool.acquire().await?;
+        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
+        self.require_current(&mut tx).await?;
+        let triggers: Option<(String, String)> = sqlx::query_as(
+            "SELECT insert_trigger, update_trigger FROM fencewatch_protected \
+              WHERE table_name = $1 COLLATE NOCASE",
+        )
+        .bind(table)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some((insert, update)) = triggers else {
+            return Ok(UnprotectOutcome::WasNotProtected);
+        };
+        sqlx::raw_sql(&sqlite_triggers::drop_triggers(&insert, &update))
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("DELETE FROM fencewatch_protected WHERE table_name = $1 COLLATE NOCASE")
+            .bind(table)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(UnprotectOutcome::Unprotected)
+    }
+
+    pub(super) async fn status(&self) -> Result<FenceStatus, OwnDbError> {
+        let latest = migrate::latest(migrate::sqlite());
+        let mut conn = self.pool.acquire().await?;
+        let applied = migrate::sqlite_applied(&mut conn).await?;
+        let mut status = FenceStatus {
+            backend: "sqlite",
+            database: self.shown_url.clone(),
+            schema: None,
+            installed_version: migrate::installed(&applied),
+            latest_version: latest,
+            protected: Vec::new(),
+            scopes: 0,
+            audit_rows: 0,
+            unsealed_rows: 0,
+            operation_retention_us: None,
+            lease_schema: None,
+            autonomous_audit: AutonomousAudit::NotApplicable,
+        };
+        let Some(version) = status.installed_version else {
+            return Ok(status);
+        };
+        if version > latest {
+            return Err(OwnDbError::Newer {
+                installed: version,
+                known: latest,
+            });
+        }
+        if version >= 2 {
+            let rows: Vec<ProtectedRow> = sqlx::query_as(&format!(
+                "SELECT {PROTECTED_COLUMNS} FROM fencewatch_protected ORDER BY table_name"
+            ))
+            .fetch_all(&mut *conn)
+            .await?;
+            status.protected = rows.into_iter().map(to_protected).collect();
+        }
+        (status.scopes, status.audit_rows, status.unsealed_rows) = sqlx::query_as(
+            "SELECT (SELECT count(*) FROM fencewatch_scopes), \
+                    (SELECT count(*) FROM fencewatch_audit), \
+                    (SELECT count(*) FROM fencewatch_audit WHERE hash IS NULL)",
+        )
+        .fetch_one(&mut *conn)
+        .await?;
+        let retention_us: Option<String> = sqlx::query_scalar(
+            "SELECT value FROM fencewatch_settings WHERE name = 'operation_retention_us'",
+        )
+        .fetch_optional(&mut *conn)
+        .await?;
+        status.operation_retention_us = retention_us.and_then(|us| us.parse::<i64>().ok());
+        Ok(status)
+    }
+
+    pub(super) async fn uninstall(&self) -> Result<UninstallOutcome, OwnDbError> {
+        let mut conn = self.pool.acquire().await?;
+        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
+        let applied = migrate::sqlite_applied(&mut tx).await?;
+        let latest = migrate::latest(migrate::sqlite());
+        let version = match migrate::installed(&applied) {
+            None => return Ok(UninstallOutcome::NotInstalled),
+            Some(version) if version > latest => {
+                return Err(OwnDbError::Newer {
+                    installed: version,
+                    known: latest,
+                })
+            }
+            Some(version) => version,
+        };
+        if version >= 2 {
+            let triggers: Vec<(String, String)> =
+                sqlx::query_as("SELECT insert_trigger, update_trigger FROM fencewatch_protected")
+                    .fetch_all(&mut *tx)
+                    .await?;
+            for (insert, update) in triggers {
+                sqlx::raw_sql(&sqlite_triggers::drop_triggers(&insert, &update))
+                    .execute(&mut *tx)
+                    .await?;
+            }
+        }
+        sqlx::raw_sql(DROP_FENCE).execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(UninstallOutcome::Uninstalled {
+            version,
+            left: Vec::new(),
+        })
+    }
+
+    pub(super) async fn prune_operations(&self) -> Result<u64, OwnDbError> {
+        let mut conn = self.pool.acquire().await?;
+        self.require_current(&mut conn).await?;
+        let pruned = sqlx::query(
+            "DELETE FROM fencewatch_operations WHERE applied_at_us <= \
+                 (SELECT now_us FROM fencewatch_clock) - (SELECT CAST(value AS INTEGER) \
+                  FROM fencewatch_settings WHERE name = 'operation_retention_us')",
+        )
+        .execute(&mut *conn)
+        .await?;
+        Ok(pruned.rows_affected())
+    }
+}
+
+/// (Re)writes the triggers of a protected table and records them, replacing any it had.
+async fn write_triggers(
+    conn: &mut SqliteConnection,
+    protected: &ProtectedTable,
+) -> Result<(), OwnDbError> {
+    let previous: Option<(String, String)> = sqlx::query_as(
+        "SELECT insert_trigger, update_trigger FROM fencewatch_protected WHERE table_name = $1",
+    )
+    .bind(&protected.table)
+    .fetch_optional(&mut *conn)
+    .await?;
+    if let Some((insert, update)) = previous {
+        sqlx::raw_sql(&sqlite_triggers::drop_triggers(&insert, &update))
+            .execute(&mut *conn)
+            .await?;
+    }
+    let scope = match (&protected.scope_column, &protected.scope) {
+        (Some(column), _) => ScopeSource::Column(column.clone()),
+        (None, Some(scope)) => ScopeSource::Fixed(scope.clone()),
+        (None, None) => {
+            return Err(OwnDbError::Invalid(format!(
+                "{} has neither a scope column nor a scope",
+                protected.table
+            )))
+        }
+    };
+    let fence = TableFence {
+        table: &protected.table,
+        token_column: &protected.token_column,
+        scope: &scope,
+        op_column: protected.op_column.as_deref(),
+        owner_column: protected.owner_column.as_deref(),
+        lease: protected.lease.as_deref(),
+    };
+    sqlx::raw_sql(&sqlite_triggers::create_triggers(&fence))
+        .execute(&mut *conn)
+        .await?;
+    let (insert, update) = sqlite_triggers::trigger_names(&protected.table);
+    sqlx::query(&format!(
+        "INSERT INTO fencewatch_protected ({PROTECTED_COLUMNS}) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+         ON CONFLICT (table_name) DO UPDATE SET token_column = excluded.token_column, \
+             scope_column = excluded.scope_column, scope = excluded.scope, \
+             op_column = excluded.op_column, owner_column = excluded.owner_column, \
+             lease = excluded.lease, insert_trigger = excluded.insert_trigger, \
+             update_trigger = excluded.update_trigger"
+    ))
+    .bind(&protected.table)
+    .bind(&protected.token_column)
+    .bind(&protected.scope_column)
+    .bind(&protected.scope)
+    .bind(&protected.op_column)
+    .bind(&protected.owner_column)
+    .bind(&protected.lease)
+    .bind(insert)
+    .bind(update)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
