@@ -5,6 +5,7 @@
 mod app;
 mod db;
 mod http;
+mod owndb;
 mod process;
 mod sse;
 
@@ -14,6 +15,7 @@ pub use db::{Backend, TestDb};
 #[cfg(feature = "etcd")]
 pub use http::Put;
 pub use http::{audit_of, encode, http_builder, http_client, Reply};
+pub use owndb::{audit_of_scope, Guard, UserConn, UserDb, ORDERS};
 pub use process::{bench_report, peer, Daemon};
 pub use sse::SseClient;
 
