@@ -176,8 +176,10 @@ async fn run_race(db: &UserDb, writer: Writer) -> Outcome {
     }
 }
 
-/// (outcome, token, highest, op id, owner) of each row.
-fn attempts(rows: &[FenceAuditRow]) -> Vec<(&str, Option<i64>, i64, Option<&str>, Option<&str>)> {
+/// (outcome, token, highest, op id, owner) of a row.
+type Attempt<'a> = (&'a str, Option<i64>, i64, Option<&'a str>, Option<&'a str>);
+
+fn attempts(rows: &[FenceAuditRow]) -> Vec<Attempt<'_>> {
     rows.iter()
         .map(|row| {
             (
