@@ -1,4 +1,6 @@
-// The migrations are embedded by `sqlx::migrate!`; rebuild when one is added or changed.
+// The migrations (the daemon's and, under migrations/fence/, those of the fence installed in a
+// user's own database) are embedded by `sqlx::migrate!`; rebuild when one is added or changed
+// (a directory is watched with everything under it).
 //
 // The black-box tests that need PostgreSQL or a real peer program are compiled as ignored
 // (`cargo test` then counts them as ignored, with the reason) unless what they need was there

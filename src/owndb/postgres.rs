@@ -325,9 +325,15 @@ impl PgFence {
         let dblink_schema = match found {
             Some(schema) => schema,
             None => {
-                sqlx::raw_sql(&format!("CREATE EXTENSION dblink SCHEMA {}", self.ident()))
-                    .execute(&mut *conn)
-                    .await?;
+                // In the fence's schema, whose USAGE callers of fence() are granted: its
+                // functions are the owner's alone, like everything else there.
+                sqlx::raw_sql(&format!(
+                    "CREATE EXTENSION dblink SCHEMA {s}; \
+                     REVOKE ALL ON ALL FUNCTIONS IN SCHEMA {s} FROM PUBLIC",
+                    s = self.ident()
+                ))
+                .execute(&mut *conn)
+                .await?;
                 self.set(conn, "dblink_created", "true").await?;
                 self.schema.clone()
             }

@@ -101,6 +101,29 @@ fn the_store_names_no_layer_above_it() {
     );
 }
 
+/// The fence in the user's own database sits beside the store: it knows nothing of the use
+/// cases, the live side, HTTP, the commands or the terminal, and never the `Any` driver.
+#[test]
+fn the_users_own_database_names_no_layer_above_it_nor_the_any_driver() {
+    assert_names_none(
+        "src/owndb",
+        &[
+            "axum",
+            "reqwest",
+            "ratatui",
+            "crossterm",
+            "crate::app",
+            "crate::live",
+            "crate::http",
+            "crate::commands",
+            "crate::tui",
+            "AnyPool",
+            "sqlx::any",
+        ],
+        5,
+    );
+}
+
 /// The use cases and the live side run beneath every edge: HTTP calls them, never the reverse.
 #[test]
 fn the_use_cases_and_the_live_side_name_no_edge() {

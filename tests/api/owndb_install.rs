@@ -445,6 +445,8 @@ async fn callers_get_the_guard_and_nothing_else() {
         "SELECT fencewatch.append_audit('s', 'accepted', 1, 1, NULL, NULL, NULL, NULL, NULL)",
         "SELECT fencewatch.protect('orders', 'tok', scope => 'x')",
         "SELECT * FROM fencewatch.audit",
+        "SELECT fencewatch.dblink_get_connections()",
+        "SELECT fencewatch.autonomous_audit_problem()",
     ] {
         assert!(denied(conn.run(attempt).await), "{attempt} was allowed");
     }

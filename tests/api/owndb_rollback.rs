@@ -260,3 +260,52 @@ async fn an_operation_is_replayed_within_its_retention_and_applied_again_after(
         .collect();
     assert_eq!(outcomes, ["accepted", "replayed", "accepted"]);
 }
+
+/// Every append notifies `fencewatch_audit` with the new row's id, the autonomous ones too: a
+/// watcher wakes on it instead of polling.
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
+#[tokio::test]
+async fn every_append_notifies_the_audit_channel_with_its_id() {
+    let (db, fence) = UserDb::with_protected_orders(Backend::Postgres).await;
+    let mut listener = sqlx::postgres::PgListener::connect(&db.url).await.unwrap();
+    listener
+        .listen(fencewatch::owndb::AUDIT_CHANNEL)
+        .await
+        .unwrap();
+    let mut conn = db.connect().await;
+    assert_eq!(
+        conn.guard("s", Some(2), None, None, None).await,
+        Guard::Accepted
+    );
+    conn.run("BEGIN").await.unwrap();
+    assert!(matches!(
+        conn.guard("s", Some(1), None, None, None).await,
+        Guard::Refused { .. }
+    ));
+    conn.run("ROLLBACK").await.unwrap();
+    conn.run("INSERT INTO orders (id, tok, region) VALUES (1, 3, 'eu')")
+        .await
+        .unwrap();
+    conn.close().await;
+    let ids: Vec<i64> = fence
+        .audit_rows()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|row| row.id)
+        .collect();
+    assert_eq!(ids.len(), 3);
+    let mut notified = Vec::new();
+    while notified.len() < ids.len() {
+        let notification = tokio::time::timeout(Duration::from_secs(30), listener.recv())
+            .await
+            .expect("a notification for every append")
+            .unwrap();
+        notified.push(notification.payload().parse::<i64>().unwrap());
+    }
+    notified.sort_unstable();
+    assert_eq!(notified, ids);
+}
