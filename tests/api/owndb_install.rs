@@ -596,3 +596,77 @@ async fn schema_is_refused_for_sqlite_and_bad_names_are_explained() {
         "orders was not protected"
     );
 }
+
+/// Two installs at once (two operators, two deploys): one installs, the other finds it done.
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn installs_at_once_install_once(#[case] backend: Backend) {
+    let db = UserDb::new(backend).await;
+    let args = ["install", "--database", &db.url];
+    let (first, second) = tokio::join!(fence_cli(&args), fence_cli(&args));
+    let mut lines: Vec<String> = [first, second]
+        .into_iter()
+        .map(|out| {
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8(out.stdout).unwrap().trim_end().to_owned()
+        })
+        .collect();
+    lines.sort();
+    assert!(lines[0].starts_with("already installed"), "{lines:?}");
+    assert!(
+        lines[1].starts_with("installed fencewatch fence"),
+        "{lines:?}"
+    );
+}
+
+/// Two fences in one database, in schemas of their own: each guards its scopes, and removing
+/// the one whose install created dblink leaves what the other still uses, saying so.
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
+#[tokio::test]
+async fn two_fences_in_one_database_keep_apart() {
+    let db = UserDb::new(Backend::Postgres).await;
+    assert_eq!(
+        fence_ok(&["install", "--database", &db.url]).await,
+        "installed fencewatch fence v2 in schema fencewatch"
+    );
+    assert_eq!(
+        fence_ok(&["install", "--database", &db.url, "--schema", "billing"]).await,
+        "installed fencewatch fence v2 in schema billing"
+    );
+    let mut conn = db.connect().await;
+    conn.run("SELECT fencewatch.fence('s', 5)").await.unwrap();
+    conn.run("SELECT billing.fence('s', 2)").await.unwrap();
+    let out = fence_cli(&["uninstall", "--database", &db.url]).await;
+    assert!(out.status.success());
+    let warnings = String::from_utf8(out.stderr).unwrap();
+    assert!(warnings.contains("left extension dblink"), "{warnings}");
+    assert!(warnings.contains("left schema fencewatch"), "{warnings}");
+    let status = fence_ok(&["status", "--database", &db.url, "--schema", "billing"]).await;
+    assert!(
+        status.contains("audited even when the caller rolls back"),
+        "{status}"
+    );
+    conn.run("BEGIN").await.unwrap();
+    assert!(conn.run("SELECT billing.fence('s', 1)").await.is_err());
+    conn.run("ROLLBACK").await.unwrap();
+    assert_eq!(
+        conn.int("SELECT count(*) FROM billing.audit").await,
+        Some(2),
+        "billing's refusal audited through the dblink left behind"
+    );
+    conn.close().await;
+    fence_ok(&["uninstall", "--database", &db.url, "--schema", "billing"]).await;
+}
