@@ -309,3 +309,49 @@ async fn every_append_notifies_the_audit_channel_with_its_id() {
     notified.sort_unstable();
     assert_eq!(notified, ids);
 }
+
+/// `fencewatch.notify = off` (a database or session setting) stops the notifications, for a
+/// database where their commit-time lock costs more than a watcher's polling.
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
+#[tokio::test]
+async fn notifications_can_be_turned_off() {
+    let db = UserDb::new(Backend::Postgres).await;
+    let fence = db.fence().await;
+    fence.install(&InstallOptions::default()).await.unwrap();
+    let mut listener = sqlx::postgres::PgListener::connect(&db.url).await.unwrap();
+    listener
+        .listen(fencewatch::owndb::AUDIT_CHANNEL)
+        .await
+        .unwrap();
+    let mut conn = db.connect().await;
+    conn.run("SET fencewatch.notify = off").await.unwrap();
+    assert_eq!(
+        conn.guard("quiet", Some(1), None, None, None).await,
+        Guard::Accepted
+    );
+    conn.run("RESET fencewatch.notify").await.unwrap();
+    assert_eq!(
+        conn.guard("loud", Some(1), None, None, None).await,
+        Guard::Accepted
+    );
+    conn.close().await;
+    let ids: Vec<(String, i64)> = fence
+        .audit_rows()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|row| (row.resource, row.id))
+        .collect();
+    let notification = tokio::time::timeout(Duration::from_secs(30), listener.recv())
+        .await
+        .expect("the second append notifies")
+        .unwrap();
+    assert_eq!(
+        notification.payload(),
+        ids[1].1.to_string(),
+        "the first notification is the second row's: {ids:?}"
+    );
+}
