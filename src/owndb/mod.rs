@@ -264,6 +264,23 @@ impl OwnDb {
         }
     }
 
+    /// A name for this database that shows no secret: the PostgreSQL database's name or the
+    /// SQLite file's stem (what a watcher calls its `source` unless told otherwise).
+    pub fn source_name(&self) -> &str {
+        match self {
+            OwnDb::Postgres(pg) => pg.database(),
+            OwnDb::Sqlite(sqlite) => sqlite.stem(),
+        }
+    }
+
+    /// The redacted URL.
+    pub fn shown_url(&self) -> &str {
+        match self {
+            OwnDb::Postgres(pg) => pg.shown_url(),
+            OwnDb::Sqlite(sqlite) => sqlite.shown_url(),
+        }
+    }
+
     /// The newest version this build installs.
     pub fn latest_version(&self) -> i64 {
         match self {

@@ -46,6 +46,8 @@ pub struct PgFence {
     pool: PgPool,
     schema: String,
     shown_url: String,
+    /// The database's name as the URL gives it (the driver's default: the user's name).
+    database: String,
 }
 
 /// A schema name as `--schema` takes one: lowercase letters, digits and `_`, not starting with
@@ -127,6 +129,10 @@ impl PgFence {
             .options([("client_min_messages", "warning")]);
         // One connection first, for the driver's own reason when it fails (a pool would only
         // say that it timed out).
+        let database = connect
+            .get_database()
+            .unwrap_or(connect.get_username())
+            .to_owned();
         let first = <PgConnection as sqlx::Connection>::connect_with(&connect)
             .await
             .map_err(|e| unavailable(e.to_string()))?;
@@ -139,6 +145,7 @@ impl PgFence {
             pool,
             schema: schema.to_owned(),
             shown_url,
+            database,
         })
     }
 
@@ -153,6 +160,11 @@ impl PgFence {
     /// The URL with any password masked.
     pub fn shown_url(&self) -> &str {
         &self.shown_url
+    }
+
+    /// The database's name.
+    pub fn database(&self) -> &str {
+        &self.database
     }
 
     fn ident(&self) -> String {

@@ -29,6 +29,8 @@ const DROP_FENCE: &str = "DROP VIEW IF EXISTS fencewatch_clock; \
 pub struct SqliteFence {
     pool: SqlitePool,
     shown_url: String,
+    /// The file's name without its extension.
+    stem: String,
 }
 
 /// A protected table's row in `fencewatch_protected`.
@@ -96,7 +98,15 @@ impl SqliteFence {
                 database: shown_url.clone(),
                 reason: e.to_string(),
             })?;
-        Ok(SqliteFence { pool, shown_url })
+        let stem = std::path::Path::new(path)
+            .file_stem()
+            .map(|stem| stem.to_string_lossy().into_owned())
+            .unwrap_or_else(|| path.to_owned());
+        Ok(SqliteFence {
+            pool,
+            shown_url,
+            stem,
+        })
     }
 
     pub fn pool(&self) -> &SqlitePool {
@@ -106,6 +116,11 @@ impl SqliteFence {
     /// The URL as it may be shown.
     pub fn shown_url(&self) -> &str {
         &self.shown_url
+    }
+
+    /// The file's name without its extension.
+    pub fn stem(&self) -> &str {
+        &self.stem
     }
 
     pub(super) async fn install(

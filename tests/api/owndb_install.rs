@@ -186,6 +186,11 @@ async fn install_upgrade_and_uninstall_are_idempotent_and_leave_the_users_tables
 
     // An older fencewatch installed v1; this one upgrades it, once.
     let fence = db.fence().await;
+    let source = match backend {
+        Backend::Postgres => url.rsplit('/').next().unwrap(),
+        Backend::Sqlite => "users-own",
+    };
+    assert_eq!(fence.source_name(), source);
     assert_eq!(
         fence
             .install_version(&InstallOptions::default(), 1)
