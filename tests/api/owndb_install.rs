@@ -675,3 +675,47 @@ async fn two_fences_in_one_database_keep_apart() {
     conn.close().await;
     fence_ok(&["uninstall", "--database", &db.url, "--schema", "billing"]).await;
 }
+
+/// `fencewatch fence seal` hash-chains SQLite's new rows, once; PostgreSQL has nothing to seal.
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn seal_chains_sqlites_new_rows_once(#[case] backend: Backend) {
+    let db = UserDb::new(backend).await;
+    fence_ok(&["install", "--database", &db.url]).await;
+    let mut conn = db.connect().await;
+    for (scope, token) in [("a", 1), ("a", 2), ("b", 5), ("a", 1)] {
+        conn.guard(scope, Some(token), None, None, None).await;
+    }
+    conn.close().await;
+    let status = |json: String| -> serde_json::Value { serde_json::from_str(&json).unwrap() };
+    let before = status(fence_ok(&["status", "--database", &db.url, "--json"]).await);
+    assert_eq!(before["audit_rows"], 4);
+    match backend {
+        Backend::Sqlite => {
+            assert_eq!(before["unsealed_rows"], 4);
+            assert_eq!(
+                fence_ok(&["seal", "--database", &db.url]).await,
+                "sealed 4 rows on 2 scopes"
+            );
+            assert_eq!(
+                fence_ok(&["seal", "--database", &db.url]).await,
+                "sealed 0 rows on 0 scopes"
+            );
+        }
+        Backend::Postgres => {
+            assert_eq!(before["unsealed_rows"], 0);
+            assert!(fence_ok(&["seal", "--database", &db.url])
+                .await
+                .starts_with("nothing to seal"));
+        }
+    }
+    let after = status(fence_ok(&["status", "--database", &db.url, "--json"]).await);
+    assert_eq!(after["unsealed_rows"], 0);
+    assert!(db.fence().await.verify().await.unwrap().intact());
+}
