@@ -4,41 +4,20 @@
 //! mapping through which refusals are audited autonomously. Install records what it created in
 //! `settings`, so that uninstall removes that and nothing else.
 
+mod loopback;
+mod uninstall;
+
 use super::migrate;
 use super::quote::ident as quote_ident;
 use super::{
     AutonomousAudit, FenceStatus, InstallOptions, InstallOutcome, OpenOptions, OwnDbError,
-    ProtectSpec, ProtectedTable, ScopeSource, UninstallOutcome, UnprotectOutcome,
+    ProtectSpec, ProtectedTable, ScopeSource, UnprotectOutcome,
 };
 use crate::store::{driver_url, redact_url};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgConnection, PgPool};
 use std::collections::HashMap;
 use std::str::FromStr;
-
-/// Functions the migrations create, by name: what uninstall drops (every overload of each).
-const FUNCTIONS: &[&str] = &[
-    "fence",
-    "judge",
-    "append_audit",
-    "append_audit_autonomously",
-    "append_autonomous",
-    "row_hash",
-    "autonomous_audit_problem",
-    "prune_operations",
-    "protect",
-    "unprotect",
-];
-
-/// Tables the migrations and the runner create, dropped in this order.
-const TABLES: &[&str] = &[
-    "protected",
-    "operations",
-    "audit",
-    "scopes",
-    "settings",
-    "migrations",
-];
 
 /// A fence schema in a PostgreSQL database.
 #[derive(Clone)]
@@ -66,14 +45,6 @@ fn check_schema_name(schema: &str) -> Result<(), OwnDbError> {
             "--schema {schema:?}: use lowercase letters, digits and _ (at most 48, not starting \
              with a digit or pg_)"
         ))),
-    }
-}
-
-/// The foreign server the autonomous appends connect through.
-fn loopback_server(schema: &str) -> String {
-    match schema {
-        super::DEFAULT_SCHEMA => "fencewatch_loopback".to_owned(),
-        other => format!("{other}_loopback"),
     }
 }
 
@@ -296,104 +267,6 @@ impl PgFence {
         })
     }
 
-    /// The dblink extension (created in the fence's schema unless the database has it already),
-    /// a foreign server to this very database (host: the server's first Unix socket directory,
-    /// its port and the database's name, all read from the server) and a user mapping for the
-    /// installing role. Each is recorded as created, for uninstall. Any of it failing (not a
-    /// superuser, dblink not shipped) leaves the rest of the install as it is, with the reason
-    /// kept for `status`.
-    async fn set_up_loopback(&self, tx: &mut PgConnection) -> Result<(), OwnDbError> {
-        let mut savepoint = sqlx::Connection::begin(&mut *tx).await?;
-        match self.create_loopback(&mut savepoint).await {
-            Ok(()) => {
-                savepoint.commit().await?;
-                sqlx::query(&format!(
-                    "DELETE FROM {}.settings WHERE name = 'dblink_problem'",
-                    self.ident()
-                ))
-                .execute(&mut *tx)
-                .await?;
-            }
-            Err(error) => {
-                savepoint.rollback().await?;
-                let reason = match &error {
-                    OwnDbError::Database(sqlx::Error::Database(db)) => db.message().to_owned(),
-                    other => other.to_string(),
-                };
-                tracing::warn!(%reason, "refusals of the guard will not be audited autonomously");
-                self.set(tx, "dblink_problem", &reason).await?;
-            }
-        }
-        Ok(())
-    }
-
-    async fn create_loopback(&self, conn: &mut PgConnection) -> Result<(), OwnDbError> {
-        let found: Option<String> = sqlx::query_scalar(
-            "SELECT n.nspname::text FROM pg_extension e \
-               JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'dblink'",
-        )
-        .fetch_optional(&mut *conn)
-        .await?;
-        let dblink_schema = match found {
-            Some(schema) => schema,
-            None => {
-                // In the fence's schema, whose USAGE callers of fence() are granted: its
-                // functions are the owner's alone, like everything else there.
-                sqlx::raw_sql(&format!(
-                    "CREATE EXTENSION dblink SCHEMA {s}; \
-                     REVOKE ALL ON ALL FUNCTIONS IN SCHEMA {s} FROM PUBLIC",
-                    s = self.ident()
-                ))
-                .execute(&mut *conn)
-                .await?;
-                self.set(conn, "dblink_created", "true").await?;
-                self.schema.clone()
-            }
-        };
-        let server = loopback_server(&self.schema);
-        let server_exists: bool = sqlx::query_scalar(
-            "SELECT EXISTS (SELECT 1 FROM pg_foreign_server WHERE srvname = $1)",
-        )
-        .bind(&server)
-        .fetch_one(&mut *conn)
-        .await?;
-        if !server_exists {
-            let create: String = sqlx::query_scalar(
-                "SELECT format('CREATE SERVER %I FOREIGN DATA WRAPPER dblink_fdw \
-                                OPTIONS (host %L, port %L, dbname %L)', $1::text, \
-                        coalesce(nullif(trim(split_part(current_setting('unix_socket_directories'), \
-                                                        ',', 1)), ''), 'localhost'), \
-                        current_setting('port'), current_database())",
-            )
-            .bind(&server)
-            .fetch_one(&mut *conn)
-            .await?;
-            sqlx::raw_sql(&create).execute(&mut *conn).await?;
-            self.set(conn, "server_created", "true").await?;
-        }
-        let mapped: bool = sqlx::query_scalar(
-            "SELECT EXISTS (SELECT 1 FROM pg_user_mappings \
-              WHERE srvname = $1 AND usename = current_user)",
-        )
-        .bind(&server)
-        .fetch_one(&mut *conn)
-        .await?;
-        if !mapped {
-            let create: String = sqlx::query_scalar(
-                "SELECT format('CREATE USER MAPPING FOR CURRENT_USER SERVER %I \
-                                OPTIONS (user %L)', $1::text, current_user)",
-            )
-            .bind(&server)
-            .fetch_one(&mut *conn)
-            .await?;
-            sqlx::raw_sql(&create).execute(&mut *conn).await?;
-            self.set(conn, "mapping_created", "true").await?;
-        }
-        self.set(conn, "dblink_schema", &dblink_schema).await?;
-        self.set(conn, "loopback_server", &server).await?;
-        Ok(())
-    }
-
     /// The installed version, which must be this build's for protect and unprotect.
     async fn require_current(&self, conn: &mut PgConnection) -> Result<i64, OwnDbError> {
         let applied = migrate::postgres_applied(conn, &self.schema).await?;
@@ -602,132 +475,6 @@ impl PgFence {
         Ok(status)
     }
 
-    pub(super) async fn uninstall(&self) -> Result<UninstallOutcome, OwnDbError> {
-        let mut tx = self.pool.begin().await?;
-        self.lock(&mut tx).await?;
-        if !self.schema_exists(&mut tx).await? {
-            return Ok(UninstallOutcome::NotInstalled);
-        }
-        let applied = migrate::postgres_applied(&mut tx, &self.schema).await?;
-        let latest = migrate::latest(migrate::postgres());
-        let version = match migrate::installed(&applied) {
-            None => return Ok(UninstallOutcome::NotInstalled),
-            Some(version) if version > latest => {
-                return Err(OwnDbError::Newer {
-                    installed: version,
-                    known: latest,
-                })
-            }
-            Some(version) => version,
-        };
-        let s = self.ident();
-        let settings = self.settings(&mut tx).await?;
-        let created = |name: &str| settings.get(name).is_some_and(|v| v == "true");
-        if version >= 2 {
-            // The triggers first: a trigger function cannot go while a trigger uses it.
-            let triggers: Vec<(String, String)> = sqlx::query_as(&format!(
-                "SELECT format('DROP TRIGGER IF EXISTS %I ON %s', p.trigger_name, p.table_name), \
-                        format('DROP FUNCTION IF EXISTS {schema}.%I()', p.function_name) \
-                   FROM {s}.protected p \
-                  WHERE EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = p.table_name)",
-                schema = s.replace('%', "%%"),
-            ))
-            .fetch_all(&mut *tx)
-            .await?;
-            for (drop_trigger, drop_function) in triggers {
-                sqlx::raw_sql(&drop_trigger).execute(&mut *tx).await?;
-                sqlx::raw_sql(&drop_function).execute(&mut *tx).await?;
-            }
-            // Functions of tables dropped meanwhile (their triggers went with them).
-            let orphans: Vec<String> = sqlx::query_scalar(&format!(
-                "SELECT format('DROP FUNCTION IF EXISTS {schema}.%I()', p.function_name) \
-                   FROM {s}.protected p",
-                schema = s.replace('%', "%%"),
-            ))
-            .fetch_all(&mut *tx)
-            .await?;
-            for drop_function in orphans {
-                sqlx::raw_sql(&drop_function).execute(&mut *tx).await?;
-            }
-        }
-        let functions: Vec<String> = sqlx::query_scalar(
-            "SELECT format('DROP FUNCTION IF EXISTS %s', p.oid::regprocedure) FROM pg_proc p \
-              WHERE p.pronamespace = $1::text::regnamespace AND p.proname = ANY($2)",
-        )
-        .bind(&self.schema)
-        .bind(FUNCTIONS)
-        .fetch_all(&mut *tx)
-        .await?;
-        for drop_function in functions {
-            sqlx::raw_sql(&drop_function).execute(&mut *tx).await?;
-        }
-        for table in TABLES {
-            sqlx::raw_sql(&format!("DROP TABLE IF EXISTS {s}.{}", quote_ident(table)))
-                .execute(&mut *tx)
-                .await?;
-        }
-        let mut left = Vec::new();
-        let server = settings.get("loopback_server").cloned();
-        if let Some(server) = &server {
-            let drop = match (created("server_created"), created("mapping_created")) {
-                (true, _) => Some(format!(
-                    "DROP SERVER IF EXISTS {} CASCADE",
-                    quote_ident(server)
-                )),
-                (false, true) => Some(format!(
-                    "DROP USER MAPPING IF EXISTS FOR CURRENT_USER SERVER {}",
-                    quote_ident(server)
-                )),
-                (false, false) => None,
-            };
-            if let Some(drop) = drop {
-                self.drop_or_leave(&mut tx, &drop, &format!("server {server}"), &mut left)
-                    .await?;
-            }
-        }
-        if created("dblink_created") {
-            self.drop_or_leave(
-                &mut tx,
-                "DROP EXTENSION IF EXISTS dblink",
-                "extension dblink",
-                &mut left,
-            )
-            .await?;
-        }
-        if created("schema_created") {
-            self.drop_or_leave(
-                &mut tx,
-                &format!("DROP SCHEMA IF EXISTS {s}"),
-                &format!("schema {}", self.schema),
-                &mut left,
-            )
-            .await?;
-        }
-        tx.commit().await?;
-        Ok(UninstallOutcome::Uninstalled { version, left })
-    }
-
-    /// Runs `drop` in a savepoint; when something else still depends on the object, keeps it
-    /// and says so in `left`.
-    async fn drop_or_leave(
-        &self,
-        tx: &mut PgConnection,
-        drop: &str,
-        what: &str,
-        left: &mut Vec<String>,
-    ) -> Result<(), OwnDbError> {
-        let mut savepoint = sqlx::Connection::begin(&mut *tx).await?;
-        match sqlx::raw_sql(drop).execute(&mut *savepoint).await {
-            Ok(_) => savepoint.commit().await?,
-            Err(sqlx::Error::Database(db)) => {
-                savepoint.rollback().await?;
-                left.push(format!("left {what}: {}", db.message()));
-            }
-            Err(other) => return Err(other.into()),
-        }
-        Ok(())
-    }
-
     pub(super) async fn prune_operations(&self) -> Result<u64, OwnDbError> {
         let mut conn = self.pool.acquire().await?;
         self.require_current(&mut conn).await?;
@@ -769,7 +516,5 @@ mod tests {
         ] {
             assert!(check_schema_name(bad).is_err(), "{bad}");
         }
-        assert_eq!(loopback_server("fencewatch"), "fencewatch_loopback");
-        assert_eq!(loopback_server("billing"), "billing_loopback");
     }
 }
