@@ -123,9 +123,17 @@ pub struct ServeArgs {
     pub max_value_bytes: usize,
 
     /// How long an accepted operation's result is kept for replay by its Idempotency-Key
-    /// (e.g. 24h, 90m). A retry after that is decided afresh; see the README.
-    #[arg(long, default_value = "24h", value_parser = humantime::parse_duration)]
-    pub idempotency_retention: Duration,
+    /// (e.g. 24h, 90m; default 24h). A retry after that is decided afresh; see the README. A
+    /// setting of the database: the first daemon on it stores it, later ones keep to the stored
+    /// value (see --set-retention).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub idempotency_retention: Option<Duration>,
+
+    /// Store this daemon's --idempotency-retention and --audit-retention as the database's,
+    /// replacing what is stored (a flag left out stores its default: 24h, keep everything);
+    /// every daemon on the database keeps to them from its next prune.
+    #[arg(long)]
+    pub set_retention: bool,
 
     /// PostgreSQL connections per daemon.
     #[arg(long, default_value_t = 16)]
@@ -156,7 +164,8 @@ pub struct ServeArgs {
     pub config: Option<PathBuf>,
 
     /// Delete audit rows older than this (e.g. 90d), keeping a checkpoint so that what remains
-    /// still verifies. Default: keep everything.
+    /// still verifies. Default: keep everything. A setting of the database, like
+    /// --idempotency-retention.
     #[arg(long, value_parser = humantime::parse_duration)]
     pub audit_retention: Option<Duration>,
 

@@ -12,8 +12,8 @@ use crate::domain::{
 use crate::live::CommitFeed;
 use crate::metrics::Metrics;
 use crate::store::{
-    AcquireResult, AuditQuery, LeaseHistoryQuery, LeaseState, OverlapQuery, PruneReport,
-    ReleaseResult, RenewResult, Store, StoreError, StoredAlert, StoredValue,
+    AcquireResult, AuditQuery, LeaseHistoryQuery, LeaseState, OverlapQuery, ReleaseResult,
+    RenewResult, Store, StoreError, StoredAlert, StoredValue,
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -26,8 +26,6 @@ pub use checked::WriteError;
 pub struct Limits {
     /// The largest value a write may carry.
     pub max_value_bytes: usize,
-    /// How long an accepted operation's result is kept for replay.
-    pub idempotency_retention: Duration,
     /// How writes that name a lease are judged.
     pub leases: LeasePolicy,
     /// How long a client may take to send a write's body.
@@ -40,7 +38,6 @@ impl Default for Limits {
     fn default() -> Self {
         Self {
             max_value_bytes: 1024 * 1024,
-            idempotency_retention: Duration::from_secs(24 * 60 * 60),
             leases: LeasePolicy::default(),
             body_read_timeout: Duration::from_secs(30),
             db_timeout: crate::store::DEFAULT_DB_TIMEOUT,
@@ -251,55 +248,5 @@ impl FenceService {
             Ok(Some(events))
         })
         .await
-    }
-
-    /// Prunes audit rows older than `retention`, behind checkpoints, until aborted.
-    pub fn spawn_audit_retention(&self, retention: Duration) -> tokio::task::JoinHandle<()> {
-        let store = self.store.clone();
-        let period = (retention / 10).clamp(Duration::from_secs(1), Duration::from_secs(3600));
-        tokio::spawn(async move {
-            let mut ticker = tokio::time::interval(period);
-            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                ticker.tick().await;
-                let cutoff = store.clock().now_us()
-                    - i64::try_from(retention.as_micros()).unwrap_or(i64::MAX);
-                match store.prune_audit(cutoff).await {
-                    Ok(report) if report != PruneReport::default() => {
-                        tracing::info!(
-                            rows = report.rows,
-                            resources = report.resources,
-                            lease_events = report.lease_events,
-                            closed_overlaps = report.closed_overlaps,
-                            alert_transitions = report.alert_transitions,
-                            "pruned audit rows and the history beside them"
-                        )
-                    }
-                    Ok(_) => {}
-                    Err(error) => tracing::warn!(%error, "failed to prune the audit"),
-                }
-            }
-        })
-    }
-
-    /// Prunes operation records until the returned task is aborted. Runs at a tenth of the
-    /// retention (between a second and a minute), so a record outlives its window by at most
-    /// that much.
-    pub fn spawn_retention(&self) -> tokio::task::JoinHandle<()> {
-        let store = self.store.clone();
-        let retention = self.limits.idempotency_retention;
-        let period = (retention / 10).clamp(Duration::from_secs(1), Duration::from_secs(60));
-        tokio::spawn(async move {
-            let mut ticker = tokio::time::interval(period);
-            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                ticker.tick().await;
-                match store.prune_operations(retention).await {
-                    Ok(0) => {}
-                    Ok(pruned) => tracing::debug!(pruned, "pruned expired operation records"),
-                    Err(error) => tracing::warn!(%error, "failed to prune operation records"),
-                }
-            }
-        })
     }
 }

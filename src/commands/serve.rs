@@ -1,5 +1,6 @@
 //! `fencewatch serve`: open the store, bind, announce the address, serve until a signal.
 
+use crate::app::retention::{claim_retention, RetentionFlags, RetentionTasks};
 use crate::app::service::{FenceService, Limits};
 use crate::authority::Authorities;
 use crate::cli::{LeaseScopeArg, ServeArgs};
@@ -56,11 +57,18 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     )
     .await
     .context("failed to open the database")?;
+    let retention = RetentionFlags {
+        idempotency: args.idempotency_retention,
+        audit: args.audit_retention,
+        set: args.set_retention,
+    };
+    claim_retention(&store, &retention)
+        .await
+        .context("failed to store or read the database's retention")?;
     let service = FenceService::new(
         store.clone(),
         Limits {
             max_value_bytes: args.max_value_bytes,
-            idempotency_retention: args.idempotency_retention,
             body_read_timeout: args.body_timeout,
             db_timeout: args.db_timeout,
             leases: LeasePolicy {
@@ -119,10 +127,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let http_workers = tokio::runtime::Handle::current().metrics().num_workers();
     tracing::info!(%address, backend = store.backend().name(), http_workers, "serving");
 
-    let retention = state.service.spawn_retention();
-    let audit_retention = args
-        .audit_retention
-        .map(|keep| state.service.spawn_audit_retention(keep));
+    let retention = RetentionTasks::spawn(store.clone());
     let live = state.live.clone();
     let app = http::router(state);
     let stopping = async move {
@@ -134,10 +139,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         header_read_timeout: args.header_timeout,
     };
     let served = http::serve_with(listener, tls, app, limits, stopping).await;
-    retention.abort();
-    if let Some(task) = audit_retention {
-        task.abort();
-    }
+    drop(retention);
     store.close().await;
     tracing::info!("stopped");
     served.context("the server failed")

@@ -35,6 +35,7 @@ pub use leases::{
 };
 pub use overlaps::OverlapQuery;
 pub use reads::{AuditQuery, StoredValue};
+pub use retention::{Retention, RetentionClaim, StoreRetention};
 pub use tail::Snapshot;
 
 use crate::domain::clock::SharedClock;

@@ -38,6 +38,7 @@ mod metrics;
 mod openapi;
 mod overlaps;
 mod prometheus;
+mod retention;
 mod secrets;
 mod security;
 mod tls;

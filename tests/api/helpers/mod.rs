@@ -10,11 +10,8 @@ mod sse;
 
 pub use app::TestApp;
 pub use db::{Backend, TestDb};
-/// The etcd tests build their writes by hand.
-#[cfg(feature = "etcd")]
-pub use http::Put;
-pub use http::{audit_of, encode, http_builder, http_client, Reply};
-pub use process::{bench_report, peer, Daemon};
+pub use http::{audit_of, encode, http_builder, http_client, Put, Reply};
+pub use process::{bench_report, peer, Daemon, DaemonLog};
 pub use sse::SseClient;
 
 /// A small deterministic generator so that failures replay exactly.
