@@ -392,7 +392,7 @@ pub struct AuditFilterArgs {
     pub resource: Option<String>,
     #[arg(long)]
     pub owner: Option<String>,
-    /// accepted, replayed, stale, superseded, lease_expired, revision_conflict, …
+    /// accepted, replayed, stale, superseded, lease_expired, revision_conflict, reset, …
     #[arg(long)]
     pub outcome: Option<String>,
     #[arg(long)]

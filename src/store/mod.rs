@@ -16,6 +16,7 @@ mod leases;
 mod overlaps;
 mod reads;
 mod refused;
+mod reset;
 mod retention;
 mod tail;
 mod tx;

@@ -37,6 +37,7 @@ mod metrics;
 mod openapi;
 mod overlaps;
 mod prometheus;
+mod reset;
 mod scopes;
 mod security;
 mod tls;
