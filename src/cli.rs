@@ -200,8 +200,11 @@ pub struct ServeArgs {
 
     /// Require `Authorization: Bearer KEY` on every /v1 request. One key per line: `KEY` or
     /// `NAME:KEY` (the name is recorded in the audit as the caller), optionally followed by
-    /// scopes: read, write[=PREFIX], lease[=PREFIX], admin. A line without scopes may do
-    /// everything.
+    /// scopes: read, write[=PREFIX], lease[=PREFIX], admin. A PREFIX covers whole path
+    /// segments: `billing` covers `billing` and `billing/…`, `billing/` what is under it,
+    /// neither covers `billingsecrets` or `billing2/…`. A write naming `Fencing-Lease: NAME`
+    /// also needs a lease scope covering NAME (`lease=etcd:PREFIX` for etcd locks). A line
+    /// without scopes may do everything.
     #[arg(long, env = "FENCEWATCH_API_KEY_FILE")]
     pub api_key_file: Option<PathBuf>,
 
@@ -420,7 +423,7 @@ pub struct AuditFilterArgs {
     pub resource: Option<String>,
     #[arg(long)]
     pub owner: Option<String>,
-    /// accepted, replayed, stale, superseded, lease_expired, revision_conflict, …
+    /// accepted, replayed, stale, superseded, lease_expired, revision_conflict, reset, …
     #[arg(long)]
     pub outcome: Option<String>,
     #[arg(long)]

@@ -168,12 +168,17 @@ impl Metrics {
     }
 
     pub fn record_write(&self, outcome: Outcome, took: Duration) {
+        self.count(outcome);
+        self.write_seconds.observe(took.as_secs_f64());
+    }
+
+    /// Counts an audited event under its outcome: a reset, which is no write to time.
+    pub fn count(&self, outcome: Outcome) {
         self.writes
             .get_or_create(&OutcomeLabels {
                 outcome: outcome.as_str(),
             })
             .inc();
-        self.write_seconds.observe(took.as_secs_f64());
     }
 
     /// The OpenMetrics 1.0 exposition.

@@ -7,7 +7,7 @@ use crate::domain::authority::ExternalLock;
 use crate::domain::lease_history::LeaseEvent;
 use crate::domain::{
     AuditEntry, FencedWrite, FencingToken, Holder, LeaseName, LeasePolicy, Overlap, RefusedAttempt,
-    ResourceKey, Ttl, WriteResult,
+    Reset, ResetDone, ResourceKey, Ttl, WriteResult,
 };
 use crate::live::CommitFeed;
 use crate::metrics::Metrics;
@@ -172,6 +172,19 @@ impl FenceService {
             self.metrics.record_write(entry.outcome, started.elapsed());
             if let Some(feed) = &self.feed {
                 feed.push([entry.clone()]);
+            }
+        }
+        result
+    }
+
+    /// Sets a resource's highest accepted generation by an operator's hand, audited (outcome
+    /// `reset`); `None` when the resource was never written.
+    pub async fn reset(&self, reset: &Reset) -> Result<Option<ResetDone>, StoreError> {
+        let result = self.bounded(self.store.reset_highest(reset)).await;
+        if let Ok(Some(done)) = &result {
+            self.metrics.count(done.entry.outcome);
+            if let Some(feed) = &self.feed {
+                feed.push([done.entry.clone()]);
             }
         }
         result

@@ -12,6 +12,7 @@ pub mod origin;
 pub mod problem;
 mod query;
 mod refusal;
+mod reset;
 mod resources;
 pub mod scopes;
 mod write_request;

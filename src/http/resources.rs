@@ -1,8 +1,9 @@
-//! `PUT` and `GET /v1/resources/{key}`.
+//! `PUT` and `GET /v1/resources/{key}`, and the route of `POST …/{key}/reset` (`reset`).
 
 use super::auth::Caller;
 use super::problem::{json_bytes, Problem, WriteMembers};
 use super::refusal::{members, refused_response, RESOURCES_PREFIX};
+use super::reset::reset;
 use super::write_request::{self, Refusal};
 use super::AppState;
 use crate::app::service::WriteError;
@@ -17,7 +18,7 @@ use axum::Router;
 
 pub fn router() -> Router<AppState> {
     Router::new()
-        .route("/v1/resources/{*key}", get(read).put(write))
+        .route("/v1/resources/{*key}", get(read).put(write).post(reset))
         .route("/v1/resources/", get(empty_key).put(empty_key))
 }
 

@@ -44,6 +44,16 @@ fn optional<T>(
     single(headers, name)?.map(parse).transpose()
 }
 
+/// The lease a write's `Fencing-Lease` names, as the write will be checked against it; `None`
+/// without the header or with one that the write's parser refuses.
+pub fn named_lease(headers: &HeaderMap) -> Option<LeaseName> {
+    lease_header(headers).ok().flatten()
+}
+
+fn lease_header(headers: &HeaderMap) -> Result<Option<LeaseName>, ParseError> {
+    optional(headers, FENCING_LEASE, LeaseName::parse)
+}
+
 /// The write's headers, each parsed on its own so that a refusal can keep the parts that
 /// were fine.
 struct WriteHeaders {
@@ -70,7 +80,7 @@ impl WriteHeaders {
                 Revision::parse_if_match,
             ),
             owner: optional(headers, FENCING_OWNER, OwnerLabel::parse),
-            lease: optional(headers, FENCING_LEASE, LeaseName::parse),
+            lease: lease_header(headers),
             content_type: single(headers, header::CONTENT_TYPE.as_str())
                 .map(|value| value.map(str::to_owned)),
         }

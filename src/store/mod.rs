@@ -17,6 +17,7 @@ mod leases;
 mod overlaps;
 mod reads;
 mod refused;
+mod reset;
 mod retention;
 mod tail;
 mod tx;
