@@ -2,9 +2,11 @@
 //! hooks in here, after the store has committed.
 
 use crate::app::group_commit::GroupCommit;
+use crate::app::refusals::{Refusal, RefusalLedger};
 use crate::authority::{Authorities, AuthorityError};
 use crate::domain::authority::ExternalLock;
 use crate::domain::lease_history::LeaseEvent;
+use crate::domain::refusal::{RefusalSample, Spend};
 use crate::domain::{
     AuditEntry, FencedWrite, FencingToken, Holder, LeaseName, LeasePolicy, Overlap, RefusedAttempt,
     ResourceKey, Ttl, WriteResult,
@@ -30,7 +32,7 @@ pub struct Limits {
     pub idempotency_retention: Duration,
     /// How writes that name a lease are judged.
     pub leases: LeasePolicy,
-    /// How long a client may take to send a write's body.
+    /// How long a client may take to send a request's body, from its headers.
     pub body_read_timeout: Duration,
     /// How long a request waits for the database before it is answered 503.
     pub db_timeout: Duration,
@@ -42,7 +44,7 @@ impl Default for Limits {
             max_value_bytes: 1024 * 1024,
             idempotency_retention: Duration::from_secs(24 * 60 * 60),
             leases: LeasePolicy::default(),
-            body_read_timeout: Duration::from_secs(30),
+            body_read_timeout: Duration::from_secs(10),
             db_timeout: crate::store::DEFAULT_DB_TIMEOUT,
         }
     }
@@ -69,11 +71,16 @@ pub struct FenceService {
     metrics: Metrics,
     /// External lock services writes may name as their authority (`serve --etcd`).
     authorities: Arc<Authorities>,
+    /// Requests refused before the fence, counted until their interval's rows are written.
+    refusals: Arc<RefusalLedger>,
 }
 
 impl FenceService {
-    /// Starts the group-commit workers, so it must run on a tokio runtime.
+    /// Starts the group-commit workers and the task that writes refusals, so it must run on a
+    /// tokio runtime.
     pub fn new(store: Store, limits: Limits) -> Self {
+        let refusals = Arc::new(RefusalLedger::new(store.clone()));
+        RefusalLedger::spawn_flusher(&refusals, limits.db_timeout);
         Self {
             commits: GroupCommit::start(store.clone(), limits.leases, limits.db_timeout),
             store,
@@ -81,6 +88,7 @@ impl FenceService {
             feed: None,
             metrics: Metrics::new(),
             authorities: Arc::new(Authorities::default()),
+            refusals,
         }
     }
 
@@ -180,6 +188,24 @@ impl FenceService {
         result
     }
 
+    /// Counts a request refused before the fence, in memory and in the metrics: no
+    /// transaction, no row lock, no row of its own (`app::refusals`). Says whether its address
+    /// was within its budget of refusals.
+    pub fn refused_before_fence(
+        &self,
+        refusal: Refusal,
+        sample: impl FnOnce() -> RefusalSample,
+    ) -> Spend {
+        let (spend, reason) = self.refusals.count(refusal, sample);
+        self.metrics.record_refusal(reason);
+        spend
+    }
+
+    /// Writes the refusals counted so far (the daemon does at each interval, and at exit).
+    pub async fn flush_refusals(&self) -> Result<usize, StoreError> {
+        self.refusals.flush(self.limits.db_timeout).await
+    }
+
     pub async fn read(&self, key: &ResourceKey) -> Result<Option<StoredValue>, StoreError> {
         self.bounded(self.store.read_value(key)).await
     }
@@ -272,6 +298,7 @@ impl FenceService {
                             lease_events = report.lease_events,
                             closed_overlaps = report.closed_overlaps,
                             alert_transitions = report.alert_transitions,
+                            refusals = report.refusals,
                             "pruned audit rows and the history beside them"
                         )
                     }

@@ -15,6 +15,7 @@ pub mod lease;
 pub mod lease_history;
 pub mod outcome;
 pub mod overlap;
+pub mod refusal;
 pub mod revision;
 pub mod token;
 pub mod write;

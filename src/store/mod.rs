@@ -15,6 +15,7 @@ mod error;
 mod leases;
 mod overlaps;
 mod reads;
+mod refusals;
 mod refused;
 mod retention;
 mod tail;

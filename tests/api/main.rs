@@ -37,6 +37,8 @@ mod metrics;
 mod openapi;
 mod overlaps;
 mod prometheus;
+mod rebinding;
+mod refusals;
 mod security;
 mod tls;
 mod tui;
