@@ -434,3 +434,62 @@ async fn an_address_over_its_refusal_budget_gets_429_but_a_valid_key_never_does(
     assert_eq!(metrics.get("unauthorized").copied(), Some(refused));
     daemon.kill().await;
 }
+
+/// Aggregated rows are history beside the audit: `audit prune` (and `--audit-retention`)
+/// deletes those whose last refusal is older than its cutoff, and keeps the rest.
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn old_refusal_rows_are_pruned_with_the_audit(#[case] backend: Backend) {
+    use fencewatch::domain::refusal::{RefusalCount, RefusalReason, RefusalSample, RefusalSource};
+    let db = test_db!(backend);
+    let store = db.store().await;
+    let now_us = chrono::Utc::now().timestamp_micros();
+    let day_us = 86_400_000_000;
+    let row = |at_us: i64, count: i64| RefusalCount {
+        interval_start_us: at_us - at_us.rem_euclid(10_000_000),
+        source: RefusalSource::Address("192.0.2.7".parse().unwrap()),
+        reason: RefusalReason::Unauthorized,
+        count,
+        first_at_us: at_us,
+        last_at_us: at_us,
+        sample: RefusalSample::new(None, "GET /v1/stats".into(), "no key".into()),
+    };
+    store
+        .record_refusals(&[row(now_us - 2 * day_us, 5), row(now_us, 3)])
+        .await
+        .unwrap();
+    // Written again for the same interval: the counts add up in one row.
+    store.record_refusals(&[row(now_us, 4)]).await.unwrap();
+    store.close().await;
+
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_fencewatch"))
+        .args([
+            "audit",
+            "prune",
+            "--before",
+            "1d",
+            "--json",
+            "--database",
+            &db.url,
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["refusals"], 1, "{report}");
+    let pool = raw_pool(&db).await;
+    assert_eq!(count(&pool, "SELECT COUNT(*) FROM refusals").await, 1);
+    assert_eq!(count(&pool, "SELECT MAX(count) FROM refusals").await, 7);
+    pool.close().await;
+}
