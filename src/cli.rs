@@ -567,4 +567,20 @@ mod tests {
         assert_eq!(told.http_workers(2), 4);
         assert!(Cli::try_parse_from(["fencewatch", "serve", "--http-workers", "0"]).is_err());
     }
+
+    #[test]
+    fn the_body_read_timeout_keeps_its_old_name_as_an_alias() {
+        use std::time::Duration;
+        assert_eq!(serve(&[]).body_read_timeout, Duration::from_secs(10));
+        assert_eq!(
+            serve(&["--body-read-timeout", "3s"]).body_read_timeout,
+            Duration::from_secs(3)
+        );
+        assert_eq!(
+            serve(&["--body-timeout", "2s"]).body_read_timeout,
+            Duration::from_secs(2)
+        );
+        let hosts = serve(&["--allowed-host", "a.example", "--allowed-host", "b"]).allowed_hosts;
+        assert_eq!(hosts, ["a.example", "b"]);
+    }
 }

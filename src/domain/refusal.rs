@@ -246,6 +246,9 @@ pub struct RefusalBudget {
     max_addresses: usize,
     buckets: HashMap<IpAddr, Bucket>,
     shared: Bucket,
+    /// When full buckets were last forgotten: at most once a second, so that a flood from
+    /// ever new addresses does not make every refusal walk the whole map.
+    swept_at_us: i64,
 }
 
 impl RefusalBudget {
@@ -260,6 +263,7 @@ impl RefusalBudget {
                 tokens: burst,
                 at_us: i64::MIN,
             },
+            swept_at_us: i64::MIN,
         }
     }
 
@@ -295,8 +299,13 @@ impl RefusalBudget {
         }
     }
 
-    /// Forgets the buckets that have refilled: an address seen again starts full anyway.
+    /// Forgets the buckets that have refilled (an address seen again starts full anyway), at
+    /// most once a second.
     fn forget_full(&mut self, now_us: i64) {
+        if now_us.saturating_sub(self.swept_at_us) < 1_000_000 {
+            return;
+        }
+        self.swept_at_us = now_us;
         let (burst, per_second) = (self.burst, self.per_second);
         self.buckets.retain(|_, bucket| {
             refill(bucket, burst, per_second, now_us);
