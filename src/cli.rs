@@ -13,7 +13,8 @@ pub const EXIT_CODES_HELP: &str = "Exit codes:
   4  revision mismatch (412)
   5  idempotency key reused for another request (422)
   6  lease held by another, lost, or expired (409 lease-held, lease-lost, lease-expired)
-  7  not allowed: no or wrong API key, forged token, resource out of the lease's scope (401, 403)
+  7  not allowed: no or wrong API key, forged token, resource out of the lease's scope, a Host
+     the daemon does not answer to, too many refused requests (401, 403, 421, 429)
   8  invalid request or value too large (400, 413)
   9  not found (404)";
 
@@ -182,9 +183,15 @@ pub struct ServeArgs {
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     pub header_timeout: Duration,
 
-    /// A write whose body takes longer than this to arrive is refused (400, audited).
-    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
-    pub body_timeout: Duration,
+    /// A request whose body has not arrived this long after its headers is answered 408 and
+    /// its connection closed (a write's attempt is audited). Every request with a body.
+    #[arg(
+        long,
+        alias = "body-timeout",
+        default_value = "10s",
+        value_parser = humantime::parse_duration
+    )]
+    pub body_read_timeout: Duration,
 
     /// A request that waits longer than this for the database is answered 503, and a
     /// PostgreSQL batch still waiting is abandoned with its connection: for a network or server
@@ -212,6 +219,12 @@ pub struct ServeArgs {
     /// Any other request carrying an Origin header is refused with 403 cross-origin.
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     pub allow_origins: Vec<String>,
+
+    /// A host name clients may reach the daemon by (e.g. fencewatch.internal); repeatable, `*`
+    /// for any. `localhost`, the --listen host and IP literals always are; a request whose Host
+    /// names another gets 421 (DNS rebinding).
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    pub allowed_hosts: Vec<String>,
 
     /// Serve HTTPS only, with this PEM certificate chain (needs --tls-key).
     #[arg(long, env = "FENCEWATCH_TLS_CERT", requires = "tls_key")]
@@ -491,6 +504,18 @@ pub enum AuditCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Requests refused before the fence (no or a wrong API key, a key's scopes, a foreign
+    /// origin or Host, too many refusals), aggregated per source, reason and 10 s interval,
+    /// oldest first.
+    Refusals {
+        /// RFC 3339 or a duration ago (`1h`).
+        #[arg(long)]
+        since: Option<String>,
+        #[arg(long)]
+        until: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Delete rows older than a time behind per-resource checkpoints (what `--audit-retention`
     /// does in the daemon).
     Prune {
@@ -603,5 +628,21 @@ mod tests {
             seen >= 10,
             "found only {seen} arguments read from the environment"
         );
+    }
+
+    #[test]
+    fn the_body_read_timeout_keeps_its_old_name_as_an_alias() {
+        use std::time::Duration;
+        assert_eq!(serve(&[]).body_read_timeout, Duration::from_secs(10));
+        assert_eq!(
+            serve(&["--body-read-timeout", "3s"]).body_read_timeout,
+            Duration::from_secs(3)
+        );
+        assert_eq!(
+            serve(&["--body-timeout", "2s"]).body_read_timeout,
+            Duration::from_secs(2)
+        );
+        let hosts = serve(&["--allowed-host", "a.example", "--allowed-host", "b"]).allowed_hosts;
+        assert_eq!(hosts, ["a.example", "b"]);
     }
 }

@@ -205,6 +205,7 @@ async fn prune_audit(store: Store) {
                         lease_events = report.lease_events,
                         closed_overlaps = report.closed_overlaps,
                         alert_transitions = report.alert_transitions,
+                        refusals = report.refusals,
                         "pruned audit rows and the history beside them"
                     ),
                     Ok(_) => {}

@@ -2,9 +2,11 @@
 //! hooks in here, after the store has committed.
 
 use crate::app::group_commit::GroupCommit;
+use crate::app::refusals::{Refusal, RefusalLedger};
 use crate::authority::{Authorities, AuthorityError};
 use crate::domain::authority::ExternalLock;
 use crate::domain::lease_history::LeaseEvent;
+use crate::domain::refusal::{RefusalSample, Spend};
 use crate::domain::{
     AuditEntry, FencedWrite, FencingToken, Holder, LeaseName, LeasePolicy, Overlap, RefusedAttempt,
     Reset, ResetDone, ResourceKey, Ttl, WriteResult,
@@ -28,7 +30,7 @@ pub struct Limits {
     pub max_value_bytes: usize,
     /// How writes that name a lease are judged.
     pub leases: LeasePolicy,
-    /// How long a client may take to send a write's body.
+    /// How long a client may take to send a request's body, from its headers.
     pub body_read_timeout: Duration,
     /// How long a request waits for the database before it is answered 503.
     pub db_timeout: Duration,
@@ -39,7 +41,7 @@ impl Default for Limits {
         Self {
             max_value_bytes: 1024 * 1024,
             leases: LeasePolicy::default(),
-            body_read_timeout: Duration::from_secs(30),
+            body_read_timeout: Duration::from_secs(10),
             db_timeout: crate::store::DEFAULT_DB_TIMEOUT,
         }
     }
@@ -66,11 +68,16 @@ pub struct FenceService {
     metrics: Metrics,
     /// External lock services writes may name as their authority (`serve --etcd`).
     authorities: Arc<Authorities>,
+    /// Requests refused before the fence, counted until their interval's rows are written.
+    refusals: Arc<RefusalLedger>,
 }
 
 impl FenceService {
-    /// Starts the group-commit workers, so it must run on a tokio runtime.
+    /// Starts the group-commit workers and the task that writes refusals, so it must run on a
+    /// tokio runtime.
     pub fn new(store: Store, limits: Limits) -> Self {
+        let refusals = Arc::new(RefusalLedger::new(store.clone()));
+        RefusalLedger::spawn_flusher(&refusals, limits.db_timeout);
         Self {
             commits: GroupCommit::start(store.clone(), limits.leases, limits.db_timeout),
             store,
@@ -78,6 +85,7 @@ impl FenceService {
             feed: None,
             metrics: Metrics::new(),
             authorities: Arc::new(Authorities::default()),
+            refusals,
         }
     }
 
@@ -188,6 +196,24 @@ impl FenceService {
             }
         }
         result
+    }
+
+    /// Counts a request refused before the fence, in memory and in the metrics: no
+    /// transaction, no row lock, no row of its own (`app::refusals`). Says whether its address
+    /// was within its budget of refusals.
+    pub fn refused_before_fence(
+        &self,
+        refusal: Refusal,
+        sample: impl FnOnce() -> RefusalSample,
+    ) -> Spend {
+        let (spend, reason) = self.refusals.count(refusal, sample);
+        self.metrics.record_refusal(reason);
+        spend
+    }
+
+    /// Writes the refusals counted so far (the daemon does at each interval, and at exit).
+    pub async fn flush_refusals(&self) -> Result<usize, StoreError> {
+        self.refusals.flush(self.limits.db_timeout).await
     }
 
     pub async fn read(&self, key: &ResourceKey) -> Result<Option<StoredValue>, StoreError> {

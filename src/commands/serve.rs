@@ -6,6 +6,7 @@ use crate::authority::Authorities;
 use crate::cli::{LeaseScopeArg, ServeArgs};
 use crate::domain::{LeasePolicy, LeaseScope};
 use crate::http::auth::ApiKeys;
+use crate::http::hosts::AllowedHosts;
 use crate::http::origin::AllowedOrigins;
 use crate::http::{self, Access, AppState};
 use crate::live::alerts::AlertConfig;
@@ -42,6 +43,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .transpose()?
         .map(Arc::new);
     let allowed_origins = AllowedOrigins::parse(&args.allow_origins)?;
+    let allowed_hosts = AllowedHosts::new(&args.allowed_hosts, &args.listen)?;
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => Some(tls::server_config(cert, key)?),
         _ => None,
@@ -69,7 +71,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         store.clone(),
         Limits {
             max_value_bytes: args.max_value_bytes,
-            body_read_timeout: args.body_timeout,
+            body_read_timeout: args.body_read_timeout,
             db_timeout: args.db_timeout,
             leases: LeasePolicy {
                 scope: match args.lease_scope {
@@ -114,6 +116,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let access = Access {
         api_keys,
         allowed_origins,
+        allowed_hosts,
     };
     let state = start(service, live, access)
         .await
@@ -129,6 +132,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
 
     let retention = RetentionTasks::spawn(store.clone());
     let live = state.live.clone();
+    let service = state.service.clone();
     let app = http::router(state);
     let stopping = async move {
         signals.received().await;
@@ -137,8 +141,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let limits = http::ServeLimits {
         max_connections: args.max_connections.max(1),
         header_read_timeout: args.header_timeout,
+        ..http::ServeLimits::default()
     };
     let served = http::serve_with(listener, tls, app, limits, stopping).await;
+    // What was refused since the last interval's rows were written.
+    if let Err(error) = service.flush_refusals().await {
+        tracing::warn!(%error, "failed to write the last refusals");
+    }
     drop(retention);
     store.close().await;
     tracing::info!("stopped");

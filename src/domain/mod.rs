@@ -16,6 +16,7 @@ pub mod lease_history;
 pub mod outcome;
 pub mod overlap;
 pub mod prefix;
+pub mod refusal;
 pub mod reset;
 pub mod revision;
 pub mod token;

@@ -3,9 +3,9 @@
 //! unscoped key line, or a daemon without keys, is open as for every other admin action).
 
 use super::auth::Caller;
+use super::body::{content_length, read_limited};
 use super::problem::{json_ok, Problem, WriteMembers};
 use super::refusal::{members, RESOURCES_PREFIX};
-use super::write_request::is_length_limit;
 use super::AppState;
 use crate::api::reset::ResetRequest;
 use crate::domain::{FencingToken, Reset, ResetReason, ResourceKey};
@@ -48,7 +48,7 @@ pub(super) async fn reset(
     let key =
         ResourceKey::from_percent_encoded(raw_key).map_err(|e| Problem::invalid_request(e.0))?;
     require_json(&headers)?;
-    let request = read_request(&state, body).await?;
+    let request = read_request(&headers, body).await?;
     let highest_token = FencingToken::new(request.highest_token)
         .map_err(|e| Problem::invalid_request(format!("highest_token: {}", e.0)))?;
     let reason = ResetReason::parse(&request.reason).map_err(|e| Problem::invalid_request(e.0))?;
@@ -87,25 +87,13 @@ fn require_json(headers: &HeaderMap) -> Result<(), Problem> {
     }
 }
 
-/// The body, within `--body-read-timeout` and its size limit, as a `ResetRequest`.
-async fn read_request(state: &AppState, body: Body) -> Result<ResetRequest, Problem> {
-    let timeout = state.service.limits().body_read_timeout;
-    let bytes = tokio::time::timeout(timeout, axum::body::to_bytes(body, MAX_BODY_BYTES))
+/// The body, within `--body-read-timeout` (`408` when it stalls) and its size limit, as a
+/// `ResetRequest`.
+async fn read_request(headers: &HeaderMap, body: Body) -> Result<ResetRequest, Problem> {
+    let bytes = read_limited(content_length(headers), body, MAX_BODY_BYTES)
         .await
-        .map_err(|_| {
-            Problem::invalid_request(format!(
-                "the request body did not arrive within {}",
-                humantime::format_duration(timeout)
-            ))
-        })?
         .map_err(|error| {
-            if is_length_limit(&error) {
-                Problem::payload_too_large(format!(
-                    "a reset's body is limited to {MAX_BODY_BYTES} bytes"
-                ))
-            } else {
-                Problem::invalid_request(format!("failed to read the request body: {error}"))
-            }
+            error.problem(|limit| format!("a reset's body is limited to {limit} bytes"))
         })?;
     let invalid =
         |e: serde_json::Error| Problem::invalid_request(format!("invalid JSON body: {e}"));

@@ -43,13 +43,9 @@ async fn write(
     body: Body,
 ) -> Result<Response, Problem> {
     let key = key_from(&uri)?;
-    let limits = state.service.limits();
-    let body_limits = write_request::BodyLimits {
-        max_bytes: limits.max_value_bytes,
-        read_timeout: limits.body_read_timeout,
-    };
+    let max_bytes = state.service.limits().max_value_bytes;
     let caller = caller.and_then(|Extension(Caller(name))| name);
-    match write_request::parse(key, &headers, body, body_limits, caller).await {
+    match write_request::parse(key, &headers, body, max_bytes, caller).await {
         Ok(write) => match state.service.write_checked(&write).await {
             Ok(result) => Ok(write_response(result)),
             Err(WriteError::Store(error)) => Err(Problem::from(error)),

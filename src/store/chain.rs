@@ -36,6 +36,8 @@ pub struct PruneReport {
     pub lease_events: u64,
     pub closed_overlaps: u64,
     pub alert_transitions: u64,
+    /// Aggregated rows of requests refused before the fence (`store::refusals`).
+    pub refusals: u64,
 }
 
 struct Walk {
@@ -271,6 +273,7 @@ impl Store {
             delete("DELETE FROM ownership_overlaps WHERE state = 'closed' AND closed_at_us < $1")
                 .await?;
         report.alert_transitions = delete("DELETE FROM alert_transitions WHERE at_us < $1").await?;
+        report.refusals = delete("DELETE FROM refusals WHERE last_at_us < $1").await?;
         tx.commit().await?;
         Ok(())
     }

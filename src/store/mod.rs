@@ -16,6 +16,7 @@ mod error;
 mod leases;
 mod overlaps;
 mod reads;
+mod refusals;
 mod refused;
 mod reset;
 mod retention;

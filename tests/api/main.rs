@@ -38,6 +38,8 @@ mod metrics;
 mod openapi;
 mod overlaps;
 mod prometheus;
+mod rebinding;
+mod refusals;
 mod reset;
 mod retention;
 mod scopes;
