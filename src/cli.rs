@@ -16,7 +16,8 @@ pub const EXIT_CODES_HELP: &str = "Exit codes:
   4  revision mismatch (412)
   5  idempotency key reused for another request (422)
   6  lease held by another, lost, or expired (409 lease-held, lease-lost, lease-expired)
-  7  not allowed: no or wrong API key, forged token, resource out of the lease's scope (401, 403)
+  7  not allowed: no or wrong API key, forged token, resource out of the lease's scope, a Host
+     the daemon does not answer to, too many refused requests (401, 403, 421, 429)
   8  invalid request or value too large (400, 413)
   9  not found (404)";
 
@@ -129,9 +130,17 @@ pub struct ServeArgs {
     pub max_value_bytes: usize,
 
     /// How long an accepted operation's result is kept for replay by its Idempotency-Key
-    /// (e.g. 24h, 90m). A retry after that is decided afresh; see the README.
-    #[arg(long, default_value = "24h", value_parser = humantime::parse_duration)]
-    pub idempotency_retention: Duration,
+    /// (e.g. 24h, 90m; default 24h). A retry after that is decided afresh; see the README. A
+    /// setting of the database: the first daemon on it stores it, later ones keep to the stored
+    /// value (see --set-retention).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub idempotency_retention: Option<Duration>,
+
+    /// Store this daemon's --idempotency-retention and --audit-retention as the database's,
+    /// replacing what is stored (a flag left out stores its default: 24h, keep everything);
+    /// every daemon on the database keeps to them from its next prune.
+    #[arg(long)]
+    pub set_retention: bool,
 
     /// PostgreSQL connections per daemon.
     #[arg(long, default_value_t = 16)]
@@ -162,7 +171,8 @@ pub struct ServeArgs {
     pub config: Option<PathBuf>,
 
     /// Delete audit rows older than this (e.g. 90d), keeping a checkpoint so that what remains
-    /// still verifies. Default: keep everything.
+    /// still verifies. Default: keep everything. A setting of the database, like
+    /// --idempotency-retention.
     #[arg(long, value_parser = humantime::parse_duration)]
     pub audit_retention: Option<Duration>,
 
@@ -179,9 +189,15 @@ pub struct ServeArgs {
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     pub header_timeout: Duration,
 
-    /// A write whose body takes longer than this to arrive is refused (400, audited).
-    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
-    pub body_timeout: Duration,
+    /// A request whose body has not arrived this long after its headers is answered 408 and
+    /// its connection closed (a write's attempt is audited). Every request with a body.
+    #[arg(
+        long,
+        alias = "body-timeout",
+        default_value = "10s",
+        value_parser = humantime::parse_duration
+    )]
+    pub body_read_timeout: Duration,
 
     /// A request that waits longer than this for the database is answered 503, and a
     /// PostgreSQL batch still waiting is abandoned with its connection: for a network or server
@@ -197,8 +213,11 @@ pub struct ServeArgs {
 
     /// Require `Authorization: Bearer KEY` on every /v1 request. One key per line: `KEY` or
     /// `NAME:KEY` (the name is recorded in the audit as the caller), optionally followed by
-    /// scopes: read, write[=PREFIX], lease[=PREFIX], admin. A line without scopes may do
-    /// everything.
+    /// scopes: read, write[=PREFIX], lease[=PREFIX], admin. A PREFIX covers whole path
+    /// segments: `billing` covers `billing` and `billing/…`, `billing/` what is under it,
+    /// neither covers `billingsecrets` or `billing2/…`. A write naming `Fencing-Lease: NAME`
+    /// also needs a lease scope covering NAME (`lease=etcd:PREFIX` for etcd locks). A line
+    /// without scopes may do everything.
     #[arg(long, env = "FENCEWATCH_API_KEY_FILE")]
     pub api_key_file: Option<PathBuf>,
 
@@ -206,6 +225,12 @@ pub struct ServeArgs {
     /// Any other request carrying an Origin header is refused with 403 cross-origin.
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     pub allow_origins: Vec<String>,
+
+    /// A host name clients may reach the daemon by (e.g. fencewatch.internal); repeatable, `*`
+    /// for any. `localhost`, the --listen host and IP literals always are; a request whose Host
+    /// names another gets 421 (DNS rebinding).
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    pub allowed_hosts: Vec<String>,
 
     /// Serve HTTPS only, with this PEM certificate chain (needs --tls-key).
     #[arg(long, env = "FENCEWATCH_TLS_CERT", requires = "tls_key")]
@@ -417,7 +442,7 @@ pub struct AuditFilterArgs {
     pub resource: Option<String>,
     #[arg(long)]
     pub owner: Option<String>,
-    /// accepted, replayed, stale, superseded, lease_expired, revision_conflict, …
+    /// accepted, replayed, stale, superseded, lease_expired, revision_conflict, reset, …
     #[arg(long)]
     pub outcome: Option<String>,
     #[arg(long)]
@@ -478,6 +503,18 @@ pub enum AuditCommand {
         /// A minute either side of this incident (from `incidents`).
         #[arg(long, conflicts_with_all = ["since", "until"])]
         around: Option<i64>,
+        #[arg(long)]
+        since: Option<String>,
+        #[arg(long)]
+        until: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Requests refused before the fence (no or a wrong API key, a key's scopes, a foreign
+    /// origin or Host, too many refusals), aggregated per source, reason and 10 s interval,
+    /// oldest first.
+    Refusals {
+        /// RFC 3339 or a duration ago (`1h`).
         #[arg(long)]
         since: Option<String>,
         #[arg(long)]
@@ -597,5 +634,21 @@ mod tests {
             seen >= 10,
             "found only {seen} arguments read from the environment"
         );
+    }
+
+    #[test]
+    fn the_body_read_timeout_keeps_its_old_name_as_an_alias() {
+        use std::time::Duration;
+        assert_eq!(serve(&[]).body_read_timeout, Duration::from_secs(10));
+        assert_eq!(
+            serve(&["--body-read-timeout", "3s"]).body_read_timeout,
+            Duration::from_secs(3)
+        );
+        assert_eq!(
+            serve(&["--body-timeout", "2s"]).body_read_timeout,
+            Duration::from_secs(2)
+        );
+        let hosts = serve(&["--allowed-host", "a.example", "--allowed-host", "b"]).allowed_hosts;
+        assert_eq!(hosts, ["a.example", "b"]);
     }
 }

@@ -1,5 +1,6 @@
 //! Prometheus metrics. Labels are bounded: outcomes only, never keys, owners or operation ids.
 
+use crate::domain::refusal::RefusalReason;
 use crate::domain::Outcome;
 use crate::store::Backend;
 use prometheus_client::encoding::text::encode;
@@ -20,6 +21,11 @@ pub struct OutcomeLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct SourceLabels {
     pub source: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabels {
+    pub reason: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -46,6 +52,8 @@ pub struct Metrics {
     pub live_rows: Family<SourceLabels, Counter>,
     /// What external lock services were caught doing wrong, by kind.
     pub authority_anomalies: Family<KindLabels, Counter>,
+    /// Requests refused before the fence, by reason (the problem type they got).
+    pub refusals: Family<ReasonLabels, Counter>,
     /// SQLite only: the WAL file's size, read at each scrape.
     pub sqlite_wal_bytes: Option<Gauge>,
 }
@@ -134,6 +142,18 @@ impl Metrics {
              presented by two owners), by kind",
             authority_anomalies.clone(),
         );
+        let refusals = Family::<ReasonLabels, Counter>::default();
+        for reason in RefusalReason::ALL {
+            let _ = refusals.get_or_create(&ReasonLabels {
+                reason: reason.as_str(),
+            });
+        }
+        registry.register(
+            "refusals",
+            "Requests refused before the fence (no or a wrong API key, a key's scopes, a foreign \
+             origin or Host, an address over its budget of refusals), by reason",
+            refusals.clone(),
+        );
         let sqlite_wal_bytes = (backend == Some(Backend::Sqlite)).then(|| {
             let gauge = Gauge::default();
             registry.register_with_unit(
@@ -156,6 +176,7 @@ impl Metrics {
             events_dropped,
             live_rows,
             authority_anomalies,
+            refusals,
             sqlite_wal_bytes,
         }
     }
@@ -168,12 +189,25 @@ impl Metrics {
     }
 
     pub fn record_write(&self, outcome: Outcome, took: Duration) {
+        self.count(outcome);
+        self.write_seconds.observe(took.as_secs_f64());
+    }
+
+    /// Counts an audited event under its outcome: a reset, which is no write to time.
+    pub fn count(&self, outcome: Outcome) {
         self.writes
             .get_or_create(&OutcomeLabels {
                 outcome: outcome.as_str(),
             })
             .inc();
-        self.write_seconds.observe(took.as_secs_f64());
+    }
+
+    pub fn record_refusal(&self, reason: RefusalReason) {
+        self.refusals
+            .get_or_create(&ReasonLabels {
+                reason: reason.as_str(),
+            })
+            .inc();
     }
 
     /// The OpenMetrics 1.0 exposition.

@@ -4,3 +4,4 @@ pub mod events;
 pub mod leases;
 pub mod monitoring;
 pub mod problem;
+pub mod reset;

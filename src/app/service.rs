@@ -2,18 +2,20 @@
 //! hooks in here, after the store has committed.
 
 use crate::app::group_commit::GroupCommit;
+use crate::app::refusals::{Refusal, RefusalLedger};
 use crate::authority::{Authorities, AuthorityError};
 use crate::domain::authority::ExternalLock;
 use crate::domain::lease_history::LeaseEvent;
+use crate::domain::refusal::{RefusalSample, Spend};
 use crate::domain::{
     AuditEntry, FencedWrite, FencingToken, Holder, LeaseName, LeasePolicy, Overlap, RefusedAttempt,
-    ResourceKey, Ttl, WriteResult,
+    Reset, ResetDone, ResourceKey, Ttl, WriteResult,
 };
 use crate::live::CommitFeed;
 use crate::metrics::Metrics;
 use crate::store::{
-    AcquireResult, AuditQuery, LeaseHistoryQuery, LeaseState, OverlapQuery, PruneReport,
-    ReleaseResult, RenewResult, Store, StoreError, StoredAlert, StoredValue,
+    AcquireResult, AuditQuery, LeaseHistoryQuery, LeaseState, OverlapQuery, ReleaseResult,
+    RenewResult, Store, StoreError, StoredAlert, StoredValue,
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -26,11 +28,9 @@ pub use checked::WriteError;
 pub struct Limits {
     /// The largest value a write may carry.
     pub max_value_bytes: usize,
-    /// How long an accepted operation's result is kept for replay.
-    pub idempotency_retention: Duration,
     /// How writes that name a lease are judged.
     pub leases: LeasePolicy,
-    /// How long a client may take to send a write's body.
+    /// How long a client may take to send a request's body, from its headers.
     pub body_read_timeout: Duration,
     /// How long a request waits for the database before it is answered 503.
     pub db_timeout: Duration,
@@ -40,9 +40,8 @@ impl Default for Limits {
     fn default() -> Self {
         Self {
             max_value_bytes: 1024 * 1024,
-            idempotency_retention: Duration::from_secs(24 * 60 * 60),
             leases: LeasePolicy::default(),
-            body_read_timeout: Duration::from_secs(30),
+            body_read_timeout: Duration::from_secs(10),
             db_timeout: crate::store::DEFAULT_DB_TIMEOUT,
         }
     }
@@ -69,11 +68,16 @@ pub struct FenceService {
     metrics: Metrics,
     /// External lock services writes may name as their authority (`serve --etcd`).
     authorities: Arc<Authorities>,
+    /// Requests refused before the fence, counted until their interval's rows are written.
+    refusals: Arc<RefusalLedger>,
 }
 
 impl FenceService {
-    /// Starts the group-commit workers, so it must run on a tokio runtime.
+    /// Starts the group-commit workers and the task that writes refusals, so it must run on a
+    /// tokio runtime.
     pub fn new(store: Store, limits: Limits) -> Self {
+        let refusals = Arc::new(RefusalLedger::new(store.clone()));
+        RefusalLedger::spawn_flusher(&refusals, limits.db_timeout);
         Self {
             commits: GroupCommit::start(store.clone(), limits.leases, limits.db_timeout),
             store,
@@ -81,6 +85,7 @@ impl FenceService {
             feed: None,
             metrics: Metrics::new(),
             authorities: Arc::new(Authorities::default()),
+            refusals,
         }
     }
 
@@ -180,6 +185,37 @@ impl FenceService {
         result
     }
 
+    /// Sets a resource's highest accepted generation by an operator's hand, audited (outcome
+    /// `reset`); `None` when the resource was never written.
+    pub async fn reset(&self, reset: &Reset) -> Result<Option<ResetDone>, StoreError> {
+        let result = self.bounded(self.store.reset_highest(reset)).await;
+        if let Ok(Some(done)) = &result {
+            self.metrics.count(done.entry.outcome);
+            if let Some(feed) = &self.feed {
+                feed.push([done.entry.clone()]);
+            }
+        }
+        result
+    }
+
+    /// Counts a request refused before the fence, in memory and in the metrics: no
+    /// transaction, no row lock, no row of its own (`app::refusals`). Says whether its address
+    /// was within its budget of refusals.
+    pub fn refused_before_fence(
+        &self,
+        refusal: Refusal,
+        sample: impl FnOnce() -> RefusalSample,
+    ) -> Spend {
+        let (spend, reason) = self.refusals.count(refusal, sample);
+        self.metrics.record_refusal(reason);
+        spend
+    }
+
+    /// Writes the refusals counted so far (the daemon does at each interval, and at exit).
+    pub async fn flush_refusals(&self) -> Result<usize, StoreError> {
+        self.refusals.flush(self.limits.db_timeout).await
+    }
+
     pub async fn read(&self, key: &ResourceKey) -> Result<Option<StoredValue>, StoreError> {
         self.bounded(self.store.read_value(key)).await
     }
@@ -251,55 +287,5 @@ impl FenceService {
             Ok(Some(events))
         })
         .await
-    }
-
-    /// Prunes audit rows older than `retention`, behind checkpoints, until aborted.
-    pub fn spawn_audit_retention(&self, retention: Duration) -> tokio::task::JoinHandle<()> {
-        let store = self.store.clone();
-        let period = (retention / 10).clamp(Duration::from_secs(1), Duration::from_secs(3600));
-        tokio::spawn(async move {
-            let mut ticker = tokio::time::interval(period);
-            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                ticker.tick().await;
-                let cutoff = store.clock().now_us()
-                    - i64::try_from(retention.as_micros()).unwrap_or(i64::MAX);
-                match store.prune_audit(cutoff).await {
-                    Ok(report) if report != PruneReport::default() => {
-                        tracing::info!(
-                            rows = report.rows,
-                            resources = report.resources,
-                            lease_events = report.lease_events,
-                            closed_overlaps = report.closed_overlaps,
-                            alert_transitions = report.alert_transitions,
-                            "pruned audit rows and the history beside them"
-                        )
-                    }
-                    Ok(_) => {}
-                    Err(error) => tracing::warn!(%error, "failed to prune the audit"),
-                }
-            }
-        })
-    }
-
-    /// Prunes operation records until the returned task is aborted. Runs at a tenth of the
-    /// retention (between a second and a minute), so a record outlives its window by at most
-    /// that much.
-    pub fn spawn_retention(&self) -> tokio::task::JoinHandle<()> {
-        let store = self.store.clone();
-        let retention = self.limits.idempotency_retention;
-        let period = (retention / 10).clamp(Duration::from_secs(1), Duration::from_secs(60));
-        tokio::spawn(async move {
-            let mut ticker = tokio::time::interval(period);
-            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                ticker.tick().await;
-                match store.prune_operations(retention).await {
-                    Ok(0) => {}
-                    Ok(pruned) => tracing::debug!(pruned, "pruned expired operation records"),
-                    Err(error) => tracing::warn!(%error, "failed to prune operation records"),
-                }
-            }
-        })
     }
 }

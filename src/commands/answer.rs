@@ -13,7 +13,7 @@ pub fn exit_code(status: u16, problem_type: Option<&str>) -> u8 {
         (412, _) => 4,
         (422, _) => 5,
         (409, Some("lease-held" | "lease-lost" | "lease-expired")) => 6,
-        (401 | 403, _) => 7,
+        (401 | 403 | 421 | 429, _) => 7,
         (400 | 413, _) => 8,
         (404, _) => 9,
         _ => 1,

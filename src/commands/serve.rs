@@ -1,10 +1,12 @@
 //! `fencewatch serve`: open the store, bind, announce the address, serve until a signal.
 
+use crate::app::retention::{claim_retention, RetentionFlags, RetentionTasks};
 use crate::app::service::{FenceService, Limits};
 use crate::authority::Authorities;
 use crate::cli::{LeaseScopeArg, ServeArgs};
 use crate::domain::{LeasePolicy, LeaseScope};
 use crate::http::auth::ApiKeys;
+use crate::http::hosts::AllowedHosts;
 use crate::http::origin::AllowedOrigins;
 use crate::http::{self, Access, AppState};
 use crate::live::alerts::AlertConfig;
@@ -41,6 +43,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .transpose()?
         .map(Arc::new);
     let allowed_origins = AllowedOrigins::parse(&args.allow_origins)?;
+    let allowed_hosts = AllowedHosts::new(&args.allowed_hosts, &args.listen)?;
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => Some(tls::server_config(cert, key)?),
         _ => None,
@@ -56,12 +59,19 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     )
     .await
     .context("failed to open the database")?;
+    let retention = RetentionFlags {
+        idempotency: args.idempotency_retention,
+        audit: args.audit_retention,
+        set: args.set_retention,
+    };
+    claim_retention(&store, &retention)
+        .await
+        .context("failed to store or read the database's retention")?;
     let service = FenceService::new(
         store.clone(),
         Limits {
             max_value_bytes: args.max_value_bytes,
-            idempotency_retention: args.idempotency_retention,
-            body_read_timeout: args.body_timeout,
+            body_read_timeout: args.body_read_timeout,
             db_timeout: args.db_timeout,
             leases: LeasePolicy {
                 scope: match args.lease_scope {
@@ -106,6 +116,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let access = Access {
         api_keys,
         allowed_origins,
+        allowed_hosts,
     };
     let state = start(service, live, access)
         .await
@@ -119,11 +130,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let http_workers = tokio::runtime::Handle::current().metrics().num_workers();
     tracing::info!(%address, backend = store.backend().name(), http_workers, "serving");
 
-    let retention = state.service.spawn_retention();
-    let audit_retention = args
-        .audit_retention
-        .map(|keep| state.service.spawn_audit_retention(keep));
+    let retention = RetentionTasks::spawn(store.clone());
     let live = state.live.clone();
+    let service = state.service.clone();
     let app = http::router(state);
     let stopping = async move {
         signals.received().await;
@@ -132,12 +141,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let limits = http::ServeLimits {
         max_connections: args.max_connections.max(1),
         header_read_timeout: args.header_timeout,
+        ..http::ServeLimits::default()
     };
     let served = http::serve_with(listener, tls, app, limits, stopping).await;
-    retention.abort();
-    if let Some(task) = audit_retention {
-        task.abort();
+    // What was refused since the last interval's rows were written.
+    if let Err(error) = service.flush_refusals().await {
+        tracing::warn!(%error, "failed to write the last refusals");
     }
+    drop(retention);
     store.close().await;
     tracing::info!("stopped");
     served.context("the server failed")

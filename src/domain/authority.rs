@@ -21,6 +21,18 @@ pub enum AuthorityKind {
 impl AuthorityKind {
     pub const ALL: [AuthorityKind; 1] = [AuthorityKind::Etcd];
 
+    /// The service a name as `Fencing-Lease` gives it belongs to, with the lock's name in it
+    /// (`etcd:/locks/jobs` → etcd, `/locks/jobs`); `None` for a lease of the daemon's own.
+    /// On bytes: the key scopes match names decoded from a path, which need not be UTF-8.
+    pub fn of_name(name: &[u8]) -> Option<(AuthorityKind, &[u8])> {
+        let colon = name.iter().position(|&b| b == b':')?;
+        let (scheme, rest) = (&name[..colon], &name[colon + 1..]);
+        Self::ALL
+            .into_iter()
+            .find(|kind| kind.scheme().as_bytes() == scheme)
+            .map(|kind| (kind, rest))
+    }
+
     /// The scheme a `Fencing-Lease` names it by.
     pub fn scheme(self) -> &'static str {
         match self {
@@ -41,11 +53,10 @@ impl ExternalLock {
     /// `None` when `lease` names a lease of the daemon's own; otherwise the lock, or why its
     /// name is no valid one.
     pub fn from_lease(lease: &LeaseName) -> Option<Result<Self, ParseError>> {
-        let (scheme, name) = lease.as_str().split_once(':')?;
-        let kind = AuthorityKind::ALL
-            .into_iter()
-            .find(|kind| kind.scheme() == scheme)?;
-        Some(Self::parse(kind, name))
+        let text = lease.as_str();
+        let (kind, name) = AuthorityKind::of_name(text.as_bytes())?;
+        // The scheme and its ':' are ASCII: the rest begins on a character boundary.
+        Some(Self::parse(kind, &text[text.len() - name.len()..]))
     }
 
     pub fn parse(kind: AuthorityKind, name: &str) -> Result<Self, ParseError> {
@@ -284,6 +295,20 @@ mod tests {
         assert!(lock("etcd:jobs/").unwrap().is_err(), "trailing slash");
         assert!(ExternalLock::parse(AuthorityKind::Etcd, "a\u{1}b").is_err());
         assert!(ExternalLock::parse(AuthorityKind::Etcd, "a\nb").is_err());
+        // The same split on bytes, for the key scopes.
+        let etcd = AuthorityKind::Etcd;
+        assert_eq!(
+            AuthorityKind::of_name(b"etcd:/locks/jobs"),
+            Some((etcd, &b"/locks/jobs"[..]))
+        );
+        assert_eq!(AuthorityKind::of_name(b"etcd:"), Some((etcd, &b""[..])));
+        assert_eq!(
+            AuthorityKind::of_name(b"etcd:a:b"),
+            Some((etcd, &b"a:b"[..]))
+        );
+        assert_eq!(AuthorityKind::of_name(b"jobs"), None);
+        assert_eq!(AuthorityKind::of_name(b"zk:jobs"), None);
+        assert_eq!(AuthorityKind::of_name(b"jobs:etcd:x"), None);
     }
 
     #[test]

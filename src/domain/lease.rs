@@ -3,6 +3,7 @@
 //! authority's one clock (the database's).
 
 use super::label::parse_printable;
+use super::prefix;
 use super::{FencingToken, LeaseName, ParseError, ResourceKey};
 use serde::Serialize;
 
@@ -161,7 +162,7 @@ pub enum LeaseScope {
     /// Any resource.
     #[default]
     Any,
-    /// Lease `L` fences `L` and `L/…` only.
+    /// Lease `L` fences `L` and `L/…` only (`prefix::covers`).
     Prefix,
 }
 
@@ -171,17 +172,12 @@ impl LeaseScope {
     }
 
     /// The rule for any name that scopes a write (a lease of the daemon's own, an external
-    /// lock's prefix): `name` and `name/…`, never `name…` (`jobs` does not cover `jobs2`).
+    /// lock's prefix): the daemon's one prefix rule (`prefix::covers`), so `name` and
+    /// `name/…`, never `name…` (`jobs` does not cover `jobs2`), as an API key's scopes match.
     pub fn allows_under(self, name: &str, key: &ResourceKey) -> bool {
         match self {
             LeaseScope::Any => true,
-            LeaseScope::Prefix => {
-                let key = key.as_str();
-                key == name
-                    || key
-                        .strip_prefix(name)
-                        .is_some_and(|rest| rest.starts_with('/'))
-            }
+            LeaseScope::Prefix => prefix::covers_str(name, key.as_str()),
         }
     }
 }
@@ -305,6 +301,11 @@ mod tests {
         assert!(!LeaseScope::Prefix.allows(&lease, &key("accountsx")));
         assert!(!LeaseScope::Prefix.allows(&lease, &key("billing/accounts")));
         assert!(LeaseScope::Any.allows(&lease, &key("billing")));
+        // A lease named with a trailing '/' fences what is under it, as a key's scope would.
+        let parent = LeaseName::parse("jobs/").unwrap();
+        assert!(LeaseScope::Prefix.allows(&parent, &key("jobs/7")));
+        assert!(!LeaseScope::Prefix.allows(&parent, &key("jobs2/7")));
+        assert!(!LeaseScope::Prefix.allows(&parent, &key("jobs")));
     }
 
     #[test]

@@ -25,10 +25,13 @@ pub enum Outcome {
     /// Rejected: the caller was not allowed to make it (no or wrong API key, a token the lease
     /// never issued, a resource outside the lease's scope).
     Unauthorized,
+    /// Not a write: an operator set the resource's highest accepted generation by hand
+    /// (`POST /v1/resources/{key}/reset`); the value stayed.
+    Reset,
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 9] = [
+    pub const ALL: [Outcome; 10] = [
         Outcome::Accepted,
         Outcome::Replayed,
         Outcome::Stale,
@@ -38,6 +41,7 @@ impl Outcome {
         Outcome::IdempotencyConflict,
         Outcome::Invalid,
         Outcome::Unauthorized,
+        Outcome::Reset,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -51,6 +55,7 @@ impl Outcome {
             Outcome::IdempotencyConflict => "idempotency_conflict",
             Outcome::Invalid => "invalid",
             Outcome::Unauthorized => "unauthorized",
+            Outcome::Reset => "reset",
         }
     }
 
@@ -60,7 +65,7 @@ impl Outcome {
 
     /// Whether the attempt changed nothing because the fence or a precondition refused it.
     pub fn is_rejection(self) -> bool {
-        !matches!(self, Outcome::Accepted | Outcome::Replayed)
+        !matches!(self, Outcome::Accepted | Outcome::Replayed | Outcome::Reset)
     }
 }
 
@@ -84,5 +89,12 @@ mod tests {
             );
         }
         assert_eq!(Outcome::parse("nope"), None);
+    }
+
+    #[test]
+    fn a_reset_is_no_rejection() {
+        assert!(!Outcome::Reset.is_rejection());
+        assert!(Outcome::Stale.is_rejection());
+        assert!(!Outcome::Accepted.is_rejection());
     }
 }

@@ -168,18 +168,26 @@ pub async fn require_key(
     let found = presented.map(|key| keys.authenticate(key));
     let (problem, caller) = match found {
         Some(Authenticated::Key { caller, grants }) => {
-            let need = Need::of(request.method(), request.uri().path());
-            if grants.allows(&need) {
+            let needs = Need::all_of(request.method(), request.uri().path(), request.headers());
+            let Some(refused) = grants.refused(&needs) else {
                 request.extensions_mut().insert(caller);
                 return next.run(request).await;
-            }
+            };
             let who = caller.0.as_deref().unwrap_or("this key");
-            let problem = Problem::forbidden(format!(
-                "the scopes of {who:?} do not allow {} {}",
-                request.method(),
-                request.uri().path()
-            ));
-            (problem, caller.0)
+            // Decided before the write is, so the answer is the same whatever the token and
+            // whatever the lease holds: it reveals nothing of the lease's generations.
+            let detail = match refused {
+                Need::FenceWithLease(lease) => format!(
+                    "the scopes of {who:?} do not allow writing with Fencing-Lease {:?}",
+                    String::from_utf8_lossy(lease)
+                ),
+                _ => format!(
+                    "the scopes of {who:?} do not allow {} {}",
+                    request.method(),
+                    request.uri().path()
+                ),
+            };
+            (Problem::forbidden(detail), caller.0)
         }
         Some(Authenticated::Unknown) => (Problem::unauthorized("the API key is not valid"), None),
         None => (

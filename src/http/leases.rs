@@ -1,9 +1,9 @@
 //! The lease authority: `POST /v1/leases/{name}/acquire|renew|release`, `GET /v1/leases/{name}`,
 //! and a lease's history, `GET /v1/lease-history/{name}`.
 
+use super::body::{content_length, read_limited};
 use super::problem::{json_ok, Problem};
 use super::query::{After, Before, Limit, QueryParams, StrictQuery, Time};
-use super::write_request::is_length_limit;
 use super::AppState;
 use crate::api::leases::{
     AcquireRequest, LeaseHistory, LeaseState as ViewState, LeaseView, ReleaseRequest, RenewRequest,
@@ -155,18 +155,12 @@ fn require_json(headers: &HeaderMap) -> Result<(), Problem> {
 }
 
 /// The body, read here rather than by an extractor so that a refusal is a problem like any
-/// other (an extractor answers a too-long body with plain text).
-async fn read_body(body: Body) -> Result<Bytes, Problem> {
-    axum::body::to_bytes(body, MAX_BODY_BYTES)
+/// other (an extractor answers a too-long body with plain text), and a stalled one `408`.
+async fn read_body(headers: &HeaderMap, body: Body) -> Result<Bytes, Problem> {
+    read_limited(content_length(headers), body, MAX_BODY_BYTES)
         .await
         .map_err(|error| {
-            if is_length_limit(&error) {
-                Problem::payload_too_large(format!(
-                    "a lease request's body is limited to {MAX_BODY_BYTES} bytes"
-                ))
-            } else {
-                Problem::invalid_request(format!("failed to read the request body: {error}"))
-            }
+            error.problem(|limit| format!("a lease request's body is limited to {limit} bytes"))
         })
 }
 
@@ -212,7 +206,7 @@ async fn act(
         )));
     }
     require_json(&headers)?;
-    let body = read_body(body).await?;
+    let body = read_body(&headers, body).await?;
     let service = &state.service;
     match action {
         "acquire" => {

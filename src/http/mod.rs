@@ -2,8 +2,10 @@
 
 mod audit;
 pub mod auth;
+mod body;
 mod events;
 mod health;
+pub mod hosts;
 mod leases;
 mod listener;
 mod monitoring;
@@ -12,8 +14,10 @@ pub mod origin;
 pub mod problem;
 mod query;
 mod refusal;
+mod reset;
 mod resources;
 pub mod scopes;
+mod slots;
 mod write_request;
 
 use crate::app::service::FenceService;
@@ -21,6 +25,7 @@ use crate::live::Live;
 use auth::ApiKeys;
 use axum::http::{Method, Uri};
 use axum::Router;
+use hosts::AllowedHosts;
 pub use listener::{serve, serve_with, ServeLimits};
 use origin::AllowedOrigins;
 use problem::Problem;
@@ -39,13 +44,17 @@ pub struct SharedState {
     pub api_keys: Option<Arc<ApiKeys>>,
     /// The web origins whose pages may call the daemon (`--allow-origin`).
     pub allowed_origins: AllowedOrigins,
+    /// The host names requests may name (`--allowed-host`).
+    pub allowed_hosts: AllowedHosts,
 }
 
-/// Who may reach the API: API keys with their scopes, and the web origins allowed.
+/// Who may reach the API: API keys with their scopes, the web origins and the host names
+/// allowed.
 #[derive(Debug, Clone, Default)]
 pub struct Access {
     pub api_keys: Option<Arc<ApiKeys>>,
     pub allowed_origins: AllowedOrigins,
+    pub allowed_hosts: AllowedHosts,
 }
 
 impl std::ops::Deref for AppState {
@@ -65,6 +74,7 @@ impl AppState {
             live,
             api_keys: access.api_keys,
             allowed_origins: access.allowed_origins,
+            allowed_hosts: access.allowed_hosts,
         }))
     }
 }
@@ -95,9 +105,18 @@ pub fn router(state: AppState) -> Router {
         ))
         .with_state(state.clone())
         .layer(axum::middleware::from_fn(limit_headers))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            body::read_deadline,
+        ))
         .layer(cors)
         // Outside CORS, so that a foreign origin's preflight is refused rather than answered.
-        .layer(axum::middleware::from_fn_with_state(state, origin::guard))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            origin::guard,
+        ))
+        // Before anything else: a request for another host is not this daemon's to answer.
+        .layer(axum::middleware::from_fn_with_state(state, hosts::guard))
         // A bug must still answer in the one error shape, never with a dropped connection.
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(panicked))
         .layer(axum::middleware::from_fn(log_failures))

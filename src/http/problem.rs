@@ -30,6 +30,9 @@ pub struct Problem {
     /// Why a `5xx` happened, for the log only: an internal error's details never reach the
     /// client. `log_failures` writes it.
     pub cause: Option<String>,
+    /// Seconds to wait before retrying (`Retry-After`), for `429`. Two bytes, which fit beside
+    /// the status: a larger `Problem` would make every `Result<_, Problem>` larger.
+    pub retry_after: Option<u16>,
 }
 
 /// The cause of a `5xx` answer, carried on the response for the logging middleware.
@@ -57,6 +60,7 @@ impl Problem {
             members: None,
             etag: None,
             cause: None,
+            retry_after: None,
         }
     }
 
@@ -78,6 +82,42 @@ impl Problem {
             "Payload too large",
             detail.into(),
         )
+    }
+
+    /// `408 request-timeout`: the body did not arrive within `--body-read-timeout`. The
+    /// connection is closed after the answer.
+    pub fn request_timeout(detail: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "request-timeout",
+            "Request timeout",
+            detail.into(),
+        )
+    }
+
+    /// `421 misdirected-request`: a `Host` that `--allowed-host` does not name (DNS
+    /// rebinding).
+    pub fn misdirected_request(detail: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::MISDIRECTED_REQUEST,
+            "misdirected-request",
+            "Misdirected request",
+            detail.into(),
+        )
+    }
+
+    /// `429 too-many-requests`: an address over its budget of refused requests; with
+    /// `Retry-After`.
+    pub fn too_many_requests(detail: impl Into<String>, retry_after_secs: u64) -> Self {
+        Self {
+            retry_after: Some(u16::try_from(retry_after_secs).unwrap_or(u16::MAX)),
+            ..Self::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too-many-requests",
+                "Too many requests",
+                detail.into(),
+            )
+        }
     }
 
     /// `409 stale-token`: a higher generation has been accepted.
@@ -311,6 +351,14 @@ impl IntoResponse for Problem {
         }
         if self.status == StatusCode::UNAUTHORIZED {
             headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        if let Some(seconds) = self.retry_after {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        if self.status == StatusCode::REQUEST_TIMEOUT {
+            // The rest of a stalled body may still come: the connection cannot carry another
+            // request, and must not hold its slot.
+            headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
         }
         if self.status.is_server_error() {
             let cause = self.cause.unwrap_or(self.detail);

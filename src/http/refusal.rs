@@ -1,50 +1,89 @@
-//! Refused writes are audited like every other attempt: whichever layer refuses a `PUT` of a
-//! resource (the origin guard, the key check, the request's own parser or an unusable lock
-//! name), the attempt is recorded first and the problem carries its audit members.
+//! Refusals. A request refused before the fence (no or a wrong API key, a key's scopes, a
+//! foreign web origin or `Host`) is counted, never audited row by row: in the metrics and in
+//! the aggregated `refusals` rows, by source (the key's name, else the client's address),
+//! reason and interval (`app::refusals`). It takes no row lock and adds no row of its own, so a
+//! flood without a key costs a legitimate writer nothing at the database; an address past its
+//! budget of refusals is answered `429`. A write refused after authentication (malformed, too
+//! large, stalled, an unusable lock name) is the caller's own and is audited as every attempt is.
 
 use super::problem::{Problem, WriteMembers};
-use super::write_request::{self, Refusal};
+use super::write_request::Refusal;
 use super::AppState;
-use crate::domain::{AuditEntry, Outcome, RefusedAttempt, ResourceKey};
-use axum::extract::Request;
-use axum::http::Method;
+use crate::app::refusals::Refusal as Refused;
+use crate::domain::refusal::{RefusalReason, RefusalSample, RefusalSource, Spend};
+use crate::domain::{AuditEntry, RefusedAttempt, ResourceKey};
+use axum::extract::{ConnectInfo, Request};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use std::net::SocketAddr;
 
 /// Where resources live; a `PUT` below it is a write.
 pub(super) const RESOURCES_PREFIX: &str = "/v1/resources/";
 
-/// Answers `problem` to a request refused before its handler ran (foreign origin, no key, out
-/// of scope); a refused write of a resource is first audited, as every attempt is.
+/// Answers `problem` to a request refused before its handler ran (a foreign host or origin, no
+/// key, out of scope), having counted it; `caller` is the recognised key's name, if any. Past
+/// its address's budget the answer is `429` instead.
 pub(super) async fn refuse(
     state: &AppState,
     request: Request,
     problem: Problem,
     caller: Option<String>,
 ) -> Response {
-    if request.method() != Method::PUT {
-        return problem.into_response();
-    }
-    let Some(key) = request
-        .uri()
-        .path()
-        .strip_prefix(RESOURCES_PREFIX)
-        .and_then(|raw| ResourceKey::from_percent_encoded(raw).ok())
-    else {
-        return problem.into_response();
+    let address = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|ConnectInfo(peer)| peer.ip());
+    let source = match (caller, address) {
+        (Some(name), _) => RefusalSource::Caller(name),
+        (None, Some(address)) => RefusalSource::Address(address),
+        (None, None) => RefusalSource::Unknown,
     };
-    let attempt = write_request::refused_from_headers(
-        key,
-        request.headers(),
-        Outcome::Unauthorized,
-        &problem.detail,
-        caller,
-    );
-    match state.service.refuse(&attempt).await {
-        Ok(entry) => problem.with_members(members(&entry)).into_response(),
-        Err(error) => Problem::from(error).into_response(),
+    let refused = Refused {
+        source,
+        address,
+        reason: reason_of(&problem),
+    };
+    let spend = state
+        .service
+        .refused_before_fence(refused, || sample(&request, &problem));
+    match spend {
+        Spend::Within => problem.into_response(),
+        Spend::Exhausted { retry_after_secs } => Problem::too_many_requests(
+            format!(
+                "too many refused requests from this address; retry after {retry_after_secs} s \
+                 (a request with a valid API key is never limited)"
+            ),
+            retry_after_secs,
+        )
+        .into_response(),
     }
 }
 
+fn reason_of(problem: &Problem) -> RefusalReason {
+    match (problem.status, problem.kind) {
+        (StatusCode::UNAUTHORIZED, _) => RefusalReason::Unauthorized,
+        (StatusCode::MISDIRECTED_REQUEST, _) => RefusalReason::MisdirectedRequest,
+        (_, "cross-origin") => RefusalReason::CrossOrigin,
+        _ => RefusalReason::Forbidden,
+    }
+}
+
+/// What the first refusal of a bucket leaves as its sample: the resource it named, if any, the
+/// request line and the detail.
+fn sample(request: &Request, problem: &Problem) -> RefusalSample {
+    let path = request.uri().path();
+    let resource = path
+        .strip_prefix(RESOURCES_PREFIX)
+        .and_then(|raw| ResourceKey::from_percent_encoded(raw).ok())
+        .map(|key| key.as_str().to_owned());
+    RefusalSample::new(
+        resource,
+        format!("{} {path}", request.method()),
+        problem.detail.clone(),
+    )
+}
+
+/// The problem for a write refused after authentication, once its attempt is audited.
 pub(super) async fn refused_response(
     state: &AppState,
     attempt: RefusedAttempt,
@@ -53,6 +92,7 @@ pub(super) async fn refused_response(
     let problem = match refusal {
         Refusal::Invalid(detail) => Problem::invalid_request(detail),
         Refusal::TooLarge(detail) => Problem::payload_too_large(detail),
+        Refusal::TimedOut(detail) => Problem::request_timeout(detail),
     };
     match state.service.refuse(&attempt).await {
         Ok(entry) => problem.with_members(members(&entry)),

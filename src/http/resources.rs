@@ -1,8 +1,9 @@
-//! `PUT` and `GET /v1/resources/{key}`.
+//! `PUT` and `GET /v1/resources/{key}`, and the route of `POST …/{key}/reset` (`reset`).
 
 use super::auth::Caller;
 use super::problem::{json_bytes, Problem, WriteMembers};
 use super::refusal::{members, refused_response, RESOURCES_PREFIX};
+use super::reset::reset;
 use super::write_request::{self, Refusal};
 use super::AppState;
 use crate::app::service::WriteError;
@@ -17,7 +18,7 @@ use axum::Router;
 
 pub fn router() -> Router<AppState> {
     Router::new()
-        .route("/v1/resources/{*key}", get(read).put(write))
+        .route("/v1/resources/{*key}", get(read).put(write).post(reset))
         .route("/v1/resources/", get(empty_key).put(empty_key))
 }
 
@@ -42,13 +43,9 @@ async fn write(
     body: Body,
 ) -> Result<Response, Problem> {
     let key = key_from(&uri)?;
-    let limits = state.service.limits();
-    let body_limits = write_request::BodyLimits {
-        max_bytes: limits.max_value_bytes,
-        read_timeout: limits.body_read_timeout,
-    };
+    let max_bytes = state.service.limits().max_value_bytes;
     let caller = caller.and_then(|Extension(Caller(name))| name);
-    match write_request::parse(key, &headers, body, body_limits, caller).await {
+    match write_request::parse(key, &headers, body, max_bytes, caller).await {
         Ok(write) => match state.service.write_checked(&write).await {
             Ok(result) => Ok(write_response(result)),
             Err(WriteError::Store(error)) => Err(Problem::from(error)),

@@ -1,13 +1,14 @@
 //! Reads a PUT's headers and body into a `FencedWrite`, or says what is wrong with them while
 //! keeping every part that could be read, for the audit.
 
+use super::body::{content_length, read_limited, BodyError};
 use crate::domain::authority::ExternalLock;
 use crate::domain::Outcome;
 use crate::domain::{
     sha256_hex, FencedWrite, FencingToken, IdempotencyKey, LeaseName, OwnerLabel, ParseError,
     RefusedAttempt, ResourceKey, Revision,
 };
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::http::{header, HeaderMap};
 
 pub const FENCING_TOKEN: &str = "fencing-token";
@@ -19,6 +20,8 @@ pub const FENCING_LEASE: &str = "fencing-lease";
 pub enum Refusal {
     Invalid(String),
     TooLarge(String),
+    /// The body stalled past `--body-read-timeout`.
+    TimedOut(String),
 }
 
 /// The value of a header that may appear at most once.
@@ -42,6 +45,16 @@ fn optional<T>(
     parse: impl FnOnce(&str) -> Result<T, ParseError>,
 ) -> Result<Option<T>, ParseError> {
     single(headers, name)?.map(parse).transpose()
+}
+
+/// The lease a write's `Fencing-Lease` names, as the write will be checked against it; `None`
+/// without the header or with one that the write's parser refuses.
+pub fn named_lease(headers: &HeaderMap) -> Option<LeaseName> {
+    lease_header(headers).ok().flatten()
+}
+
+fn lease_header(headers: &HeaderMap) -> Result<Option<LeaseName>, ParseError> {
+    optional(headers, FENCING_LEASE, LeaseName::parse)
 }
 
 /// The write's headers, each parsed on its own so that a refusal can keep the parts that
@@ -70,7 +83,7 @@ impl WriteHeaders {
                 Revision::parse_if_match,
             ),
             owner: optional(headers, FENCING_OWNER, OwnerLabel::parse),
-            lease: optional(headers, FENCING_LEASE, LeaseName::parse),
+            lease: lease_header(headers),
             content_type: single(headers, header::CONTENT_TYPE.as_str())
                 .map(|value| value.map(str::to_owned)),
         }
@@ -111,17 +124,6 @@ impl WriteHeaders {
     }
 }
 
-/// A write refused before its body was read (for instance, without a valid API key).
-pub fn refused_from_headers(
-    key: ResourceKey,
-    headers: &HeaderMap,
-    outcome: Outcome,
-    detail: &str,
-    caller: Option<String>,
-) -> RefusedAttempt {
-    WriteHeaders::read(headers).refused(key, outcome, detail.to_owned(), caller)
-}
-
 /// Request headers beyond this many bytes in all are refused: they are read into memory whole.
 pub const MAX_HEADER_BYTES: usize = 16 * 1024;
 
@@ -135,42 +137,25 @@ pub fn oversized_headers(headers: &HeaderMap) -> Option<String> {
         .then(|| format!("the request headers are {size} bytes; the limit is {MAX_HEADER_BYTES}"))
 }
 
-/// How much of a body, and how slowly, a write may send.
-#[derive(Debug, Clone, Copy)]
-pub struct BodyLimits {
-    pub max_bytes: usize,
-    pub read_timeout: std::time::Duration,
-}
-
-/// Parses the write; on a refusal, returns the attempt to audit along with the reason.
+/// Parses the write, whose value may have at most `max_bytes`; on a refusal, returns the
+/// attempt to audit along with the reason. The body is read under the daemon's body read
+/// timeout (`body::read_deadline`): a stalled one is refused, audited, as `TimedOut`.
 pub async fn parse(
     key: ResourceKey,
     headers: &HeaderMap,
     body: Body,
-    limits: BodyLimits,
+    max_bytes: usize,
     caller: Option<String>,
 ) -> Result<FencedWrite, (RefusedAttempt, Refusal)> {
     let parsed_headers = WriteHeaders::read(headers);
-    let body = match tokio::time::timeout(
-        limits.read_timeout,
-        read_body(headers, body, limits.max_bytes),
-    )
-    .await
-    {
-        Ok(body) => body,
-        // A client trickling its body must not hold the request (and its memory) forever.
-        Err(_) => Err(BodyError::Unreadable(format!(
-            "the request body did not arrive within {}",
-            humantime::format_duration(limits.read_timeout)
-        ))),
-    };
+    let body = read_limited(content_length(headers), body, max_bytes).await;
     let mut refused =
         parsed_headers.refused(key.clone(), Outcome::Invalid, String::new(), caller.clone());
     refused.body_sha256 = body.as_ref().ok().map(|b| sha256_hex(b));
     refused.body_len = match &body {
         Ok(bytes) => i64::try_from(bytes.len()).ok(),
-        Err(BodyError::TooLarge { declared, .. }) => *declared,
-        Err(BodyError::Unreadable(_)) => None,
+        Err(BodyError::TooLarge { declared, .. }) => declared.and_then(|d| i64::try_from(d).ok()),
+        Err(BodyError::TimedOut(_) | BodyError::Unreadable(_)) => None,
     };
     let WriteHeaders {
         token,
@@ -197,6 +182,7 @@ pub async fn parse(
             BodyError::TooLarge { limit, .. } => Refusal::TooLarge(format!(
                 "the value is larger than the limit of {limit} bytes"
             )),
+            BodyError::TimedOut(timed_out) => Refusal::TimedOut(timed_out.to_string()),
             BodyError::Unreadable(message) => Refusal::Invalid(message),
         })?;
         let mut write = FencedWrite::new(key, token, body);
@@ -210,45 +196,11 @@ pub async fn parse(
     })();
     parsed.map_err(|refusal| {
         refused.detail = match &refusal {
-            Refusal::Invalid(detail) | Refusal::TooLarge(detail) => detail.clone(),
+            Refusal::Invalid(detail) | Refusal::TooLarge(detail) | Refusal::TimedOut(detail) => {
+                detail.clone()
+            }
         };
         (refused, refusal)
-    })
-}
-
-/// Whether reading a body failed because it was longer than the limit given to `to_bytes`.
-pub(super) fn is_length_limit(error: &axum::Error) -> bool {
-    std::error::Error::source(error)
-        .is_some_and(|source| source.is::<http_body_util::LengthLimitError>())
-        || error.to_string().contains("length limit")
-}
-
-enum BodyError {
-    TooLarge { limit: usize, declared: Option<i64> },
-    Unreadable(String),
-}
-
-async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<Bytes, BodyError> {
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|length| length > limit as u64) {
-        // Refuse before reading: a client announcing a huge body must not make us take it.
-        return Err(BodyError::TooLarge {
-            limit,
-            declared: declared.and_then(|d| i64::try_from(d).ok()),
-        });
-    }
-    axum::body::to_bytes(body, limit).await.map_err(|error| {
-        if is_length_limit(&error) {
-            BodyError::TooLarge {
-                limit,
-                declared: None,
-            }
-        } else {
-            BodyError::Unreadable(format!("failed to read the request body: {error}"))
-        }
     })
 }
 
@@ -271,10 +223,7 @@ mod tests {
                 ResourceKey::parse("fuzz/target").unwrap(),
                 headers,
                 Body::from(body),
-                BodyLimits {
-                    max_bytes: 64,
-                    read_timeout: std::time::Duration::from_secs(5),
-                },
+                64,
                 None,
             ))
             .map_err(|(attempt, _)| Box::new(attempt))

@@ -2,11 +2,11 @@
 //! verifiable.
 
 use super::reads::{audit_entry, AUDIT_COLUMNS};
-use super::{Store, StoreError};
+use super::{Backend, Store, StoreError};
 use crate::domain::chain::{row_hash, GENESIS};
 use futures_util::TryStreamExt;
 use serde::Serialize;
-use sqlx::Row;
+use sqlx::{AnyConnection, Row};
 use std::collections::HashMap;
 
 /// The first broken link of one resource's chain.
@@ -36,6 +36,8 @@ pub struct PruneReport {
     pub lease_events: u64,
     pub closed_overlaps: u64,
     pub alert_transitions: u64,
+    /// Aggregated rows of requests refused before the fence (`store::refusals`).
+    pub refusals: u64,
 }
 
 struct Walk {
@@ -48,24 +50,35 @@ struct Walk {
 
 impl Store {
     /// Walks every chain in order and reports the first broken link of each.
+    ///
+    /// Heads, checkpoints and rows are read in one snapshot (a repeatable-read transaction on
+    /// PostgreSQL, one read transaction on SQLite): read one after the other, a prune or a
+    /// write committed in between made an honest audit look broken.
     pub async fn verify_audit(&self) -> Result<VerifyReport, StoreError> {
+        let mut tx = match self.backend {
+            Backend::Postgres => {
+                self.reader
+                    .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                    .await?
+            }
+            Backend::Sqlite => self.reader.begin().await?,
+        };
         // A written resource's head is in its row, any other's in `chain_heads` (rows marked
         // moved left out).
-        let heads = self
-            .chain_table(
-                "SELECT key AS resource, chain_seq AS seq, chain_hash AS hash FROM resources \
-                 WHERE chain_seq > 0 \
-                 UNION ALL SELECT resource, seq, hash FROM chain_heads WHERE seq >= 0",
-            )
-            .await?;
-        let checkpoints = self
-            .chain_table("SELECT resource, seq, hash FROM audit_checkpoints")
-            .await?;
+        let heads = chain_table(
+            &mut tx,
+            "SELECT key AS resource, chain_seq AS seq, chain_hash AS hash FROM resources \
+             WHERE chain_seq > 0 \
+             UNION ALL SELECT resource, seq, hash FROM chain_heads WHERE seq >= 0",
+        )
+        .await?;
+        let checkpoints =
+            chain_table(&mut tx, "SELECT resource, seq, hash FROM audit_checkpoints").await?;
         let mut report = VerifyReport::default();
         let sql = format!(
             "SELECT {AUDIT_COLUMNS}, seq, prev_hash, hash FROM audit ORDER BY resource, id"
         );
-        let mut rows = sqlx::query(&sql).fetch(&self.reader);
+        let mut rows = sqlx::query(&sql).fetch(&mut *tx);
         let mut walk: Option<Walk> = None;
         let mut seen = Vec::new();
         while let Some(row) = rows.try_next().await? {
@@ -142,6 +155,8 @@ impl Store {
         if let Some(done) = walk.take() {
             finish(&done, &heads, &mut report);
         }
+        drop(rows);
+        tx.commit().await?;
         // A chain whose rows were all removed.
         for (resource, (seq, _)) in &heads {
             let anchored = checkpoints.get(resource).map_or(0, |(seq, _)| *seq);
@@ -160,61 +175,81 @@ impl Store {
         Ok(report)
     }
 
-    async fn chain_table(&self, sql: &str) -> Result<HashMap<String, (i64, String)>, StoreError> {
-        let rows = sqlx::query(sql).fetch_all(&self.reader).await?;
-        rows.iter()
-            .map(|row| {
-                Ok((
-                    row.try_get("resource")?,
-                    (row.try_get("seq")?, row.try_get("hash")?),
-                ))
-            })
-            .collect()
-    }
-
     /// Deletes audit rows older than `before_us`, resource by resource, leaving a checkpoint
     /// with the last deleted row's position and hash so that what remains still verifies.
     pub async fn prune_audit(&self, before_us: i64) -> Result<PruneReport, StoreError> {
-        let targets = sqlx::query(
-            "SELECT resource, MAX(seq) AS last FROM audit WHERE at_us < $1 AND seq IS NOT NULL GROUP BY resource",
+        // Only candidates: where each chain is cut is decided under the prune lock.
+        let targets: Vec<String> = sqlx::query_scalar(
+            "SELECT DISTINCT resource FROM audit WHERE at_us < $1 AND seq IS NOT NULL",
         )
         .bind(before_us)
         .fetch_all(&self.reader)
         .await?;
         let mut report = PruneReport::default();
-        for target in targets {
-            let resource: String = target.try_get("resource")?;
-            let last: i64 = target.try_get("last")?;
-            let mut tx = self.writer.begin().await?;
-            let hash: String =
-                sqlx::query_scalar("SELECT hash FROM audit WHERE resource = $1 AND seq = $2")
-                    .bind(resource.as_str())
-                    .bind(last)
-                    .fetch_one(&mut *tx)
-                    .await?;
-            sqlx::query(
-                "INSERT INTO audit_checkpoints (resource, seq, hash, pruned_at_us) VALUES ($1, $2, $3, $4) \
-                 ON CONFLICT (resource) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, \
-                 pruned_at_us = excluded.pruned_at_us",
-            )
-            .bind(resource.as_str())
-            .bind(last)
-            .bind(hash.as_str())
-            .bind(self.clock.now_us())
-            .execute(&mut *tx)
-            .await?;
-            let deleted = sqlx::query("DELETE FROM audit WHERE resource = $1 AND (seq <= $2 OR (seq IS NULL AND at_us < $3))")
-                .bind(resource.as_str())
-                .bind(last)
-                .bind(before_us)
-                .execute(&mut *tx)
-                .await?;
-            tx.commit().await?;
-            report.resources += 1;
-            report.rows += deleted.rows_affected();
+        for resource in targets {
+            let deleted = self.prune_chain(&resource, before_us).await?;
+            if deleted > 0 {
+                report.resources += 1;
+                report.rows += deleted;
+            }
         }
         self.prune_history(before_us, &mut report).await?;
         Ok(report)
+    }
+
+    /// Prunes one resource's chain before `before_us`, in a transaction that first takes the
+    /// prune lock (`audit_prune_lock`: the row's lock on PostgreSQL, the file's write lock on
+    /// SQLite), so that it decides where to cut on what another prune left, never on what that
+    /// prune was deleting. Two prunes at once used to cut where each had read the chain's end,
+    /// and the later commit put the checkpoint back behind rows the other had deleted: `verify`
+    /// then called the audit tampered. The checkpoint also only ever moves forward.
+    async fn prune_chain(&self, resource: &str, before_us: i64) -> Result<u64, StoreError> {
+        let now = self.clock.now_us();
+        let mut tx = self.writer.begin().await?;
+        sqlx::query(
+            "INSERT INTO audit_prune_lock (id, taken_at_us) VALUES (1, $1) \
+             ON CONFLICT (id) DO UPDATE SET taken_at_us = excluded.taken_at_us",
+        )
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        let last = sqlx::query(
+            "SELECT seq, hash FROM audit WHERE resource = $1 AND at_us < $2 \
+             AND seq IS NOT NULL ORDER BY seq DESC LIMIT 1",
+        )
+        .bind(resource)
+        .bind(before_us)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(last) = last else {
+            // Another prune got there first.
+            tx.commit().await?;
+            return Ok(0);
+        };
+        let (seq, hash): (i64, String) = (last.try_get("seq")?, last.try_get("hash")?);
+        sqlx::query(
+            "INSERT INTO audit_checkpoints (resource, seq, hash, pruned_at_us) \
+             VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (resource) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, \
+             pruned_at_us = excluded.pruned_at_us WHERE audit_checkpoints.seq < excluded.seq",
+        )
+        .bind(resource)
+        .bind(seq)
+        .bind(hash.as_str())
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        let deleted = sqlx::query(
+            "DELETE FROM audit WHERE resource = $1 \
+             AND (seq <= $2 OR (seq IS NULL AND at_us < $3))",
+        )
+        .bind(resource)
+        .bind(seq)
+        .bind(before_us)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(deleted.rows_affected())
     }
 
     /// Deletes the history that explains the audit and is worth no more than it: lease events,
@@ -238,9 +273,26 @@ impl Store {
             delete("DELETE FROM ownership_overlaps WHERE state = 'closed' AND closed_at_us < $1")
                 .await?;
         report.alert_transitions = delete("DELETE FROM alert_transitions WHERE at_us < $1").await?;
+        report.refusals = delete("DELETE FROM refusals WHERE last_at_us < $1").await?;
         tx.commit().await?;
         Ok(())
     }
+}
+
+/// Chain positions by resource: heads or checkpoints.
+async fn chain_table(
+    conn: &mut AnyConnection,
+    sql: &str,
+) -> Result<HashMap<String, (i64, String)>, StoreError> {
+    let rows = sqlx::query(sql).fetch_all(conn).await?;
+    rows.iter()
+        .map(|row| {
+            Ok((
+                row.try_get("resource")?,
+                (row.try_get("seq")?, row.try_get("hash")?),
+            ))
+        })
+        .collect()
 }
 
 /// Checks that a chain ends where its head says.

@@ -16,7 +16,9 @@ mod error;
 mod leases;
 mod overlaps;
 mod reads;
+mod refusals;
 mod refused;
+mod reset;
 mod retention;
 mod tail;
 mod tx;
@@ -37,6 +39,7 @@ pub use leases::{
 };
 pub use overlaps::OverlapQuery;
 pub use reads::{AuditQuery, StoredValue};
+pub use retention::{Retention, RetentionClaim, StoreRetention};
 pub use tail::Snapshot;
 
 use crate::domain::clock::SharedClock;

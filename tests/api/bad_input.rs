@@ -203,7 +203,7 @@ async fn values_over_the_limit_get_413(#[case] backend: Backend) {
     // Without a Content-Length (chunked), the limit is enforced while reading.
     let address = app.base.trim_start_matches("http://");
     let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
-    let mut request = b"PUT /v1/resources/target HTTP/1.1\r\nHost: x\r\nFencing-Token: 6\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n".to_vec();
+    let mut request = b"PUT /v1/resources/target HTTP/1.1\r\nHost: 127.0.0.1\r\nFencing-Token: 6\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n".to_vec();
     for _ in 0..3 {
         request.extend_from_slice(format!("{:X}\r\n", 512).as_bytes());
         request.extend_from_slice(&[b'y'; 512]);

@@ -142,6 +142,7 @@ async fn a_foreign_page_changes_nothing_and_an_allowed_one_watches_live() {
     let access = Access {
         api_keys: None,
         allowed_origins: AllowedOrigins::parse(&[allowed.as_str()]).unwrap(),
+        ..Access::default()
     };
     let app = TestApp::spawn_access(
         db.store().await,

@@ -2,7 +2,7 @@
 
 use crate::helpers::{Backend, TestApp};
 use crate::test_db;
-use fencewatch::app::service::Limits;
+use fencewatch::app::retention::{claim_retention, RetentionFlags, RetentionTasks};
 use rstest::rstest;
 use std::time::Duration;
 
@@ -241,13 +241,13 @@ async fn after_retention_a_retry_is_new_and_if_match_makes_it_safe(#[case] backe
 #[tokio::test]
 async fn operation_records_are_pruned_in_the_background(#[case] backend: Backend) {
     let db = test_db!(backend);
-    let limits = Limits {
-        idempotency_retention: Duration::from_millis(300),
-        ..Limits::default()
+    let app = TestApp::spawn(&db).await;
+    let flags = RetentionFlags {
+        idempotency: Some(Duration::from_millis(300)),
+        ..RetentionFlags::default()
     };
-    let app = TestApp::spawn_with(&db, limits.clone()).await;
-    let service = fencewatch::app::service::FenceService::new(app.store.clone(), limits);
-    let pruner = service.spawn_retention();
+    claim_retention(&app.store, &flags).await.unwrap();
+    let pruner = RetentionTasks::spawn(app.store.clone());
     assert_eq!(
         app.put("p")
             .token(1)
@@ -274,5 +274,5 @@ async fn operation_records_are_pruned_in_the_background(#[case] backend: Backend
             "the record was never pruned"
         );
     }
-    pruner.abort();
+    drop(pruner);
 }

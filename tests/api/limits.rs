@@ -6,6 +6,9 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+/// The flag under test.
+const BODY_READ_TIMEOUT: &str = "--body-read-timeout";
+
 fn address(daemon: &Daemon) -> String {
     daemon.base.trim_start_matches("http://").to_owned()
 }
@@ -29,7 +32,7 @@ async fn a_client_trickling_its_headers_is_cut_off() {
     let db = TestDb::new(Backend::Sqlite).await;
     let daemon = Daemon::spawn(&db, &["--header-timeout", "1s"]).await;
     let mut slow = TcpStream::connect(address(&daemon)).await.unwrap();
-    slow.write_all(b"PUT /v1/resources/slow HTTP/1.1\r\nHost: x\r\nFencing-Token: 1\r\n")
+    slow.write_all(b"PUT /v1/resources/slow HTTP/1.1\r\nHost: 127.0.0.1\r\nFencing-Token: 1\r\n")
         .await
         .unwrap();
     let (_, after) = until_closed(&mut slow, Duration::from_secs(10))
@@ -59,13 +62,14 @@ async fn a_client_trickling_its_headers_is_cut_off() {
     daemon.kill().await;
 }
 
+/// A write's body that stalls is answered `408`, and the attempt of the caller is audited.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_body_that_never_arrives_is_refused_and_audited() {
     let db = TestDb::new(Backend::Sqlite).await;
-    let daemon = Daemon::spawn(&db, &["--body-timeout", "1s"]).await;
+    let daemon = Daemon::spawn(&db, &[BODY_READ_TIMEOUT, "1s"]).await;
     let mut slow = TcpStream::connect(address(&daemon)).await.unwrap();
     slow.write_all(
-        b"PUT /v1/resources/trickle HTTP/1.1\r\nHost: x\r\nFencing-Token: 3\r\n\
+        b"PUT /v1/resources/trickle HTTP/1.1\r\nHost: 127.0.0.1\r\nFencing-Token: 3\r\n\
           Content-Length: 10\r\n\r\nabc",
     )
     .await
@@ -77,8 +81,9 @@ async fn a_body_that_never_arrives_is_refused_and_audited() {
         .expect("an answer within the body timeout and a bit")
         .unwrap();
     let answer = String::from_utf8_lossy(&buffer[..n]).to_string();
-    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
     assert!(answer.contains("application/problem+json"), "{answer}");
+    assert!(answer.contains("request-timeout"), "{answer}");
     assert!(answer.contains("did not arrive within 1s"), "{answer}");
     assert!(started.elapsed() >= Duration::from_millis(500));
 
@@ -90,14 +95,141 @@ async fn a_body_that_never_arrives_is_refused_and_audited() {
     daemon.kill().await;
 }
 
+/// A lease request or an operator's reset whose body stalls is answered `408` once
+/// `--body-read-timeout` has passed, and its connection is closed; nothing is granted.
+#[rstest::rstest]
+#[case::lease("/v1/leases/jobs/acquire")]
+#[case::reset("/v1/resources/jobs/reset")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_post_body_gets_408_within_the_body_read_timeout(#[case] path: &str) {
+    let db = TestDb::new(Backend::Sqlite).await;
+    let daemon = Daemon::spawn(&db, &[BODY_READ_TIMEOUT, "1s"]).await;
+    let mut slow = TcpStream::connect(address(&daemon)).await.unwrap();
+    slow.write_all(
+        format!(
+            "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+             Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"holder\""
+        )
+        .as_bytes(),
+    )
+    .await
+    .unwrap();
+    let (answer, after) = until_closed(&mut slow, Duration::from_secs(10))
+        .await
+        .expect("an answer, and the connection closed, within the timeout and a bit");
+    let answer = String::from_utf8_lossy(&answer).to_string();
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("application/problem+json"), "{answer}");
+    assert!(answer.contains("request-timeout"), "{answer}");
+    assert!(
+        after >= Duration::from_millis(500),
+        "answered after {after:?}"
+    );
+    let lease = Reply::from(
+        crate::helpers::http_client()
+            .get(format!("{}/v1/leases/jobs", daemon.base))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    lease.assert_problem(404, "not-found");
+    daemon.kill().await;
+}
+
+/// The contract: `/healthz` answers within 1 s while `--max-connections` connections each hold
+/// a body that never arrives (half lease requests, half writes). Every slot is taken, so the new
+/// connection gets in only because stalled connections are cut to make room for it; each slow
+/// body otherwise ends with `408` at the body read timeout. The 1 s is asserted because it is
+/// the contract; the mechanism needs a check interval (50 ms) once the slow connections have been
+/// stalled for its grace (0.5 s), which they have by then.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn healthz_answers_within_a_second_while_every_slot_holds_a_slow_body() {
+    const SLOTS: usize = 64;
+    let db = TestDb::new(Backend::Sqlite).await;
+    let daemon = Daemon::spawn(&db, &["--max-connections", "64", BODY_READ_TIMEOUT, "5s"]).await;
+    let mut slow = Vec::new();
+    for n in 0..SLOTS {
+        let mut stream = TcpStream::connect(address(&daemon)).await.unwrap();
+        let head = if n % 2 == 0 {
+            format!(
+                "POST /v1/leases/slow-{n}/acquire HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+                 Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{"
+            )
+        } else {
+            format!(
+                "PUT /v1/resources/slow-{n} HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+                 Fencing-Token: 1\r\nContent-Length: 1000\r\n\r\nx"
+            )
+        };
+        stream.write_all(head.as_bytes()).await.unwrap();
+        slow.push(stream);
+    }
+    // Every slot is taken and every slow body has stalled.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    let started = Instant::now();
+    let health = tokio::time::timeout(
+        Duration::from_secs(30),
+        crate::helpers::http_client()
+            .get(format!("{}/healthz", daemon.base))
+            .send(),
+    )
+    .await
+    .expect("/healthz answers at all while the slots are full")
+    .unwrap();
+    let took = started.elapsed();
+    println!("/healthz answered in {took:?} with {SLOTS} slow bodies holding every slot");
+    assert_eq!(health.status().as_u16(), 200);
+    assert!(
+        took < Duration::from_secs(1),
+        "/healthz took {took:?} with every slot held by a slow body"
+    );
+
+    // Each slow body ends: cut to make room, or answered 408 at the body read timeout.
+    let (mut timed_out, mut cut) = (0, 0);
+    for mut stream in slow {
+        let (answer, _) = until_closed(&mut stream, Duration::from_secs(15))
+            .await
+            .expect("every slow body is ended by the body read timeout");
+        let answer = String::from_utf8_lossy(&answer).to_string();
+        if answer.is_empty() {
+            cut += 1;
+        } else {
+            assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+            timed_out += 1;
+        }
+    }
+    println!("slow bodies: {timed_out} answered 408, {cut} cut to make room");
+    assert!(timed_out > 0, "the body read timeout answered none");
+    daemon.kill().await;
+}
+
+/// Follows the live stream on a connection of its own: a request being served for as long as
+/// the connection lasts.
+async fn following_events(daemon: &Daemon) -> TcpStream {
+    let mut stream = TcpStream::connect(address(daemon)).await.unwrap();
+    stream
+        .write_all(b"GET /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buffer = [0u8; 1024];
+    let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut buffer))
+        .await
+        .expect("the stream's headers")
+        .unwrap();
+    assert!(buffer[..n].starts_with(b"HTTP/1.1 200"));
+    stream
+}
+
+/// Connections serving requests are never cut to make room: beyond the cap, a client waits
+/// until one of them ends.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_beyond_the_cap_wait_their_turn() {
     let db = TestDb::new(Backend::Sqlite).await;
     let daemon = Daemon::spawn(&db, &["--max-connections", "2", "--header-timeout", "60s"]).await;
-    let first = TcpStream::connect(address(&daemon)).await.unwrap();
-    let second = TcpStream::connect(address(&daemon)).await.unwrap();
-    // Let the daemon take both before the third arrives.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    let first = following_events(&daemon).await;
+    let second = following_events(&daemon).await;
     let base = daemon.base.clone();
     let third = tokio::spawn(async move {
         crate::helpers::http_client()
@@ -106,10 +238,10 @@ async fn connections_beyond_the_cap_wait_their_turn() {
             .await
             .map(|response| response.status().as_u16())
     });
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
     assert!(
         !third.is_finished(),
-        "a third connection is not served while two are open"
+        "a third connection is not served while two are serving streams"
     );
     drop(first);
     let status = tokio::time::timeout(Duration::from_secs(10), third)
@@ -119,6 +251,46 @@ async fn connections_beyond_the_cap_wait_their_turn() {
         .unwrap();
     assert_eq!(status, 200);
     drop(second);
+    daemon.kill().await;
+}
+
+/// Connections that only hold a slot (idle, or in the middle of their headers) make room for a
+/// new client once every slot is taken, long before their own timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_connections_make_room_when_every_slot_is_taken() {
+    let db = TestDb::new(Backend::Sqlite).await;
+    let daemon = Daemon::spawn(&db, &["--max-connections", "2", "--header-timeout", "60s"]).await;
+    let mut idle = TcpStream::connect(address(&daemon)).await.unwrap();
+    let mut trickling = TcpStream::connect(address(&daemon)).await.unwrap();
+    trickling
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let started = Instant::now();
+    let status = tokio::time::timeout(
+        Duration::from_secs(30),
+        crate::helpers::http_client()
+            .get(format!("{}/healthz", daemon.base))
+            .send(),
+    )
+    .await
+    .expect("served long before the 60 s header timeout")
+    .unwrap()
+    .status();
+    println!("served in {:?} with both slots held", started.elapsed());
+    assert_eq!(status, 200);
+    // One of the two was cut to make room; the other is still open.
+    let mut cut = 0;
+    for stream in [&mut idle, &mut trickling] {
+        if until_closed(stream, Duration::from_millis(300))
+            .await
+            .is_some()
+        {
+            cut += 1;
+        }
+    }
+    assert_eq!(cut, 1, "one connection made room, and only one");
     daemon.kill().await;
 }
 

@@ -19,6 +19,7 @@ const YAML: &str = include_str!("../../docs/openapi.yaml");
 const ROUTES: &[(&str, &str)] = &[
     ("get", "/v1/resources/{key}"),
     ("put", "/v1/resources/{key}"),
+    ("post", "/v1/resources/{key}/reset"),
     ("get", "/v1/audit"),
     ("get", "/v1/events"),
     ("get", "/v1/overlaps"),

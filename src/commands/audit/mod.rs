@@ -5,6 +5,7 @@ mod export;
 mod incidents;
 mod log;
 mod prune;
+mod refusals;
 mod timeline;
 mod verify;
 
@@ -103,6 +104,15 @@ pub async fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
                 ),
             };
             timeline::run(&store, &resource, window, json).await?
+        }
+        AuditCommand::Refusals { since, until, json } => {
+            refusals::run(
+                &store,
+                micros(since.as_deref(), now)?,
+                micros(until.as_deref(), now)?,
+                json,
+            )
+            .await?
         }
         AuditCommand::Prune { before, json } => {
             prune::run(&store, parse_time(&before, now)?, json).await?

@@ -18,12 +18,13 @@ pub(super) async fn run(
         writeln!(
             out,
             "pruned {} rows of {} resources, each behind a checkpoint; {} lease events, \
-             {} closed overlaps and {} alert transitions",
+             {} closed overlaps, {} alert transitions and {} rows of refusals",
             report.rows,
             report.resources,
             report.lease_events,
             report.closed_overlaps,
-            report.alert_transitions
+            report.alert_transitions,
+            report.refusals
         )?;
     }
     Ok(ExitCode::SUCCESS)

@@ -117,7 +117,7 @@ pub async fn timeline(
         .filter_map(|r| r.entry.lease.clone())
         .collect();
     for name in store.lease_names().await? {
-        if resource == name || resource.starts_with(&format!("{name}/")) {
+        if crate::domain::prefix::covers_str(&name, resource) {
             leases.push(name);
         }
     }
@@ -158,6 +158,8 @@ pub async fn timeline(
                 }
             }
             before = (e.revision, e.body_sha256.clone());
+        } else if e.outcome == Outcome::Reset {
+            // An operator's reset of the fence: no attempt was refused, and its row says it.
         } else if in_window(at) {
             rejected.push(json!({
                 "audit_id": e.id, "at": time(&e.at), "outcome": e.outcome.as_str(), "token": e.token,
@@ -290,6 +292,15 @@ fn print_timeline(out: &mut impl Write, timeline: &Timeline) -> std::io::Result<
                 text("lease"),
                 text("token"),
                 text("holder")
+            )?;
+        } else if entry["outcome"] == "reset" {
+            writeln!(
+                out,
+                "{}  RESET          highest set to {} by {}: {}",
+                text("at"),
+                text("highest_token"),
+                text("owner"),
+                text("detail")
             )?;
         } else if entry["outcome"] == "accepted" {
             writeln!(

@@ -324,6 +324,11 @@ impl Store {
         self.known.forget(writes.iter().map(|w| w.key.as_str()));
     }
 
+    /// Forgets what this daemon knows of `key`, changed outside group commit (a reset).
+    pub(crate) fn forget_known(&self, key: &str) {
+        self.known.forget([key]);
+    }
+
     /// SQLite: the batch's first observation begins the transaction and its last application
     /// commits it (`sqlite`), so the writer connection makes two round trips per batch. A stale
     /// snapshot cannot write (`SQLITE_BUSY_SNAPSHOT`): the error ends this run, and `retrying`

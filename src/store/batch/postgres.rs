@@ -120,12 +120,14 @@ const START_CHAINS: &str = "\
         FROM jsonb_populate_recordset(NULL::chain_heads, {}::jsonb) AS v \
         ON CONFLICT (resource) DO NOTHING \
         RETURNING 1";
-/// `audit_id` is the audit row's place in the batch, as in `INSERT_AUDIT`.
+/// `audit_id` is the audit row's place in the batch, as in `INSERT_AUDIT`. `recorded_at_us` is
+/// the database's clock, as the cut-off that prunes it is (`retention`): by the daemons' own
+/// clocks, one running behind would record operations that every daemon then forgets early.
 const RECORD_OPERATIONS: &str = "\
       INSERT INTO operations (resource, idempotency_key, token, body_sha256, status, revision, \
           highest_token, audit_id, recorded_at_us) \
         SELECT v.resource, v.idempotency_key, v.token, v.body_sha256, v.status, v.revision, \
-          v.highest_token, drawn.id, v.recorded_at_us \
+          v.highest_token, drawn.id, (EXTRACT(EPOCH FROM clock_timestamp()) * 1000000)::BIGINT \
         FROM jsonb_populate_recordset(NULL::operations, {}::jsonb) AS v \
           JOIN drawn ON drawn.n = v.audit_id";
 const RECORD_SIGHTINGS: &str = concat!(

@@ -164,6 +164,7 @@ pub(super) struct OperationRow<'a> {
     pub revision: i64,
     pub highest_token: i64,
     pub audit_id: i64,
+    /// SQLite's; PostgreSQL records its own clock instead (`batch::postgres`).
     pub recorded_at_us: i64,
 }
 

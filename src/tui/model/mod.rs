@@ -8,6 +8,7 @@ pub mod timeline;
 use crate::api::events::{AlertEvent, DaemonEvent, OverlapEvent, StatsEvent, WriteEvent};
 use crate::domain::alert::AlertState;
 use crate::domain::lease_history::LeaseEvent;
+use crate::domain::Outcome;
 use chart::{Rates, Series};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -387,7 +388,10 @@ impl Model {
         self.last_write_id = Some(row.id);
         self.writes_seen += 1;
         let rejected = row.outcome.is_rejection();
-        self.rates.record(row.at.timestamp(), rejected);
+        // An operator's reset is no write: on neither line of the chart.
+        if row.outcome != Outcome::Reset {
+            self.rates.record(row.at.timestamp(), rejected);
+        }
         if let Some(timeline) = self.timeline.as_mut() {
             timeline.append_live(&row);
         }
@@ -529,7 +533,6 @@ impl Model {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::Outcome;
     use crate::tui::fixtures::{incident, row, write, NOW};
 
     #[test]
@@ -553,6 +556,21 @@ mod tests {
         // The writes were 2 s old: two columns from the right edge.
         assert_eq!(series.accepted[57], 6);
         assert_eq!(series.rejection_percent(), Some(25.0));
+    }
+
+    #[test]
+    fn a_reset_is_neither_a_write_nor_a_rejection() {
+        let mut model = incident();
+        let before = model.series(60);
+        let rejections = model.rejections.len();
+        model.update(write(9, "reset", "accounts/totals", 5, 5, "ops"));
+        let after = model.series(60);
+        assert_eq!(
+            (after.total_accepted, after.total_rejected),
+            (before.total_accepted, before.total_rejected)
+        );
+        assert_eq!(model.rejections.len(), rejections);
+        assert_eq!(model.last_write_id, Some(9), "seen all the same");
     }
 
     #[test]

@@ -44,6 +44,8 @@ impl Theme {
             Outcome::Accepted | Outcome::Replayed => Color::Green,
             Outcome::Stale | Outcome::Superseded => Color::Red,
             Outcome::Unauthorized | Outcome::LeaseExpired => Color::Magenta,
+            // An operator's hand on the fence, not a writer's attempt.
+            Outcome::Reset => Color::Cyan,
             _ => Color::Yellow,
         })
     }

@@ -45,6 +45,10 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, theme: Theme) {
                 format!("  superseded {}", total(Outcome::Superseded)),
                 theme.outcome(Outcome::Superseded),
             ),
+            Span::styled(
+                format!("  reset {}", total(Outcome::Reset)),
+                theme.outcome(Outcome::Reset),
+            ),
         ]),
         Line::from(vec![
             Span::raw(format!(

@@ -11,12 +11,9 @@ mod sse;
 
 pub use app::TestApp;
 pub use db::{Backend, TestDb};
-/// The etcd tests build their writes by hand.
-#[cfg(feature = "etcd")]
-pub use http::Put;
-pub use http::{audit_of, encode, http_builder, http_client, Reply};
+pub use http::{audit_of, encode, http_builder, http_client, Put, Reply};
 pub use owndb::{audit_of_scope, Guard, UserConn, UserDb, ORDERS};
-pub use process::{bench_report, peer, Daemon};
+pub use process::{bench_report, peer, Daemon, DaemonLog};
 pub use sse::SseClient;
 
 /// A small deterministic generator so that failures replay exactly.

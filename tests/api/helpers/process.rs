@@ -19,6 +19,26 @@ impl Daemon {
 
     /// A daemon on a database URL of the test's own making (through a proxy, say).
     pub async fn spawn_on(database_url: &str, extra: &[&str]) -> Daemon {
+        Self::start(database_url, extra, Stdio::inherit()).await
+    }
+
+    /// Like `spawn`, with what the daemon logs (warnings and errors) kept for the test to read.
+    pub async fn spawn_logged(db: &TestDb, extra: &[&str]) -> (Daemon, DaemonLog) {
+        let mut daemon = Self::start(&db.url, extra, Stdio::piped()).await;
+        let log = DaemonLog::default();
+        let stderr = daemon.child.stderr.take().expect("stderr");
+        let kept = log.clone();
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                eprintln!("{line}");
+                kept.0.lock().expect("log").push(line);
+            }
+        });
+        (daemon, log)
+    }
+
+    async fn start(database_url: &str, extra: &[&str], stderr: Stdio) -> Daemon {
         let mut child = Command::new(env!("CARGO_BIN_EXE_fencewatch"))
             .args([
                 "serve",
@@ -33,7 +53,7 @@ impl Daemon {
             .env("FENCEWATCH_LOG", "warn")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .kill_on_drop(true)
             .spawn()
             .expect("start fencewatch serve");
@@ -72,6 +92,23 @@ impl Daemon {
             .expect("stops within 30 s of SIGTERM")
             .expect("wait")
             .success()
+    }
+}
+
+/// What a daemon started by `Daemon::spawn_logged` has logged so far, a line each.
+#[derive(Clone, Default)]
+pub struct DaemonLog(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl DaemonLog {
+    /// The lines that contain every one of `parts`.
+    pub fn lines_with(&self, parts: &[&str]) -> Vec<String> {
+        self.0
+            .lock()
+            .expect("log")
+            .iter()
+            .filter(|line| parts.iter().all(|part| line.contains(part)))
+            .cloned()
+            .collect()
     }
 }
 
