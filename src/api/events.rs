@@ -19,6 +19,10 @@ pub struct AlertView {
     pub rule: String,
     /// The resource, for per-resource rules.
     pub resource: Option<String>,
+    /// The watched database whose rows the instance counts (`serve --watch`); absent for the
+    /// daemon's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
     pub state: AlertState,
     pub since: Option<String>,
     pub fired_at: Option<String>,

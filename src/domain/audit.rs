@@ -27,6 +27,10 @@ pub struct AuditEntry {
     pub detail: Option<String>,
     /// The authenticated caller (its API key's name), when keys are configured.
     pub caller: Option<String>,
+    /// The watched database the row comes from (`serve --watch`), whose audit `id` is that
+    /// database's; `None` for this daemon's own rows. Not part of the chain's encoding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 impl AuditEntry {

@@ -70,6 +70,7 @@ mod tests {
             body_len: Some(2),
             detail: None,
             caller: None,
+            source: None,
         }
     }
 

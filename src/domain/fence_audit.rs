@@ -59,8 +59,9 @@ impl FenceAuditRow {
     }
 
     /// The row as the daemon's audit shows one: no revision (0) and no body, the protected
-    /// table folded into the detail. `None` for an outcome the daemon does not know.
-    pub fn to_audit_entry(&self) -> Option<AuditEntry> {
+    /// table folded into the detail, `source` naming the database it came from (`None` when the
+    /// fence's own audit is read in place). `None` for an outcome the daemon does not know.
+    pub fn to_audit_entry(&self, source: Option<&str>) -> Option<AuditEntry> {
         let detail = match (&self.table_name, &self.detail) {
             (Some(table), Some(detail)) => Some(format!("{detail} (table {table})")),
             (Some(table), None) => Some(format!("table {table}")),
@@ -82,6 +83,7 @@ impl FenceAuditRow {
             body_len: None,
             detail,
             caller: None,
+            source: source.map(str::to_owned),
         })
     }
 }
@@ -370,7 +372,8 @@ mod tests {
 
     #[test]
     fn rows_convert_to_the_daemons_entries() {
-        let entry = row(1).to_audit_entry().unwrap();
+        let entry = row(1).to_audit_entry(Some("shop")).unwrap();
+        assert_eq!(entry.source.as_deref(), Some("shop"));
         assert_eq!(entry.outcome, Outcome::Stale);
         assert_eq!(entry.revision, 0);
         assert_eq!(
@@ -379,7 +382,7 @@ mod tests {
         );
         let mut unknown = row(1);
         unknown.outcome = "exploded".into();
-        assert_eq!(unknown.to_audit_entry(), None);
+        assert_eq!(unknown.to_audit_entry(None), None);
     }
 
     proptest! {

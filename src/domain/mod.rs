@@ -9,6 +9,7 @@ pub mod chain;
 pub mod clock;
 pub mod fence;
 pub mod fence_audit;
+pub mod fence_overlaps;
 pub mod idempotency;
 pub mod key;
 pub mod label;

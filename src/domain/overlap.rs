@@ -11,6 +11,9 @@ use serde::{Deserialize, Serialize};
 pub struct Overlap {
     pub id: i64,
     pub resource: String,
+    /// The watched database it was seen in (`serve --watch`); `None` for this daemon's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
     pub stale_token: i64,
     pub superseding_token: i64,
     pub stale_owner: Option<String>,

@@ -77,6 +77,7 @@ impl Reset {
             body_len: None,
             detail: Some(self.reason.as_str().to_owned()),
             caller: self.caller.clone(),
+            source: None,
         }
     }
 }

@@ -154,6 +154,7 @@ impl RefusedAttempt {
             body_len: self.body_len,
             detail: Some(self.detail),
             caller: self.caller,
+            source: None,
         }
     }
 }

@@ -139,6 +139,7 @@ mod tests {
             body_len: None,
             detail: None,
             caller: None,
+            source: None,
         }
     }
 

@@ -13,6 +13,9 @@ use sqlx::Row;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredAlert {
     pub rule: String,
+    /// The watched database whose rows the instance counts (`serve --watch`); `""` for this
+    /// daemon's own.
+    pub source: String,
     /// `""` for a rule over all resources, else the resource.
     pub instance: String,
     pub alert: AlertInstance,
@@ -22,7 +25,7 @@ pub struct StoredAlert {
 }
 
 const COLUMNS: &str =
-    "rule, instance, state, since_us, fired_at_us, last_true_us, value, updated_at_us";
+    "rule, source, instance, state, since_us, fired_at_us, last_true_us, value, updated_at_us";
 
 /// A change of one alert instance, from the state it was in.
 #[derive(Debug, Clone)]
@@ -35,6 +38,7 @@ pub struct AlertChange {
 #[derive(Serialize)]
 struct AlertStateRow<'a> {
     rule: &'a str,
+    source: &'a str,
     instance: &'a str,
     state: &'a str,
     since_us: i64,
@@ -49,6 +53,7 @@ impl<'a> AlertStateRow<'a> {
     fn new(alert: &'a StoredAlert, fence_token: i64) -> Self {
         Self {
             rule: &alert.rule,
+            source: &alert.source,
             instance: &alert.instance,
             state: alert.alert.state.as_str(),
             since_us: alert.alert.since_us,
@@ -66,6 +71,7 @@ impl<'a> AlertStateRow<'a> {
 struct AlertTransitionRow<'a> {
     at_us: i64,
     rule: &'a str,
+    source: &'a str,
     instance: &'a str,
     from_state: &'a str,
     to_state: &'a str,
@@ -76,7 +82,7 @@ struct AlertTransitionRow<'a> {
 /// Only a row last written with a token no higher than the writer's changes.
 macro_rules! fenced_upsert {
     () => {
-        " ON CONFLICT (rule, instance) DO UPDATE SET state = excluded.state, \
+        " ON CONFLICT (rule, source, instance) DO UPDATE SET state = excluded.state, \
          since_us = excluded.since_us, fired_at_us = excluded.fired_at_us, \
          last_true_us = excluded.last_true_us, value = excluded.value, \
          fence_token = excluded.fence_token, updated_at_us = excluded.updated_at_us \
@@ -85,36 +91,37 @@ macro_rules! fenced_upsert {
 }
 
 const SQLITE_PUT_STATES: &str = concat!(
-    "INSERT INTO alert_states (rule, instance, state, since_us, fired_at_us, last_true_us, \
-     value, fence_token, updated_at_us) \
-     SELECT j.value ->> 'rule', j.value ->> 'instance', j.value ->> 'state', \
+    "INSERT INTO alert_states (rule, source, instance, state, since_us, fired_at_us, \
+     last_true_us, value, fence_token, updated_at_us) \
+     SELECT j.value ->> 'rule', j.value ->> 'source', j.value ->> 'instance', \
+       j.value ->> 'state', \
        j.value ->> 'since_us', j.value ->> 'fired_at_us', j.value ->> 'last_true_us', \
        j.value ->> 'value', j.value ->> 'fence_token', j.value ->> 'updated_at_us' \
      FROM json_each($1) AS j WHERE true",
     fenced_upsert!()
 );
 const POSTGRES_PUT_STATES: &str = concat!(
-    "INSERT INTO alert_states (rule, instance, state, since_us, fired_at_us, last_true_us, \
-     value, fence_token, updated_at_us) \
-     SELECT v.rule, v.instance, v.state, v.since_us, v.fired_at_us, v.last_true_us, v.value, \
+    "INSERT INTO alert_states (rule, source, instance, state, since_us, fired_at_us, \
+     last_true_us, value, fence_token, updated_at_us) \
+     SELECT v.rule, v.source, v.instance, v.state, v.since_us, v.fired_at_us, v.last_true_us, v.value, \
        v.fence_token, v.updated_at_us \
      FROM jsonb_populate_recordset(NULL::alert_states, $1::jsonb) AS v",
     fenced_upsert!()
 );
-const SQLITE_RECORD_TRANSITIONS: &str = "INSERT INTO alert_transitions (at_us, rule, instance, \
-     from_state, to_state, value, fence_token) \
-     SELECT j.value ->> 'at_us', j.value ->> 'rule', j.value ->> 'instance', \
+const SQLITE_RECORD_TRANSITIONS: &str = "INSERT INTO alert_transitions (at_us, rule, source, \
+     instance, from_state, to_state, value, fence_token) \
+     SELECT j.value ->> 'at_us', j.value ->> 'rule', j.value ->> 'source', j.value ->> 'instance', \
        j.value ->> 'from_state', j.value ->> 'to_state', j.value ->> 'value', \
        j.value ->> 'fence_token' \
      FROM json_each($1) AS j";
 const POSTGRES_RECORD_TRANSITIONS: &str = "INSERT INTO alert_transitions (at_us, rule, \
-     instance, from_state, to_state, value, fence_token) \
-     SELECT v.at_us, v.rule, v.instance, v.from_state, v.to_state, v.value, v.fence_token \
+     source, instance, from_state, to_state, value, fence_token) \
+     SELECT v.at_us, v.rule, v.source, v.instance, v.from_state, v.to_state, v.value, v.fence_token \
      FROM jsonb_populate_recordset(NULL::alert_transitions, $1::jsonb) AS v";
 
 impl Store {
     pub async fn alert_states(&self) -> Result<Vec<StoredAlert>, StoreError> {
-        let sql = format!("SELECT {COLUMNS} FROM alert_states ORDER BY rule, instance");
+        let sql = format!("SELECT {COLUMNS} FROM alert_states ORDER BY rule, source, instance");
         let rows = sqlx::query(&sql).fetch_all(&self.reader).await?;
         rows.iter().map(stored_alert).collect()
     }
@@ -172,6 +179,7 @@ impl Store {
             .map(|change| AlertTransitionRow {
                 at_us: change.alert.updated_at_us,
                 rule: &change.alert.rule,
+                source: &change.alert.source,
                 instance: &change.alert.instance,
                 from_state: change.from.as_str(),
                 to_state: change.alert.alert.state.as_str(),
@@ -202,22 +210,27 @@ impl Store {
         Ok(true)
     }
 
-    /// Audit rows with one of `outcomes` since `since_us`, counted per resource.
+    /// Rows with one of `outcomes` since `since_us`, counted per source and resource: this
+    /// daemon's audit (source `""`) and the counts of watched databases' rows
+    /// (`watched_counts`, by each row's second).
     pub async fn rejection_counts(
         &self,
         outcomes: &[Outcome],
         since_us: i64,
-    ) -> Result<Vec<(String, i64)>, StoreError> {
+    ) -> Result<Vec<RejectionCount>, StoreError> {
         let placeholders: Vec<String> =
             (0..outcomes.len()).map(|i| format!("${}", i + 2)).collect();
+        let named = if placeholders.is_empty() {
+            "NULL".to_owned()
+        } else {
+            placeholders.join(", ")
+        };
         let sql = format!(
-            "SELECT resource, COUNT(*) AS n FROM audit WHERE at_us >= $1 AND outcome IN ({}) \
-             GROUP BY resource",
-            if placeholders.is_empty() {
-                "NULL".to_owned()
-            } else {
-                placeholders.join(", ")
-            }
+            "SELECT CAST('' AS TEXT) AS source, resource, COUNT(*) AS n FROM audit \
+               WHERE at_us >= $1 AND outcome IN ({named}) GROUP BY resource \
+             UNION ALL \
+             SELECT source, resource, CAST(SUM(n) AS BIGINT) AS n FROM watched_counts \
+               WHERE second_us >= $1 AND outcome IN ({named}) GROUP BY source, resource"
         );
         let mut query = sqlx::query(&sql).bind(since_us);
         for outcome in outcomes {
@@ -225,15 +238,31 @@ impl Store {
         }
         let rows = query.fetch_all(&self.reader).await?;
         rows.iter()
-            .map(|row| Ok((row.try_get("resource")?, row.try_get("n")?)))
+            .map(|row| {
+                Ok(RejectionCount {
+                    source: row.try_get("source")?,
+                    resource: row.try_get("resource")?,
+                    count: row.try_get("n")?,
+                })
+            })
             .collect()
     }
+}
+
+/// Rows of some outcomes in a window, for one resource of one source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RejectionCount {
+    /// `""`: this daemon's own audit.
+    pub source: String,
+    pub resource: String,
+    pub count: i64,
 }
 
 fn stored_alert(row: &AnyRow) -> Result<StoredAlert, StoreError> {
     let state: String = row.try_get("state")?;
     Ok(StoredAlert {
         rule: row.try_get("rule")?,
+        source: row.try_get("source")?,
         instance: row.try_get("instance")?,
         alert: AlertInstance {
             state: AlertState::parse(&state)

@@ -23,8 +23,9 @@ mod retention;
 mod tail;
 mod tx;
 mod wal_sync;
+mod watched;
 
-pub use alerts::{AlertChange, StoredAlert};
+pub use alerts::{AlertChange, RejectionCount, StoredAlert};
 pub use audit_query::{AuditFilter, AuditRecord};
 pub use authority::{RecordedLock, RegressedLock, Sighting};
 pub use batch::{CommittedBatch, MAX_BATCH};
@@ -41,6 +42,7 @@ pub use overlaps::OverlapQuery;
 pub use reads::{AuditQuery, StoredValue};
 pub use retention::{Retention, RetentionClaim, StoreRetention};
 pub use tail::Snapshot;
+pub use watched::WatchAdvance;
 
 use crate::domain::clock::SharedClock;
 use sqlx::AnyPool;

@@ -1,5 +1,6 @@
 //! Ownership overlaps: opened or grown in the transaction of the stale write that shows them,
-//! closed after a quiet period.
+//! closed after a quiet period. Those of watched databases (`serve --watch`) are in the same
+//! table with their `source`; this daemon's own have the source `''`.
 
 use super::error::{corrupt, time_from_us};
 use super::{Store, StoreError};
@@ -8,7 +9,7 @@ use sqlx::any::AnyRow;
 use sqlx::Row;
 
 const COLUMNS: &str =
-    "id, resource, stale_token, superseding_token, stale_owner, superseding_owner, \
+    "id, resource, source, stale_token, superseding_token, stale_owner, superseding_owner, \
      first_seen_us, last_seen_us, rejected_writes, state, closed_at_us, updated_at_us";
 
 /// Which overlaps to list.
@@ -86,12 +87,29 @@ impl Store {
             .collect()
     }
 
+    /// This daemon's own open overlaps.
     pub async fn open_overlap_count(&self) -> Result<u64, StoreError> {
-        let count: i64 =
-            sqlx::query_scalar("SELECT COUNT(*) FROM ownership_overlaps WHERE state = 'open'")
-                .fetch_one(&self.reader)
-                .await?;
-        Ok(u64::try_from(count).unwrap_or(0))
+        let counts = self.open_overlap_counts().await?;
+        Ok(counts.get(&None).copied().unwrap_or(0))
+    }
+
+    /// Open overlaps per source (`None`: this daemon's own), only the sources that have one.
+    pub async fn open_overlap_counts(
+        &self,
+    ) -> Result<std::collections::BTreeMap<Option<String>, u64>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT source, COUNT(*) AS n FROM ownership_overlaps WHERE state = 'open' \
+             GROUP BY source",
+        )
+        .fetch_all(&self.reader)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let source: String = row.try_get("source")?;
+                let count: i64 = row.try_get("n")?;
+                Ok((source_of(source), u64::try_from(count).unwrap_or(0)))
+            })
+            .collect()
     }
 
     /// Closes the open overlaps last seen before `cutoff_us`. Idempotent, so every daemon may
@@ -119,6 +137,7 @@ fn overlap(row: &AnyRow) -> Result<Overlap, StoreError> {
     Ok(Overlap {
         id: row.try_get("id")?,
         resource: row.try_get("resource")?,
+        source: source_of(row.try_get("source")?),
         stale_token: row.try_get("stale_token")?,
         superseding_token: row.try_get("superseding_token")?,
         stale_owner: row.try_get("stale_owner")?,
@@ -130,4 +149,9 @@ fn overlap(row: &AnyRow) -> Result<Overlap, StoreError> {
             .ok_or_else(|| corrupt(format!("unknown overlap state {state:?}")))?,
         closed_at: closed_at.map(time_from_us).transpose()?,
     })
+}
+
+/// A stored source: `''` is this daemon's own.
+pub(crate) fn source_of(stored: String) -> Option<String> {
+    Some(stored).filter(|source| !source.is_empty())
 }

@@ -128,5 +128,6 @@ pub(crate) fn audit_entry(row: &AnyRow) -> Result<AuditEntry, StoreError> {
         body_len: row.try_get("body_len")?,
         detail: row.try_get("detail")?,
         caller: row.try_get("caller")?,
+        source: None,
     })
 }

@@ -218,6 +218,7 @@ pub(crate) mod fixtures {
                 .is_rejection()
                 .then(|| "generation was superseded".to_owned()),
             caller: None,
+            source: None,
         })
     }
 
@@ -246,6 +247,7 @@ pub(crate) mod fixtures {
             overlap: Overlap {
                 id,
                 resource: resource.into(),
+                source: None,
                 stale_token: stale,
                 superseding_token: newer,
                 stale_owner: Some(format!("worker-{stale}")),
@@ -264,6 +266,7 @@ pub(crate) mod fixtures {
         AlertView {
             rule: rule.into(),
             resource: resource.map(str::to_owned),
+            source: None,
             state,
             since: Some("2025-11-30T03:39:55.000000Z".into()),
             fired_at: None,

@@ -359,6 +359,7 @@ async fn a_deposed_evaluator_cannot_write_alert_state(#[case] backend: Backend) 
     let store = db.store().await;
     let alert = |state: AlertState, value: i64| StoredAlert {
         rule: "Spike".into(),
+        source: String::new(),
         instance: String::new(),
         alert: AlertInstance {
             state,

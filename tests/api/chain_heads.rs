@@ -319,6 +319,7 @@ fn entry(resource: &str, outcome: Outcome, token: i64, highest: i64, revision: i
         body_len: None,
         detail: None,
         caller: None,
+        source: None,
     }
 }
 

@@ -501,6 +501,7 @@ async fn the_tail_publishes_what_the_feed_hands_it() {
         body_len: None,
         detail: None,
         caller: None,
+        source: None,
     };
     live.tail.feed.push([row.clone()]);
     match tokio::time::timeout(WAIT, bus.recv()).await {

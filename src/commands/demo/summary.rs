@@ -191,6 +191,7 @@ mod tests {
         AlertEvent {
             rule: "StaleOwnerSpike".into(),
             resource: resource.map(str::to_owned),
+            source: None,
             state,
             since: None,
             fired_at: None,

@@ -13,7 +13,9 @@ use crate::domain::alert::{step, AlertInstance, AlertState, Transition};
 use crate::domain::audit::format_rfc3339_micros;
 use crate::domain::{FencingToken, Holder, LeaseName, Ttl};
 use crate::live::bus::{Event, EventBus};
-use crate::store::{AcquireResult, AlertChange, RenewResult, Store, StoreError, StoredAlert};
+use crate::store::{
+    AcquireResult, AlertChange, RejectionCount, RenewResult, Store, StoreError, StoredAlert,
+};
 use chrono::DateTime;
 use prometheus_client::metrics::gauge::Gauge;
 use std::collections::HashMap;
@@ -43,6 +45,28 @@ static AUTHORITY_RULE: std::sync::LazyLock<Rule> = std::sync::LazyLock::new(|| R
 /// The configured rules, then the built-in ones.
 fn all_rules(config: &AlertConfig) -> impl Iterator<Item = &Rule> {
     config.rules.iter().chain(std::iter::once(&*AUTHORITY_RULE))
+}
+
+/// An alert instance: its rule, source (`""`: this daemon's own) and resource (`""`: a rule
+/// over all resources).
+type InstanceKey = (String, String, String);
+
+/// A rule's instances and their values: per source and resource for a per-resource rule; per
+/// source over all resources otherwise, this daemon's own always among them (at 0 when quiet).
+fn instances_of(rule: &Rule, counts: Vec<RejectionCount>) -> HashMap<(String, String), i64> {
+    let mut instances: HashMap<(String, String), i64> = HashMap::new();
+    if !rule.per_resource {
+        instances.insert((String::new(), String::new()), 0);
+    }
+    for count in counts {
+        let resource = if rule.per_resource {
+            count.resource
+        } else {
+            String::new()
+        };
+        *instances.entry((count.source, resource)).or_insert(0) += count.count;
+    }
+    instances
 }
 
 /// The lease whose holder evaluates the rules.
@@ -83,6 +107,7 @@ impl AlertView {
         Self {
             rule: rule.name.clone(),
             resource: stored.map(|s| s.instance.clone()).filter(|i| !i.is_empty()),
+            source: stored.map(|s| s.source.clone()).filter(|s| !s.is_empty()),
             state: stored
                 .map(|s| s.alert.state)
                 .unwrap_or(AlertState::Inactive),
@@ -147,7 +172,7 @@ impl Evaluator {
         let mut token: Option<FencingToken> = None;
         // Empty whenever this daemon is not the evaluator, so that on election it sends every
         // firing alert it finds stored: the one before may have died before re-sending them.
-        let mut sent: HashMap<(String, String), i64> = HashMap::new();
+        let mut sent: HashMap<InstanceKey, i64> = HashMap::new();
         let mut ticker = tokio::time::interval(interval);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -208,41 +233,47 @@ impl Evaluator {
     async fn evaluate(
         &self,
         token: FencingToken,
-        sent: &mut HashMap<(String, String), i64>,
+        sent: &mut HashMap<InstanceKey, i64>,
     ) -> Result<bool, StoreError> {
         let now = self.store.clock().now_us();
         let resend_us = micros(self.config.resend_interval);
         let evaluation_us = micros(self.config.evaluation_interval);
-        let stored: HashMap<(String, String), StoredAlert> = self
+        let stored: HashMap<InstanceKey, StoredAlert> = self
             .store
             .alert_states()
             .await?
             .into_iter()
-            .map(|s| ((s.rule.clone(), s.instance.clone()), s))
+            .map(|s| ((s.rule.clone(), s.source.clone(), s.instance.clone()), s))
             .collect();
         let mut changes = Vec::new();
         let mut due = Vec::new();
         for rule in all_rules(&self.config) {
             let since = now - micros(rule.window);
-            let counts = if std::ptr::eq(rule, &*AUTHORITY_RULE) {
+            let counts: Vec<RejectionCount> = if std::ptr::eq(rule, &*AUTHORITY_RULE) {
                 let locks = self.store.authority_regressions(since).await?;
-                locks.into_iter().map(|(lock, _)| (lock, 1)).collect()
+                locks
+                    .into_iter()
+                    .map(|(lock, _)| RejectionCount {
+                        source: String::new(),
+                        resource: lock,
+                        count: 1,
+                    })
+                    .collect()
             } else {
                 self.store.rejection_counts(&rule.outcomes, since).await?
             };
-            let mut instances: HashMap<String, i64> = if rule.per_resource {
-                counts.into_iter().collect()
-            } else {
-                HashMap::from([(String::new(), counts.iter().map(|(_, n)| n).sum())])
-            };
+            let mut instances = instances_of(rule, counts);
             // Instances that are pending or firing are evaluated even with no recent rows.
-            for ((name, instance), alert) in &stored {
+            for ((name, source, instance), alert) in &stored {
                 if name == &rule.name && alert.alert.state != AlertState::Inactive {
-                    instances.entry(instance.clone()).or_insert(0);
+                    instances
+                        .entry((source.clone(), instance.clone()))
+                        .or_insert(0);
                 }
             }
-            for (instance, value) in instances {
-                let previous = stored.get(&(rule.name.clone(), instance.clone()));
+            for ((source, instance), value) in instances {
+                let key = (rule.name.clone(), source.clone(), instance.clone());
+                let previous = stored.get(&key);
                 let current = previous
                     .map(|s| s.alert)
                     .unwrap_or_else(|| AlertInstance::inactive(now));
@@ -258,6 +289,7 @@ impl Evaluator {
                     changes.push(AlertChange {
                         alert: StoredAlert {
                             rule: rule.name.clone(),
+                            source: source.clone(),
                             instance: instance.clone(),
                             alert: next,
                             value,
@@ -270,13 +302,13 @@ impl Evaluator {
                     |firing: bool, starts_at_us: i64, ends_at_us: i64| Notification {
                         rule: rule.clone(),
                         resource: Some(instance.clone()).filter(|i| !i.is_empty()),
+                        source: Some(source.clone()).filter(|s| !s.is_empty()),
                         firing,
                         starts_at_us,
                         ends_at_us,
                         value,
                         external_url: self.external_url.clone(),
                     };
-                let key = (rule.name.clone(), instance.clone());
                 let message = if transition == Some(Transition::Resolved) {
                     sent.remove(&key);
                     Some(notification(false, current.fired_at_us.unwrap_or(now), now))

@@ -15,6 +15,8 @@ use tokio::sync::mpsc;
 pub struct Notification {
     pub rule: Rule,
     pub resource: Option<String>,
+    /// The watched database whose rows fired it (`serve --watch`); `None` for this daemon's.
+    pub source: Option<String>,
     pub firing: bool,
     pub starts_at_us: i64,
     /// While firing, a time in the future that the next re-send moves on (see
@@ -84,12 +86,16 @@ impl Notification {
         labels
     }
 
-    /// The labels that tell this rule's instances apart: the rule's name and, per resource, the
-    /// resource. A receiver keying incidents by group key sees one incident per instance.
+    /// The labels that tell this rule's instances apart: the rule's name, per resource the
+    /// resource and, for a watched database's rows, its `source`. A receiver keying incidents
+    /// by group key sees one incident per instance.
     pub fn group_labels(&self) -> BTreeMap<String, String> {
         let mut labels = BTreeMap::from([("alertname".to_owned(), self.rule.name.clone())]);
         if let Some(resource) = &self.resource {
             labels.insert("resource".into(), resource.clone());
+        }
+        if let Some(source) = &self.source {
+            labels.insert("source".into(), source.clone());
         }
         labels
     }
@@ -243,6 +249,7 @@ mod tests {
         Notification {
             rule: super::super::rules::default_rules().remove(1),
             resource: resource.map(str::to_owned),
+            source: None,
             firing: true,
             starts_at_us: 1_764_474_006_000_000,
             ends_at_us: 1_764_474_246_000_000,
@@ -319,6 +326,18 @@ mod tests {
         );
         assert_ne!(a.group_key(), b.group_key());
         assert_eq!(a.webhook_payload()["groupLabels"]["resource"], "a");
+        let mut watched = notification(Some("a"));
+        watched.source = Some("shop".into());
+        assert_eq!(
+            watched.group_key(),
+            r#"{}:{alertname="StaleOwnerSpikePerResource", resource="a", source="shop"}"#,
+            "one resource name in two databases is two incidents"
+        );
+        assert_ne!(watched.fingerprint(), a.fingerprint());
+        assert_eq!(
+            watched.alertmanager_payload()[0]["labels"]["source"],
+            "shop"
+        );
         let mut fleet = notification(None);
         fleet.rule.name = "StaleOwnerSpike".into();
         assert_eq!(fleet.group_key(), r#"{}:{alertname="StaleOwnerSpike"}"#);

@@ -305,7 +305,7 @@ pub(super) fn encode(plan: &Plan<'_>, ids: &[i64]) -> Result<Rows, StoreError> {
 /// statements can include it in their constant text.
 macro_rules! join_open_overlap {
     () => {
-        "ON CONFLICT (resource, stale_token) WHERE state = 'open' DO UPDATE SET \
+        "ON CONFLICT (source, resource, stale_token) WHERE state = 'open' DO UPDATE SET \
          superseding_owner = CASE WHEN excluded.superseding_token > o.superseding_token \
              THEN excluded.superseding_owner ELSE o.superseding_owner END, \
          superseding_token = CASE WHEN excluded.superseding_token > o.superseding_token \
@@ -316,7 +316,7 @@ macro_rules! join_open_overlap {
          updated_at_us = excluded.updated_at_us"
     };
 }
-pub(super) use join_open_overlap;
+pub(crate) use join_open_overlap;
 
 /// One row per overlap, as if its sightings had been recorded one after another: the highest
 /// superseding generation (with its owner, the first to show it), the last stale owner named,
