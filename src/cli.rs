@@ -211,6 +211,13 @@ pub struct ServeArgs {
     #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
     pub overlap_quiet: Duration,
 
+    /// Follow the fence audit of a database of your own (`fencewatch fence install`):
+    /// `postgres://…` or `sqlite://PATH`, optionally `NAME=URL`; repeatable. Its rows, overlaps,
+    /// metrics and alerts appear here with `source` NAME (default: the database's name or the
+    /// file's stem). See docs/own-database.md, "Watching".
+    #[arg(long = "watch", value_name = "[NAME=]URL")]
+    pub watch: Vec<String>,
+
     /// Require `Authorization: Bearer KEY` on every /v1 request. One key per line: `KEY` or
     /// `NAME:KEY` (the name is recorded in the audit as the caller), optionally followed by
     /// scopes: read, write[=PREFIX], lease[=PREFIX], admin. A PREFIX covers whole path

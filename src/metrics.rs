@@ -4,7 +4,7 @@ use crate::domain::refusal::RefusalReason;
 use crate::domain::Outcome;
 use crate::store::Backend;
 use prometheus_client::encoding::text::encode;
-use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::{EncodeLabel, EncodeLabelSet, LabelSetEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -13,9 +13,38 @@ use prometheus_client::registry::Registry;
 use std::sync::Arc;
 use std::time::Duration;
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+/// A write's outcome and, for a watched database's row (`serve --watch`), its source. The
+/// daemon's own series carry no `source` label at all, so they read as they always did.
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
 pub struct OutcomeLabels {
     pub outcome: &'static str,
+    pub source: Option<Arc<str>>,
+}
+
+impl EncodeLabelSet for OutcomeLabels {
+    fn encode(&self, encoder: &mut LabelSetEncoder) -> Result<(), std::fmt::Error> {
+        ("outcome", self.outcome).encode(encoder.encode_label())?;
+        WatchedSource(self.source.clone()).encode(encoder)
+    }
+}
+
+/// A `source` label only for a watched database's series.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, Default)]
+pub struct WatchedSource(pub Option<Arc<str>>);
+
+impl EncodeLabelSet for WatchedSource {
+    fn encode(&self, encoder: &mut LabelSetEncoder) -> Result<(), std::fmt::Error> {
+        match &self.0 {
+            Some(source) => ("source", &**source).encode(encoder.encode_label()),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The `source` label of a watched database's own series.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct WatchLabels {
+    pub source: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -37,12 +66,18 @@ pub struct KindLabels {
 #[derive(Clone)]
 pub struct Metrics {
     registry: Arc<Registry>,
-    /// Write attempts decided by this daemon, by outcome.
+    /// Write attempts decided by this daemon, by outcome; and those of watched databases, by
+    /// outcome and source.
     pub writes: Family<OutcomeLabels, Counter>,
     pub write_seconds: Histogram,
     /// Per write, how many writes shared its transaction (group commit).
     pub write_batch_size: Histogram,
+    /// This daemon's own open overlaps (the unlabelled series of `open_overlaps_by_source`).
     pub open_overlaps: Gauge,
+    /// Open overlaps, per watched source beside this daemon's own.
+    pub open_overlaps_by_source: Family<WatchedSource, Gauge>,
+    /// 1 while a watched database answers its watcher, 0 while it does not.
+    pub watch_up: Family<WatchLabels, Gauge>,
     pub leases_granted: Counter,
     pub alerts_firing: Gauge,
     /// Live events a subscriber fell behind on (it refills writes from the audit).
@@ -75,11 +110,12 @@ impl Metrics {
             // Every outcome is exported from the start, at zero.
             let _ = writes.get_or_create(&OutcomeLabels {
                 outcome: outcome.as_str(),
+                source: None,
             });
         }
         registry.register(
             "writes",
-            "Write attempts decided, by outcome",
+            "Write attempts decided, by outcome (and, for watched databases, source)",
             writes.clone(),
         );
         // 0.25 ms to about 4 s.
@@ -97,11 +133,21 @@ impl Metrics {
             "Writes committed in the same transaction as each write (group commit)",
             write_batch_size.clone(),
         );
-        let open_overlaps = Gauge::default();
+        let open_overlaps_by_source = Family::<WatchedSource, Gauge>::default();
+        let open_overlaps = open_overlaps_by_source
+            .get_or_create(&WatchedSource(None))
+            .clone();
         registry.register(
             "open_overlaps",
-            "Ownership overlaps currently open",
-            open_overlaps.clone(),
+            "Ownership overlaps currently open (for watched databases, by source)",
+            open_overlaps_by_source.clone(),
+        );
+        let watch_up = Family::<WatchLabels, Gauge>::default();
+        registry.register(
+            "watch_up",
+            "Whether each watched database (serve --watch) answered its watcher's last read: 1 \
+             or 0",
+            watch_up.clone(),
         );
         let leases_granted = Counter::default();
         registry.register(
@@ -171,6 +217,8 @@ impl Metrics {
             write_seconds,
             write_batch_size,
             open_overlaps,
+            open_overlaps_by_source,
+            watch_up,
             leases_granted,
             alerts_firing,
             events_dropped,
@@ -198,8 +246,44 @@ impl Metrics {
         self.writes
             .get_or_create(&OutcomeLabels {
                 outcome: outcome.as_str(),
+                source: None,
             })
             .inc();
+    }
+
+    /// Exports a watched source's series from the start, at zero.
+    pub fn watch(&self, source: &Arc<str>) {
+        for outcome in Outcome::ALL {
+            let _ = self.writes.get_or_create(&OutcomeLabels {
+                outcome: outcome.as_str(),
+                source: Some(source.clone()),
+            });
+        }
+        let _ = self
+            .open_overlaps_by_source
+            .get_or_create(&WatchedSource(Some(source.clone())));
+        let _ = self.watch_up.get_or_create(&WatchLabels {
+            source: source.to_string(),
+        });
+    }
+
+    /// Counts a watched database's row under its outcome and source.
+    pub fn count_watched(&self, source: &Arc<str>, outcome: Outcome) {
+        self.writes
+            .get_or_create(&OutcomeLabels {
+                outcome: outcome.as_str(),
+                source: Some(source.clone()),
+            })
+            .inc();
+    }
+
+    /// Whether a watched database answers.
+    pub fn set_watch_up(&self, source: &str, up: bool) {
+        self.watch_up
+            .get_or_create(&WatchLabels {
+                source: source.to_owned(),
+            })
+            .set(i64::from(up));
     }
 
     pub fn record_refusal(&self, reason: RefusalReason) {
@@ -466,6 +550,34 @@ mod tests {
             (Some("application/openmetrics-text;q=bogus"), Text),
         ] {
             assert_eq!(Exposition::negotiate(accept), expected, "{accept:?}");
+        }
+    }
+
+    /// A watched source's series carry its `source` label; the daemon's own stay unlabelled,
+    /// exactly as before anything was watched.
+    #[test]
+    fn watched_series_carry_their_source_and_the_daemons_own_do_not() {
+        let metrics = Metrics::new();
+        let shop: Arc<str> = Arc::from("shop");
+        metrics.watch(&shop);
+        metrics.count(Outcome::Stale);
+        metrics.count_watched(&shop, Outcome::Stale);
+        metrics.count_watched(&shop, Outcome::Stale);
+        metrics
+            .open_overlaps_by_source
+            .get_or_create(&WatchedSource(Some(shop.clone())))
+            .set(1);
+        metrics.set_watch_up("shop", true);
+        let text = metrics.render_as(Exposition::Text);
+        for line in [
+            "fencewatch_writes_total{outcome=\"stale\"} 1\n",
+            "fencewatch_writes_total{outcome=\"stale\",source=\"shop\"} 2\n",
+            "fencewatch_writes_total{outcome=\"accepted\",source=\"shop\"} 0\n",
+            "fencewatch_open_overlaps 0\n",
+            "fencewatch_open_overlaps{source=\"shop\"} 1\n",
+            "fencewatch_watch_up{source=\"shop\"} 1\n",
+        ] {
+            assert!(text.contains(line), "{line:?} not in\n{text}");
         }
     }
 }

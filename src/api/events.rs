@@ -52,6 +52,23 @@ pub struct StatsView {
     pub events_dropped: u64,
     /// The audit id up to which these figures are final.
     pub through_audit_id: i64,
+    /// Each watched database (`serve --watch`), by source name; absent when none is watched.
+    /// The figures above are the daemon's own.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sources: BTreeMap<String, SourceStats>,
+}
+
+/// A watched database's figures in `/v1/stats`: its rows taken in since this daemon started
+/// watching it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SourceStats {
+    pub totals: BTreeMap<String, u64>,
+    pub rates: BTreeMap<String, Rates>,
+    pub open_overlaps: u64,
+    /// The watched database's audit id up to which every row has been taken in.
+    pub through_id: i64,
+    /// Whether the watched database answered the last read.
+    pub up: bool,
 }
 
 /// A `write` event: the audit row itself, with its id as the SSE id.

@@ -142,8 +142,11 @@ impl DaemonClient {
                     continue;
                 }
             };
+            // A watched database's row has that database's id: no place to resume from here.
             if let DaemonEvent::Write(row) = &parsed {
-                *last_write = Some(row.id);
+                if row.source.is_none() {
+                    *last_write = Some(row.id);
+                }
             }
             if to.send(StreamUpdate::Event(parsed).into()).await.is_err() {
                 return Ok(());

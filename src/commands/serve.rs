@@ -10,7 +10,10 @@ use crate::http::hosts::AllowedHosts;
 use crate::http::origin::AllowedOrigins;
 use crate::http::{self, Access, AppState};
 use crate::live::alerts::AlertConfig;
+use crate::domain::source::{split_watch_arg, SourceName};
+use crate::live::watch::WatchTarget;
 use crate::live::{Live, LiveConfig};
+use crate::owndb::source_name_of;
 use crate::metrics::Metrics;
 use crate::store::{redact_url, Store, StoreError, StoreOptions};
 use crate::tls;
@@ -112,6 +115,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         max_subscribers: args.max_subscribers.max(1),
         alerts: Arc::new(alerts),
         external_url: format!("{scheme}://{address}"),
+        watch: watch_targets(&args.watch)?,
     };
     let access = Access {
         api_keys,
@@ -152,6 +156,36 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     store.close().await;
     tracing::info!("stopped");
     served.context("the server failed")
+}
+
+/// The databases of `--watch [NAME=]URL`, each named: as given, or as the database calls
+/// itself. Two with one name are refused (their rows would mix), naming neither URL's password.
+pub fn watch_targets(args: &[String]) -> anyhow::Result<Vec<WatchTarget>> {
+    let mut targets: Vec<WatchTarget> = Vec::with_capacity(args.len());
+    for arg in args {
+        let (name, url) = split_watch_arg(arg).map_err(|e| anyhow::anyhow!("--watch: {e}"))?;
+        let name = match name {
+            Some(name) => name,
+            None => SourceName::derived(&source_name_of(url).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "--watch {}: use postgres://… or sqlite://PATH",
+                    redact_url(url)
+                )
+            })?),
+        };
+        if let Some(other) = targets.iter().find(|t| t.name == name) {
+            anyhow::bail!(
+                "--watch: {} and {} are both named {name}; name them apart with NAME=URL",
+                redact_url(&other.url),
+                redact_url(url)
+            );
+        }
+        targets.push(WatchTarget {
+            name,
+            url: url.to_owned(),
+        });
+    }
+    Ok(targets)
 }
 
 /// SIGINT and SIGTERM, listened for from the moment this is made: a signal that arrives right

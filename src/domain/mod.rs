@@ -20,6 +20,7 @@ pub mod overlap;
 pub mod prefix;
 pub mod refusal;
 pub mod reset;
+pub mod source;
 pub mod revision;
 pub mod token;
 pub mod write;

@@ -1,4 +1,5 @@
-//! `GET /v1/events`: Server-Sent Events. `write` events carry audit rows with their id; a client
+//! `GET /v1/events`: Server-Sent Events. `write` events carry audit rows with their id (a
+//! watched database's rows carry their `source` and no SSE id); a client
 //! that reconnects with `Last-Event-ID` first gets every write it missed, from the audit, then
 //! the live stream, with nothing twice. `stats` comes every second; `overlap` and `alert` as
 //! they change.
@@ -55,6 +56,11 @@ async fn events(State(state): State<AppState>, headers: HeaderMap) -> Result<Res
 
 fn sse_event(message: LiveMessage) -> SseEvent {
     match message {
+        // A watched database's row carries no `id:`: its id is that database's, and a client's
+        // `Last-Event-ID` must stay a position in this daemon's audit.
+        LiveMessage::Write(row) if row.source.is_some() => SseEvent::default()
+            .event("write")
+            .data(serde_json::to_string(&row).unwrap_or_default()),
         LiveMessage::Write(row) => SseEvent::default()
             .event("write")
             .id(row.id.to_string())

@@ -6,6 +6,7 @@ mod bus;
 mod feed;
 mod stats;
 mod tail;
+pub mod watch;
 
 pub use bus::{Event, EventBus};
 pub use feed::{CommitFeed, Taken};
@@ -14,15 +15,13 @@ pub use tail::{spawn_tail, TailHandle, TailSources};
 
 use crate::api::events::{AlertEvent, OverlapChange, OverlapEvent};
 use crate::domain::{AuditEntry, Holder, OverlapState};
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, WatchedSource};
 use crate::store::{Store, StoreError};
 use alerts::{spawn_notifier, watch_alerts, AlertConfig, Evaluator};
-use prometheus_client::metrics::gauge::Gauge;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::broadcast::error::RecvError;
-use tokio::sync::watch;
 
 /// Rows fetched from the audit per replay query.
 const REPLAY_PAGE: u32 = 500;
@@ -43,8 +42,10 @@ pub struct Live {
     pub tail: TailHandle,
     pub config: LiveConfig,
     pub metrics: Metrics,
+    /// The databases watched (`serve --watch`).
+    pub watched: watch::Watched,
     /// Set when the daemon stops: live streams end so that graceful shutdown can finish.
-    stopping: Arc<watch::Sender<bool>>,
+    stopping: Arc<tokio::sync::watch::Sender<bool>>,
     subscribers: Arc<std::sync::atomic::AtomicUsize>,
     _tasks: Arc<TaskGuard>,
 }
@@ -58,6 +59,8 @@ pub struct LiveConfig {
     pub alerts: Arc<AlertConfig>,
     /// How notifications link back to this daemon.
     pub external_url: String,
+    /// Databases whose fence audit to follow (`serve --watch`).
+    pub watch: Vec<watch::WatchTarget>,
 }
 
 impl Default for LiveConfig {
@@ -67,6 +70,7 @@ impl Default for LiveConfig {
             max_subscribers: 256,
             alerts: Arc::new(AlertConfig::default()),
             external_url: "http://127.0.0.1:7420".into(),
+            watch: Vec::new(),
         }
     }
 }
@@ -110,14 +114,17 @@ impl Live {
             audit: metrics.live_rows_from("audit"),
         };
         let (tail, tail_task) = spawn_tail(store.clone(), bus.clone(), sources).await?;
-        metrics
-            .open_overlaps
-            .set(gauge_value(store.open_overlap_count().await?));
+        let (watched, watch_tasks) = watch::spawn_watchers(&config.watch, &store, &bus, &metrics);
+        let open = OpenGauges {
+            metrics: metrics.clone(),
+            sources: watched.names().cloned().collect(),
+        };
+        open.set(&store).await?;
         let overlap_task = tokio::spawn(watch_overlaps(
             store.clone(),
             bus.clone(),
             config.overlap_quiet,
-            metrics.open_overlaps.clone(),
+            open,
         ));
         let (notifier, notifier_task) = spawn_notifier(
             config.alerts.webhooks.clone(),
@@ -145,21 +152,24 @@ impl Live {
             config.alerts.clone(),
             metrics.alerts_firing.clone(),
         ));
+        let mut tasks = vec![
+            tail_task,
+            overlap_task,
+            notifier_task,
+            evaluator_task,
+            alert_task,
+        ];
+        tasks.extend(watch_tasks);
         Ok(Live {
             store,
             bus,
             tail,
             config,
             metrics,
-            stopping: Arc::new(watch::channel(false).0),
+            watched,
+            stopping: Arc::new(tokio::sync::watch::channel(false).0),
             subscribers: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
-            _tasks: Arc::new(TaskGuard(vec![
-                tail_task,
-                overlap_task,
-                notifier_task,
-                evaluator_task,
-                alert_task,
-            ])),
+            _tasks: Arc::new(TaskGuard(tasks)),
         })
     }
 
@@ -190,6 +200,7 @@ impl Live {
         view.open_overlaps = u64::try_from(self.metrics.open_overlaps.get()).unwrap_or(0);
         view.firing_alerts = u64::try_from(self.metrics.alerts_firing.get()).unwrap_or(0);
         view.through_audit_id = *self.tail.horizon.borrow();
+        view.sources = self.watched.views(now, &self.metrics);
         view
     }
 }
@@ -198,8 +209,37 @@ fn gauge_value(count: u64) -> i64 {
     i64::try_from(count).unwrap_or(i64::MAX)
 }
 
-/// Closes quiet overlaps and publishes every overlap change, whichever daemon made it.
-async fn watch_overlaps(store: Store, bus: EventBus, quiet: Duration, open: Gauge) {
+/// The open-overlap gauges: this daemon's own and each watched source's.
+struct OpenGauges {
+    metrics: Metrics,
+    sources: Vec<Arc<str>>,
+}
+
+impl OpenGauges {
+    async fn set(&self, store: &Store) -> Result<(), StoreError> {
+        let counts = store.open_overlap_counts().await?;
+        let count = |source: Option<&str>| {
+            gauge_value(
+                counts
+                    .get(&source.map(str::to_owned))
+                    .copied()
+                    .unwrap_or(0),
+            )
+        };
+        self.metrics.open_overlaps.set(count(None));
+        for source in &self.sources {
+            self.metrics
+                .open_overlaps_by_source
+                .get_or_create(&WatchedSource(Some(source.clone())))
+                .set(count(Some(source)));
+        }
+        Ok(())
+    }
+}
+
+/// Closes quiet overlaps and publishes every overlap change, whichever daemon made it (or
+/// whichever watched database showed it).
+async fn watch_overlaps(store: Store, bus: EventBus, quiet: Duration, open: OpenGauges) {
     let quiet_us = i64::try_from(quiet.as_micros()).unwrap_or(i64::MAX);
     let clock = store.clock().clone();
     let mut since = clock.now_us();
@@ -239,7 +279,7 @@ async fn watch_overlaps(store: Store, bus: EventBus, quiet: Duration, open: Gaug
                 since = since.max(updated);
             }
             published.retain(|_, (_, updated)| *updated >= since - 2 * OVERLAP_MARGIN_US);
-            open.set(gauge_value(store.open_overlap_count().await?));
+            open.set(&store).await?;
             Ok::<_, StoreError>(())
         }
         .await;
@@ -270,7 +310,7 @@ pub struct Subscriber {
     /// Replay from the audit up to here before taking live events again.
     replay_until: i64,
     ticker: tokio::time::Interval,
-    stopping: watch::Receiver<bool>,
+    stopping: tokio::sync::watch::Receiver<bool>,
 }
 
 impl Subscriber {
@@ -324,6 +364,11 @@ impl Subscriber {
             }
             tokio::select! {
                 received = self.events.recv() => match received {
+                    // A watched database's row: its id is that database's, no place in this
+                    // stream's order, and it is not replayed (`Last-Event-ID` is ours).
+                    Ok(Event::Write(row)) if row.source.is_some() => {
+                        return Some(LiveMessage::Write(row));
+                    }
                     Ok(Event::Write(row)) => {
                         if row.id > self.last_sent {
                             self.last_sent = row.id;

@@ -47,6 +47,11 @@ impl StatsWindow {
         self.totals[index(outcome)] += 1;
     }
 
+    /// Counts one write in the totals only: one too old for any rate window.
+    pub fn record_total(&mut self, outcome: Outcome) {
+        self.totals[index(outcome)] += 1;
+    }
+
     pub fn total(&self, outcome: Outcome) -> u64 {
         self.totals[index(outcome)]
     }
@@ -97,6 +102,7 @@ impl StatsWindow {
             firing_alerts: 0,
             events_dropped: 0,
             through_audit_id: 0,
+            sources: BTreeMap::new(),
         }
     }
 }

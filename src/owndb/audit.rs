@@ -2,7 +2,7 @@
 //! are filled in here, in seq order per scope, with the same `domain::fence_audit::row_hash`
 //! PostgreSQL's `row_hash()` matches.
 
-use super::{OwnDbError, PgFence, SealReport, SqliteFence};
+use super::{AuditSnapshot, OwnDbError, PgFence, SealReport, SqliteFence};
 use crate::domain::fence_audit::{genesis, seal_scope, FenceAuditRow};
 use chrono::{DateTime, Utc};
 use sqlx::Connection;
@@ -89,15 +89,41 @@ pub(super) async fn postgres_page(
         .bind(i64::from(limit))
         .fetch_all(pg.pool())
         .await?;
-    raw.into_iter()
-        .map(|raw| {
-            let micros = raw.1.as_deref().and_then(|us| us.parse::<i64>().ok());
-            let at = micros
-                .and_then(DateTime::from_timestamp_micros)
-                .ok_or_else(|| OwnDbError::Invalid(format!("audit row {} has no time", raw.0)))?;
-            Ok(to_row(raw, at))
-        })
-        .collect()
+    raw.into_iter().map(postgres_row).collect()
+}
+
+/// A row as PostgreSQL gives it, `at` in microseconds since the epoch.
+fn postgres_row(raw: RawRow) -> Result<FenceAuditRow, OwnDbError> {
+    let micros = raw.1.as_deref().and_then(|us| us.parse::<i64>().ok());
+    let at = micros
+        .and_then(DateTime::from_timestamp_micros)
+        .ok_or_else(|| OwnDbError::Invalid(format!("audit row {} has no time", raw.0)))?;
+    Ok(to_row(raw, at))
+}
+
+/// The rows among `ids`, in id order.
+pub(super) async fn postgres_rows(
+    pg: &PgFence,
+    ids: &[i64],
+) -> Result<Vec<FenceAuditRow>, OwnDbError> {
+    let sql = format!(
+        "SELECT id, ((extract(epoch FROM at) * 1000000)::bigint)::text, {COLUMNS_AFTER_AT} \
+           FROM {}.audit WHERE id = ANY($1) ORDER BY id",
+        super::quote::ident(pg.schema())
+    );
+    let raw: Vec<RawRow> = sqlx::query_as(&sql).bind(ids).fetch_all(pg.pool()).await?;
+    raw.into_iter().map(postgres_row).collect()
+}
+
+/// The current snapshot's bounds (see `OwnDb::snapshot`).
+pub(super) async fn postgres_snapshot(pg: &PgFence) -> Result<AuditSnapshot, OwnDbError> {
+    let (xmin, xmax): (i64, i64) = sqlx::query_as(
+        "SELECT pg_snapshot_xmin(s)::text::bigint, pg_snapshot_xmax(s)::text::bigint \
+           FROM pg_current_snapshot() AS s",
+    )
+    .fetch_one(pg.pool())
+    .await?;
+    Ok(AuditSnapshot { xmin, xmax })
 }
 
 pub(super) async fn sqlite_page(

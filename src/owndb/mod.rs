@@ -213,6 +213,42 @@ pub struct SealReport {
     pub scopes: usize,
 }
 
+/// What PostgreSQL says about transactions in flight: every transaction id below `xmin` has
+/// ended; every one that starts from now on is at least `xmax`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AuditSnapshot {
+    pub xmin: i64,
+    pub xmax: i64,
+}
+
+/// The name [`OwnDb::source_name`] gives the database at `url`, read from the URL alone (no
+/// connection): the PostgreSQL database's name (the user's, when the URL names none) or the
+/// SQLite file's stem. `None` for a URL that names neither.
+pub fn source_name_of(url: &str) -> Option<String> {
+    if let Some(path) = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))
+    {
+        let path = path.split('?').next().unwrap_or_default();
+        return std::path::Path::new(path)
+            .file_stem()
+            .map(|stem| stem.to_string_lossy().into_owned())
+            .or_else(|| Some(path.to_owned()).filter(|path| !path.is_empty()));
+    }
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        let options =
+            <sqlx::postgres::PgConnectOptions as std::str::FromStr>::from_str(&crate::store::driver_url(url).url)
+                .ok()?;
+        return Some(
+            options
+                .get_database()
+                .unwrap_or(options.get_username())
+                .to_owned(),
+        );
+    }
+    None
+}
+
 /// A fence database: the user's PostgreSQL database or SQLite file.
 #[derive(Clone)]
 pub enum OwnDb {
@@ -347,6 +383,16 @@ impl OwnDb {
         }
     }
 
+    /// The audit rows among `ids` that are there now, in id order (a watcher looking again
+    /// for ids that were missing when it read past them).
+    pub async fn audit_rows_by_id(&self, ids: &[i64]) -> Result<Vec<FenceAuditRow>, OwnDbError> {
+        match self {
+            OwnDb::Postgres(pg) => audit::postgres_rows(pg, ids).await,
+            // Its single writer leaves no id missing behind a committed one.
+            OwnDb::Sqlite(_) => Ok(Vec::new()),
+        }
+    }
+
     /// Every audit row, in id order.
     pub async fn audit_rows(&self) -> Result<Vec<FenceAuditRow>, OwnDbError> {
         let mut rows = Vec::new();
@@ -382,6 +428,32 @@ impl OwnDb {
         match self {
             OwnDb::Postgres(pg) => pg.prune_operations().await,
             OwnDb::Sqlite(sqlite) => sqlite.prune_operations().await,
+        }
+    }
+
+    /// The installed fence's version; `None` when this database has no fence. Reads only.
+    pub async fn installed_version(&self) -> Result<Option<i64>, OwnDbError> {
+        let applied = match self {
+            OwnDb::Postgres(pg) => {
+                let mut conn = pg.pool().acquire().await?;
+                migrate::postgres_applied(&mut conn, pg.schema()).await?
+            }
+            OwnDb::Sqlite(sqlite) => {
+                let mut conn = sqlite.pool().acquire().await?;
+                migrate::sqlite_applied(&mut conn).await?
+            }
+        };
+        Ok(migrate::installed(&applied))
+    }
+
+    /// PostgreSQL: the bounds of a snapshot taken now, so that a reader of the audit by id can
+    /// tell a missing id still in flight from one that will never commit (ids come from a
+    /// sequence, drawn after the deciding transaction took its transaction id: it locked the
+    /// scope's row first). SQLite: `None`, its single writer assigns ids in commit order.
+    pub async fn snapshot(&self) -> Result<Option<AuditSnapshot>, OwnDbError> {
+        match self {
+            OwnDb::Postgres(pg) => audit::postgres_snapshot(pg).await.map(Some),
+            OwnDb::Sqlite(_) => Ok(None),
         }
     }
 

@@ -1,0 +1,358 @@
+//! `serve --watch [NAME=]URL`: the fence audit of each watched database (the user's own, with
+//! `fencewatch fence install`) flows through this daemon's live side. One task per database
+//! reads the audit by id every `POLL`, seals SQLite's new rows, records what the rows show
+//! (their overlaps, their refusals counted for the alert rules) and how far it got in this
+//! daemon's database in one transaction, then publishes each row as a `write` event with its
+//! `source`, counts it in `/v1/stats` and `/metrics`, and now and then prunes the fence's
+//! expired operation ids.
+//!
+//! The daemon's own rows are recorded in their write's transaction; a watched database's are
+//! recorded when read, which is why they reach `/v1/overlaps` a poll after their commit rather
+//! than with it. A watched database that stops answering is retried with backoff and resumed
+//! from the stored position; the daemon's readiness does not depend on it.
+
+mod order;
+
+use super::bus::{Event, EventBus};
+use super::stats::StatsWindow;
+use crate::api::events::SourceStats;
+use crate::domain::backoff::doubling;
+use crate::domain::clock::SharedClock;
+use crate::domain::fence_audit::FenceAuditRow;
+use crate::domain::fence_overlaps::{summarize, ScopeOwners};
+use crate::domain::source::SourceName;
+use crate::metrics::{Metrics, WatchedSource};
+use crate::owndb::{OpenOptions, OwnDb, OwnDbError};
+use crate::store::{redact_url, Store, StoreError, WatchAdvance};
+use order::{FinalOrder, Late};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How often a watched audit is read.
+pub const POLL: Duration = Duration::from_millis(100);
+/// Rows read per query.
+const PAGE: u32 = 1000;
+/// How often expired operation ids are pruned in the watched database and old counts here.
+const PRUNE_EVERY: Duration = Duration::from_secs(60);
+/// How long the counts the alert rules read are kept.
+const COUNTS_KEPT_US: i64 = 24 * 3600 * 1_000_000;
+/// Rows older than this (by their own time) count in the totals only, not in the rates: a first
+/// watch takes in the whole audit, which must not read as a burst now.
+const RATE_HORIZON_S: i64 = 300;
+
+/// A database to watch: its name and URL. Shown only with the URL's password hidden.
+#[derive(Clone)]
+pub struct WatchTarget {
+    pub name: SourceName,
+    pub url: String,
+}
+
+impl std::fmt::Debug for WatchTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WatchTarget")
+            .field("name", &self.name.as_str())
+            .field("url", &redact_url(&self.url))
+            .finish()
+    }
+}
+
+/// What the live side shows of one watched database.
+pub struct WatchedState {
+    pub name: Arc<str>,
+    stats: Mutex<StatsWindow>,
+    through_id: AtomicI64,
+    up: AtomicBool,
+}
+
+/// Every watched database's state, for `/v1/stats`.
+#[derive(Clone, Default)]
+pub struct Watched(Arc<Vec<Arc<WatchedState>>>);
+
+impl Watched {
+    pub fn names(&self) -> impl Iterator<Item = &Arc<str>> {
+        self.0.iter().map(|state| &state.name)
+    }
+
+    /// Each source's figures at second `now`.
+    pub fn views(&self, now: i64, metrics: &Metrics) -> BTreeMap<String, SourceStats> {
+        self.0
+            .iter()
+            .map(|state| {
+                let view = match state.stats.lock() {
+                    Ok(window) => window.view(now),
+                    Err(poisoned) => poisoned.into_inner().view(now),
+                };
+                let open = metrics
+                    .open_overlaps_by_source
+                    .get_or_create(&WatchedSource(Some(state.name.clone())))
+                    .get();
+                let stats = SourceStats {
+                    totals: view.totals,
+                    rates: view.rates,
+                    open_overlaps: u64::try_from(open).unwrap_or(0),
+                    through_id: state.through_id.load(Ordering::Acquire),
+                    up: state.up.load(Ordering::Acquire),
+                };
+                (state.name.to_string(), stats)
+            })
+            .collect()
+    }
+}
+
+/// Starts one watcher per target.
+pub fn spawn_watchers(
+    targets: &[WatchTarget],
+    store: &Store,
+    bus: &EventBus,
+    metrics: &Metrics,
+) -> (Watched, Vec<tokio::task::JoinHandle<()>>) {
+    let mut states = Vec::with_capacity(targets.len());
+    let mut tasks = Vec::with_capacity(targets.len());
+    for target in targets {
+        let name: Arc<str> = Arc::from(target.name.as_str());
+        metrics.watch(&name);
+        metrics.set_watch_up(&name, false);
+        let state = Arc::new(WatchedState {
+            name: name.clone(),
+            stats: Mutex::new(StatsWindow::new([])),
+            through_id: AtomicI64::new(0),
+            up: AtomicBool::new(false),
+        });
+        states.push(state.clone());
+        let watcher = Watcher {
+            url: target.url.clone(),
+            shown_url: redact_url(&target.url),
+            state,
+            store: store.clone(),
+            clock: store.clock().clone(),
+            bus: bus.clone(),
+            metrics: metrics.clone(),
+        };
+        tasks.push(tokio::spawn(watcher.run()));
+    }
+    (Watched(Arc::new(states)), tasks)
+}
+
+/// Why following a watched database stopped.
+#[derive(Debug, thiserror::Error)]
+enum WatchError {
+    #[error(transparent)]
+    Watched(#[from] OwnDbError),
+    #[error("no fence is installed there (fencewatch fence install --database URL)")]
+    NotInstalled,
+}
+
+struct Watcher {
+    url: String,
+    shown_url: String,
+    state: Arc<WatchedState>,
+    store: Store,
+    clock: SharedClock,
+    bus: EventBus,
+    metrics: Metrics,
+}
+
+impl Watcher {
+    fn name(&self) -> &str {
+        &self.state.name
+    }
+
+    /// Follows the database for as long as the daemon runs, reconnecting with backoff.
+    async fn run(self) {
+        let mut failures = 0u32;
+        loop {
+            let error = self.follow(&mut failures).await;
+            self.set_up(false);
+            failures = failures.saturating_add(1);
+            let retry_in = doubling(failures, Duration::from_millis(200), Duration::from_secs(10));
+            tracing::warn!(
+                source = self.name(),
+                database = %self.shown_url,
+                %error,
+                ?retry_in,
+                "cannot read the watched database's fence audit; retrying"
+            );
+            tokio::time::sleep(retry_in).await;
+        }
+    }
+
+    fn set_up(&self, up: bool) {
+        let was = self.state.up.swap(up, Ordering::AcqRel);
+        self.metrics.set_watch_up(self.name(), up);
+        if up && !was {
+            tracing::info!(source = self.name(), database = %self.shown_url, "watching");
+        }
+    }
+
+    /// Opens the database and follows its audit until it fails.
+    async fn follow(&self, failures: &mut u32) -> WatchError {
+        let options = OpenOptions {
+            schema: None,
+            max_connections: 2,
+            acquire_timeout: Duration::from_secs(5),
+        };
+        let db = match OwnDb::open(&self.url, &options).await {
+            Ok(db) => db,
+            Err(error) => return error.into(),
+        };
+        let error = match db.installed_version().await {
+            Ok(Some(_)) => self.follow_open(&db, failures).await,
+            Ok(None) => WatchError::NotInstalled,
+            Err(error) => error.into(),
+        };
+        db.close().await;
+        error
+    }
+
+    /// Where this daemon's database says the source stands; retried while it cannot answer.
+    async fn stored_position(&self) -> Option<i64> {
+        loop {
+            match self.store.watch_position(self.name()).await {
+                Ok(position) => return position,
+                Err(error) => {
+                    tracing::warn!(source = self.name(), %error, "cannot read the watch position; retrying");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            }
+        }
+    }
+
+    async fn follow_open(&self, db: &OwnDb, failures: &mut u32) -> WatchError {
+        let mut position = self.stored_position().await;
+        let mut cursor = position.unwrap_or(0);
+        self.state.through_id.store(cursor, Ordering::Release);
+        let mut order = FinalOrder::default();
+        let mut late = Late::default();
+        let mut owners = ScopeOwners::default();
+        let mut pruned: Option<Instant> = None;
+        let mut seal_failing = false;
+        let mut full_page = false;
+        loop {
+            if !full_page {
+                tokio::time::sleep(POLL).await;
+            }
+            // The snapshot first, then the rows: a transaction that ended before the snapshot
+            // has its row visible to the read that follows.
+            let snapshot = match db.snapshot().await {
+                Ok(snapshot) => snapshot,
+                Err(error) => return error.into(),
+            };
+            let rows = match db.audit_after(cursor, PAGE).await {
+                Ok(rows) => rows,
+                Err(error) => return error.into(),
+            };
+            self.set_up(true);
+            *failures = 0;
+            full_page = rows.len() == PAGE as usize;
+            if rows.iter().any(|row| row.hash.is_none()) {
+                match db.seal().await {
+                    Ok(_) => seal_failing = false,
+                    Err(error) if !seal_failing => {
+                        seal_failing = true;
+                        tracing::warn!(source = self.name(), %error, "cannot seal the watched audit's new rows");
+                    }
+                    Err(_) => {}
+                }
+            }
+            let ids: Vec<i64> = rows.iter().map(|row| row.id).collect();
+            let taken = order.final_prefix(cursor, &ids, snapshot, Instant::now(), &mut late);
+            let mut found = Vec::new();
+            if !late.is_empty() {
+                match db.audit_rows_by_id(&late.due(Instant::now())).await {
+                    Ok(rows) => found = rows,
+                    Err(error) => return error.into(),
+                }
+            }
+            if taken > 0 || !found.is_empty() {
+                let to = rows[..taken].last().map_or(cursor, |row| row.id);
+                let mut page: Vec<FenceAuditRow> = found;
+                page.extend_from_slice(&rows[..taken]);
+                match self.record(position, to, &page, &mut owners).await {
+                    Ok(WatchAdvance::Recorded) => {
+                        for row in &page {
+                            late.found(row.id);
+                        }
+                        position = Some(to);
+                        cursor = to;
+                        self.publish(&page);
+                        self.state.through_id.store(cursor, Ordering::Release);
+                    }
+                    Ok(WatchAdvance::Moved { position: moved }) => {
+                        tracing::info!(
+                            source = self.name(),
+                            position = moved,
+                            "another daemon took this database's rows in first; continuing after them"
+                        );
+                        position = Some(moved);
+                        cursor = moved;
+                        order.reset();
+                        full_page = true;
+                    }
+                    Err(error) => {
+                        tracing::warn!(source = self.name(), %error, "cannot record the watched rows; retrying");
+                        full_page = false;
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
+                }
+            }
+            if pruned.is_none_or(|at| at.elapsed() >= PRUNE_EVERY) {
+                pruned = Some(Instant::now());
+                self.prune(db).await;
+            }
+        }
+    }
+
+    /// Records what `rows` show, and the move to `to`, in this daemon's database.
+    async fn record(
+        &self,
+        from: Option<i64>,
+        to: i64,
+        rows: &[FenceAuditRow],
+        owners: &mut ScopeOwners,
+    ) -> Result<WatchAdvance, StoreError> {
+        let summary = summarize(rows, owners);
+        self.store
+            .record_watched(
+                self.name(),
+                from,
+                to,
+                &summary.sightings,
+                &summary.counts,
+                self.clock.now_us(),
+            )
+            .await
+    }
+
+    /// Each row as a `write` event with its source, counted in the stats and metrics.
+    fn publish(&self, rows: &[FenceAuditRow]) {
+        let now = self.clock.now().timestamp();
+        for row in rows {
+            let Some(entry) = row.to_audit_entry(Some(self.name())) else {
+                continue;
+            };
+            self.metrics.count_watched(&self.state.name, entry.outcome);
+            if let Ok(mut window) = self.state.stats.lock() {
+                if now - row.at.timestamp() < RATE_HORIZON_S {
+                    window.record(entry.outcome, now);
+                } else {
+                    window.record_total(entry.outcome);
+                }
+            }
+            self.bus.publish(Event::Write(Arc::new(entry)));
+        }
+    }
+
+    /// Expired operation ids of the watched fence, and counts here no rule looks at any more.
+    /// Failures are logged: nothing depends on them but the tables' size.
+    async fn prune(&self, db: &OwnDb) {
+        if let Err(error) = db.prune_operations().await {
+            tracing::warn!(source = self.name(), %error, "cannot prune the watched fence's expired operation ids");
+        }
+        let before = self.clock.now_us().saturating_sub(COUNTS_KEPT_US);
+        if let Err(error) = self.store.prune_watched_counts(before).await {
+            tracing::warn!(%error, "cannot prune the counts of watched rows");
+        }
+    }
+}
