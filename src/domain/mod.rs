@@ -20,8 +20,8 @@ pub mod overlap;
 pub mod prefix;
 pub mod refusal;
 pub mod reset;
-pub mod source;
 pub mod revision;
+pub mod source;
 pub mod token;
 pub mod write;
 

@@ -63,7 +63,9 @@ pub fn split_watch_arg(arg: &str) -> Result<(Option<SourceName>, &str), ParseErr
     match arg.split_once('=') {
         Some((name, url)) if !name.contains([':', '/']) => {
             if url.is_empty() {
-                return Err(ParseError::new(format!("--watch {name}= names no database URL")));
+                return Err(ParseError::new(format!(
+                    "--watch {name}= names no database URL"
+                )));
             }
             Ok((Some(SourceName::parse(name)?), url))
         }

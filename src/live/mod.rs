@@ -219,12 +219,7 @@ impl OpenGauges {
     async fn set(&self, store: &Store) -> Result<(), StoreError> {
         let counts = store.open_overlap_counts().await?;
         let count = |source: Option<&str>| {
-            gauge_value(
-                counts
-                    .get(&source.map(str::to_owned))
-                    .copied()
-                    .unwrap_or(0),
-            )
+            gauge_value(counts.get(&source.map(str::to_owned)).copied().unwrap_or(0))
         };
         self.metrics.open_overlaps.set(count(None));
         for source in &self.sources {

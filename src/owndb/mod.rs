@@ -236,9 +236,10 @@ pub fn source_name_of(url: &str) -> Option<String> {
             .or_else(|| Some(path.to_owned()).filter(|path| !path.is_empty()));
     }
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        let options =
-            <sqlx::postgres::PgConnectOptions as std::str::FromStr>::from_str(&crate::store::driver_url(url).url)
-                .ok()?;
+        let options = <sqlx::postgres::PgConnectOptions as std::str::FromStr>::from_str(
+            &crate::store::driver_url(url).url,
+        )
+        .ok()?;
         return Some(
             options
                 .get_database()

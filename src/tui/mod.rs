@@ -324,6 +324,7 @@ pub(crate) mod fixtures {
                 firing_alerts: 1,
                 events_dropped: 0,
                 through_audit_id: 0,
+                sources: Default::default(),
             }),
             writes: Vec::new(),
         }));

@@ -1,6 +1,6 @@
 //! `tui --once`: the overview printed once, as JSON, for scripts.
 
-use crate::api::events::{AlertView, Rates};
+use crate::api::events::{AlertView, Rates, SourceStats};
 use crate::client::{ClientError, DaemonClient};
 use crate::domain::alert::AlertState;
 use crate::domain::{Overlap, OverlapState};
@@ -17,6 +17,9 @@ pub struct Overview {
     pub firing_alerts: Vec<AlertView>,
     pub open_overlaps: Vec<Overlap>,
     pub rates: BTreeMap<String, Rates>,
+    /// Each watched database's figures (`serve --watch`), when the daemon watches any.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub sources: BTreeMap<String, SourceStats>,
     pub totals: BTreeMap<String, u64>,
     pub url: String,
 }
@@ -36,6 +39,7 @@ pub async fn overview(client: &DaemonClient) -> Result<Overview, ClientError> {
             .collect(),
         open_overlaps: overlaps.overlaps,
         rates: stats.rates,
+        sources: stats.sources,
         totals: stats.totals,
         url: client.base().to_owned(),
     })

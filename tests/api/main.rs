@@ -53,3 +53,4 @@ mod secrets;
 mod security;
 mod tls;
 mod tui;
+mod watch;

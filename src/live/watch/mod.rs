@@ -166,7 +166,11 @@ impl Watcher {
             let error = self.follow(&mut failures).await;
             self.set_up(false);
             failures = failures.saturating_add(1);
-            let retry_in = doubling(failures, Duration::from_millis(200), Duration::from_secs(10));
+            let retry_in = doubling(
+                failures,
+                Duration::from_millis(200),
+                Duration::from_secs(10),
+            );
             tracing::warn!(
                 source = self.name(),
                 database = %self.shown_url,

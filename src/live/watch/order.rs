@@ -146,17 +146,38 @@ mod tests {
         let mut order = FinalOrder::default();
         let mut late = Late::default();
         // Id 3 is missing: rows before it are final, the rest waits.
-        assert_eq!(order.final_prefix(0, &[1, 2, 4], snap(10, 12), start, &mut late), 2);
+        assert_eq!(
+            order.final_prefix(0, &[1, 2, 4], snap(10, 12), start, &mut late),
+            2
+        );
         // The next snapshot's xmax (13) is what every owner of id 3 is below.
-        assert_eq!(order.final_prefix(2, &[4], snap(11, 13), start, &mut late), 0);
+        assert_eq!(
+            order.final_prefix(2, &[4], snap(11, 13), start, &mut late),
+            0
+        );
         // Transaction 12 still runs: not proven.
-        assert_eq!(order.final_prefix(2, &[4], snap(12, 14), start, &mut late), 0);
+        assert_eq!(
+            order.final_prefix(2, &[4], snap(12, 14), start, &mut late),
+            0
+        );
         // Id 3 committed meanwhile: it continues the cursor, no gap left.
-        assert_eq!(order.final_prefix(2, &[3, 4], snap(12, 14), start, &mut late), 2);
+        assert_eq!(
+            order.final_prefix(2, &[3, 4], snap(12, 14), start, &mut late),
+            2
+        );
         // Another gap, proven once everything below 16 has ended: 7 never commits.
-        assert_eq!(order.final_prefix(4, &[5, 8], snap(15, 16), start, &mut late), 1);
-        assert_eq!(order.final_prefix(5, &[8], snap(15, 16), start, &mut late), 0);
-        assert_eq!(order.final_prefix(5, &[8], snap(16, 17), start, &mut late), 1);
+        assert_eq!(
+            order.final_prefix(4, &[5, 8], snap(15, 16), start, &mut late),
+            1
+        );
+        assert_eq!(
+            order.final_prefix(5, &[8], snap(15, 16), start, &mut late),
+            0
+        );
+        assert_eq!(
+            order.final_prefix(5, &[8], snap(16, 17), start, &mut late),
+            1
+        );
         assert!(late.is_empty(), "proven gaps are not looked for again");
     }
 
