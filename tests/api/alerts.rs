@@ -18,12 +18,12 @@ use std::time::{Duration, Instant};
 
 /// A webhook receiver that keeps what it is sent, with the time it arrived.
 #[derive(Clone, Default)]
-struct Receiver {
+pub(crate) struct Receiver {
     received: Arc<Mutex<Vec<(Instant, Value)>>>,
 }
 
 impl Receiver {
-    async fn start() -> (Receiver, String) {
+    pub(crate) async fn start() -> (Receiver, String) {
         let receiver = Receiver::default();
         let app = Router::new()
             .route(
@@ -41,7 +41,7 @@ impl Receiver {
         (receiver, url)
     }
 
-    fn with_status(&self, status: &str) -> Vec<(Instant, Value)> {
+    pub(crate) fn with_status(&self, status: &str) -> Vec<(Instant, Value)> {
         self.received
             .lock()
             .unwrap()
@@ -51,7 +51,7 @@ impl Receiver {
             .collect()
     }
 
-    async fn wait_for(&self, status: &str, wait: Duration) -> (Instant, Value) {
+    pub(crate) async fn wait_for(&self, status: &str, wait: Duration) -> (Instant, Value) {
         let deadline = Instant::now() + wait;
         loop {
             if let Some(found) = self.with_status(status).into_iter().next() {
@@ -392,7 +392,7 @@ const ALERTMANAGER: &str = "/usr/bin/prometheus-alertmanager";
 /// The real Alertmanager on a free loopback port with a data folder of its own, no cluster
 /// port, routing every alert to `hook`, grouped by alertname and resource (the route
 /// docs/alerting.md suggests), resolving alerts sent without `endsAt` after `resolve_timeout`.
-struct Alertmanager {
+pub(crate) struct Alertmanager {
     base: String,
     _child: tokio::process::Child,
     _dir: tempfile::TempDir,
@@ -400,7 +400,7 @@ struct Alertmanager {
 
 impl Alertmanager {
     /// `None` (the test is skipped) when Alertmanager is not installed.
-    async fn start(hook: &str, resolve_timeout: &str) -> Option<Alertmanager> {
+    pub(crate) async fn start(hook: &str, resolve_timeout: &str) -> Option<Alertmanager> {
         let binary = peer(ALERTMANAGER)?;
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("alertmanager.yml");
@@ -468,8 +468,12 @@ receivers:
         })
     }
 
+    pub(crate) fn base(&self) -> &str {
+        &self.base
+    }
+
     /// `GET /api/v2/alerts`: the alerts Alertmanager holds active (resolved ones are left out).
-    async fn alerts(&self) -> Vec<Value> {
+    pub(crate) async fn alerts(&self) -> Vec<Value> {
         let reply = http_client()
             .get(format!("{}/api/v2/alerts", self.base))
             .send()

@@ -4,7 +4,7 @@
 //! watched database restarting is survived; a restarted daemon resumes from the stored
 //! position, neither replaying nor losing a row. Real PostgreSQL and SQLite on both sides.
 
-use crate::helpers::{http_client, peer, Backend, Daemon, SseClient, TestDb, UserConn, UserDb};
+use crate::helpers::{http_client, Backend, Daemon, Rng, SseClient, TestDb, UserConn, UserDb};
 use crate::test_db;
 use rstest::rstest;
 use serde_json::Value;
@@ -223,4 +223,293 @@ async fn a_stale_write_in_a_watched_table_is_an_overlap_everywhere(#[case] backe
     conn.close().await;
     watching.daemon.kill().await;
     drop(watching.daemon_db);
+}
+
+/// The time from a stale write's commit in the watched database to its overlap in
+/// `/v1/overlaps`, over 50 stale writes each opening an overlap of its own. Measured, printed
+/// and written in docs/performance.md; not asserted (timing is not a test's business).
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commit_to_overlaps_latency_is_measured(#[case] backend: Backend) {
+    let watching = Watching::start(backend, &[]).await;
+    let base = watching.daemon.base.clone();
+    let mut conn = watching.user.connect().await;
+    let mut latencies = Vec::new();
+    // A pause of its own before each stale write, so that writes do not fall in step with the
+    // watcher's reads (each would then wait a whole poll).
+    let mut rng = Rng::new(36);
+    for i in 1..=50 {
+        let scope = format!("r{i}");
+        assert_eq!(write_order(&mut conn, i, &scope, 8, "new-owner").await, 1);
+        tokio::time::sleep(Duration::from_millis(rng.below(150))).await;
+        // Autocommit: the statement has committed when it returns.
+        assert_eq!(write_order(&mut conn, i, &scope, 7, "old-owner").await, 0);
+        let committed = Instant::now();
+        wait_for_overlaps(&base, &scope, |found| !found.is_empty()).await;
+        latencies.push(committed.elapsed());
+    }
+    latencies.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    eprintln!(
+        "commit -> /v1/overlaps over {} stale writes ({backend:?} watched by a {backend:?} \
+         daemon): min {:.1} ms, median {:.1} ms, max {:.1} ms",
+        latencies.len(),
+        ms(latencies[0]),
+        ms(latencies[latencies.len() / 2]),
+        ms(latencies[latencies.len() - 1])
+    );
+    let stats = get_json(&base, "/v1/stats").await;
+    assert_eq!(stats["sources"]["shop"]["totals"]["stale"], 50);
+    // The open-overlap figures follow every half second.
+    let deadline = Instant::now() + WAIT;
+    while get_json(&base, "/v1/stats").await["sources"]["shop"]["open_overlaps"] != 50 {
+        assert!(Instant::now() < deadline, "50 open overlaps never counted");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    conn.close().await;
+    watching.daemon.kill().await;
+}
+
+/// A spike of stale writes in the watched database pages through a real Alertmanager, the
+/// alert labelled with the source and the resource.
+#[cfg_attr(
+    not(fencewatch_alertmanager),
+    ignore = "needs prometheus-alertmanager on the PATH"
+)]
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_spike_in_a_watched_database_pages_through_alertmanager(#[case] backend: Backend) {
+    use crate::alerts::{Alertmanager, Receiver};
+    let (paged, page_hook) = Receiver::start().await;
+    let Some(manager) = Alertmanager::start(&page_hook, "5m").await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("fencewatch.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+[alerts]
+evaluation_interval = "200ms"
+resend_interval = "1s"
+
+[[alerts.rules]]
+name = "Spike"
+threshold = 2
+window = "1m"
+for = "500ms"
+per_resource = true
+labels = {{ severity = "page" }}
+
+[alerts.alertmanager]
+url = "{}"
+timeout = "1s"
+"#,
+            manager.base()
+        ),
+    )
+    .unwrap();
+    let config = config.display().to_string();
+    let watching = Watching::start(backend, &["--config", &config]).await;
+    let base = watching.daemon.base.clone();
+    let mut conn = watching.user.connect().await;
+    write_order(&mut conn, 1, "eu", 8, "new-owner").await;
+    for _ in 0..3 {
+        assert_eq!(write_order(&mut conn, 1, "eu", 7, "old-owner").await, 0);
+    }
+    let deadline = Instant::now() + WAIT;
+    let alert = loop {
+        let active = manager.alerts().await;
+        if let Some(alert) = active.into_iter().next() {
+            break alert;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "Alertmanager never got the alert"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(alert["labels"]["alertname"], "Spike");
+    assert_eq!(alert["labels"]["source"], "shop");
+    assert_eq!(alert["labels"]["resource"], "eu");
+    assert_eq!(alert["status"]["state"], "active");
+    // Alertmanager paged, and fencewatch shows the instance with its source.
+    let (_, page) = paged.wait_for("firing", WAIT).await;
+    assert_eq!(page["alerts"][0]["labels"]["source"], "shop");
+    let alerts = get_json(&base, "/v1/alerts").await;
+    let firing: Vec<&Value> = alerts["alerts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["state"] == "firing")
+        .collect();
+    assert_eq!(firing.len(), 1, "{alerts}");
+    assert_eq!(firing[0]["source"], "shop");
+    assert_eq!(firing[0]["resource"], "eu");
+    conn.close().await;
+    watching.daemon.kill().await;
+}
+
+/// The watched PostgreSQL database goes away for a while (every session ended, new ones
+/// refused, as while its server restarts): the watcher logs it (never the URL's password),
+/// retries with backoff, says the database is down in `/v1/stats` and `/metrics`, and takes in
+/// what was written meanwhile once it is back. The daemon stays ready throughout.
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_watcher_survives_its_database_going_away() {
+    const PASSWORD: &str = "s3cret-watch-pw";
+    let (user, _fence) = UserDb::with_protected_orders(Backend::Postgres).await;
+    // The test server trusts local connections: the password is never asked for, only carried.
+    let url = user
+        .url
+        .replacen("://postgres@", &format!("://postgres:{PASSWORD}@"), 1);
+    assert!(url.contains(PASSWORD), "{}", user.url);
+    let daemon_db = test_db!(Backend::Postgres);
+    let watch = format!("shop={url}");
+    let (daemon, log) = Daemon::spawn_logged(&daemon_db, &["--watch", &watch]).await;
+    let base = daemon.base.clone();
+    wait_until_watching(&base).await;
+    let mut conn = user.connect().await;
+    write_order(&mut conn, 1, "eu", 8, "new-owner").await;
+    write_order(&mut conn, 1, "eu", 7, "old-owner").await;
+    wait_for_overlaps(&base, "eu", |found| found.len() == 1).await;
+
+    // The database refuses new sessions and every one but this test's ends.
+    let name: String = conn.text("SELECT current_database()::text").await.unwrap();
+    let ours = conn.int("SELECT pg_backend_pid()::bigint").await.unwrap();
+    let server = std::env::var("FENCEWATCH_TEST_PG").unwrap();
+    let mut admin = UserConn::Pg(sqlx::Connection::connect(&server).await.unwrap());
+    admin
+        .run(&format!("ALTER DATABASE {name} ALLOW_CONNECTIONS false"))
+        .await
+        .unwrap();
+    let terminated = admin
+        .int(&format!(
+            "SELECT COUNT(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity \
+             WHERE datname = '{name}' AND pid <> {ours}"
+        ))
+        .await
+        .unwrap();
+    assert!(terminated >= 1, "the watcher had a session to end");
+    for _ in 0..2 {
+        assert_eq!(write_order(&mut conn, 1, "eu", 7, "old-owner").await, 0);
+    }
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let stats = get_json(&base, "/v1/stats").await;
+        if stats["sources"]["shop"]["up"] == false {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never noticed: {stats}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(metrics(&base)
+        .await
+        .contains("fencewatch_watch_up{source=\"shop\"} 0\n"));
+    let ready = http_client()
+        .get(format!("{base}/readyz"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        ready.status(),
+        200,
+        "the daemon's readiness is its own database's"
+    );
+
+    admin
+        .run(&format!("ALTER DATABASE {name} ALLOW_CONNECTIONS true"))
+        .await
+        .unwrap();
+    admin.close().await;
+    let grown = wait_for_overlaps(&base, "eu", |found| {
+        found.first().is_some_and(|o| o["rejected_writes"] == 3)
+    })
+    .await;
+    assert_eq!(grown.len(), 1);
+    assert_eq!(wait_until_watching(&base).await["totals"]["stale"], 3);
+    let retried = log.lines_with(&["shop", "retrying"]);
+    assert!(!retried.is_empty(), "the outage was logged");
+    for text in [
+        metrics(&base).await,
+        get_json(&base, "/v1/stats").await.to_string(),
+        log.lines_with(&[]).join("\n"),
+    ] {
+        assert!(!text.contains(PASSWORD), "the password leaked: {text}");
+    }
+    conn.close().await;
+    daemon.kill().await;
+}
+
+/// A daemon stopped while the watched database takes more stale writes resumes from the stored
+/// position when it starts again: the overlap counts each refusal once, none replayed and none
+/// lost.
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_daemon_resumes_from_the_stored_position(#[case] backend: Backend) {
+    let watching = Watching::start(backend, &[]).await;
+    let mut conn = watching.user.connect().await;
+    write_order(&mut conn, 1, "eu", 8, "new-owner").await;
+    for _ in 0..3 {
+        write_order(&mut conn, 1, "eu", 7, "old-owner").await;
+    }
+    wait_for_overlaps(&watching.daemon.base, "eu", |found| {
+        found.first().is_some_and(|o| o["rejected_writes"] == 3)
+    })
+    .await;
+    assert!(watching.daemon.terminate().await, "stopped cleanly");
+
+    // Written while no daemon watches.
+    for _ in 0..2 {
+        write_order(&mut conn, 1, "eu", 7, "old-owner").await;
+    }
+    let last_id = conn
+        .int(&format!(
+            "SELECT MAX(id) FROM {}",
+            watching.user.audit_table()
+        ))
+        .await
+        .unwrap();
+    let daemon = spawn_watching(&watching.daemon_db, &watching.user.url, &[]).await;
+    let base = daemon.base.clone();
+    let resumed = wait_for_overlaps(&base, "eu", |found| {
+        found.first().is_some_and(|o| o["rejected_writes"] == 5)
+    })
+    .await;
+    assert_eq!(resumed.len(), 1, "the same overlap, grown: {resumed:?}");
+    // Nothing more arrives: the first four rows were not taken in again.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let settled = wait_for_overlaps(&base, "eu", |found| !found.is_empty()).await;
+    assert_eq!(settled[0]["rejected_writes"], 5);
+    let source = wait_until_watching(&base).await;
+    assert_eq!(source["through_id"], last_id);
+    assert_eq!(
+        source["totals"]["stale"], 2,
+        "only the rows written while it was down are new to this daemon"
+    );
+    assert_eq!(source["totals"]["accepted"], 0);
+    conn.close().await;
+    daemon.kill().await;
 }
