@@ -335,4 +335,56 @@ pub(crate) mod fixtures {
         messages.push(write(8, "superseded", "billing/ledger", 3, 5, "worker-3"));
         messages
     }
+
+    /// A daemon that also watches the user's database `shop` (`serve --watch`): its stats, a
+    /// stale write to `orders/eu` there (id 3 of that database's audit), the overlap it opened
+    /// and the alert it fired.
+    pub fn watched_messages() -> Vec<Msg> {
+        use crate::api::events::SourceStats;
+        let stats = StatsEvent {
+            totals: [("accepted", 1200), ("stale", 31)]
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v))
+                .collect(),
+            rates: Default::default(),
+            open_overlaps: 1,
+            firing_alerts: 1,
+            events_dropped: 0,
+            through_audit_id: 8,
+            sources: [(
+                "shop".to_owned(),
+                SourceStats {
+                    totals: [("accepted", 40), ("stale", 2)]
+                        .into_iter()
+                        .map(|(k, v)| (k.to_owned(), v))
+                        .collect(),
+                    rates: Default::default(),
+                    open_overlaps: 1,
+                    through_id: 3,
+                    up: true,
+                },
+            )]
+            .into_iter()
+            .collect(),
+        };
+        let mut stale = (*row(3, "stale", "orders/eu", 7, 8, "old-owner")).clone();
+        stale.source = Some("shop".into());
+        stale.at = at(1);
+        let mut opened = overlap(3, "orders/eu", 7, 8, 2, "open");
+        opened.overlap.source = Some("shop".into());
+        opened.overlap.last_seen = at(1);
+        let mut fired = alert(
+            "StaleOwnerSpikePerResource",
+            Some("orders/eu"),
+            AlertState::Firing,
+            12,
+        );
+        fired.source = Some("shop".into());
+        vec![
+            Msg::Event(DaemonEvent::Stats(Arc::new(stats))),
+            Msg::Event(DaemonEvent::Write(Arc::new(stale))),
+            Msg::Event(DaemonEvent::Overlap(Arc::new(opened))),
+            Msg::Event(DaemonEvent::Alert(Arc::new(fired))),
+        ]
+    }
 }

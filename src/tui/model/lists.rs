@@ -29,6 +29,7 @@ impl Model {
                 self.matches_filter(
                     &[
                         Some(&o.resource),
+                        o.source.as_deref(),
                         o.stale_owner.as_deref(),
                         o.superseding_owner.as_deref(),
                         Some(o.state.as_str()),
@@ -60,6 +61,7 @@ impl Model {
                 self.matches_filter(
                     &[
                         Some(&r.resource),
+                        r.source.as_deref(),
                         r.owner.as_deref(),
                         Some(r.outcome.as_str()),
                     ],
@@ -67,6 +69,14 @@ impl Model {
                 )
             })
             .collect()
+    }
+
+    /// Whether any overlap or rejection came from a watched database: the lists then show
+    /// each row's source.
+    pub fn shows_sources(&self) -> bool {
+        !self.sources.is_empty()
+            || self.overlaps.values().any(|o| o.overlap.source.is_some())
+            || self.rejections.iter().any(|r| r.source.is_some())
     }
 
     pub fn open_overlaps(&self) -> usize {

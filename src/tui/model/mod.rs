@@ -192,7 +192,10 @@ pub struct Model {
     pub totals: BTreeMap<String, u64>,
     pub events_dropped: u64,
     pub overlaps: BTreeMap<i64, OverlapEvent>,
-    pub alerts: BTreeMap<(String, String), AlertEvent>,
+    /// By rule, source (`""`: the daemon's own) and resource.
+    pub alerts: BTreeMap<(String, String, String), AlertEvent>,
+    /// The databases the daemon watches (`serve --watch`), from the latest stats.
+    pub sources: Vec<String>,
     pub rejections: VecDeque<Arc<WriteEvent>>,
     /// The highest write id applied: where a reconnect resumes, and below which a write is
     /// already counted.
@@ -231,6 +234,7 @@ impl Model {
             events_dropped: 0,
             overlaps: BTreeMap::new(),
             alerts: BTreeMap::new(),
+            sources: Vec::new(),
             rejections: VecDeque::new(),
             last_write_id: None,
             missed: 0,
@@ -357,9 +361,10 @@ impl Model {
 
     fn apply_alert(&mut self, alert: AlertEvent) {
         let resource = alert.resource.clone().unwrap_or_default();
+        let source = alert.source.clone().unwrap_or_default();
         if !resource.is_empty() {
             // A per-resource rule's "no instance yet" placeholder gives way to its first.
-            let placeholder = (alert.rule.clone(), String::new());
+            let placeholder = (alert.rule.clone(), String::new(), String::new());
             if self
                 .alerts
                 .get(&placeholder)
@@ -368,31 +373,45 @@ impl Model {
                 self.alerts.remove(&placeholder);
             }
         }
-        self.alerts.insert((alert.rule.clone(), resource), alert);
+        self.alerts
+            .insert((alert.rule.clone(), source, resource), alert);
     }
 
+    /// The totals shown are the daemon's own and every watched database's together, as the
+    /// charts and the rejection log take in rows of both.
     fn apply_stats(&mut self, stats: &StatsEvent) {
-        self.totals = stats.totals.clone();
+        let mut totals = stats.totals.clone();
+        for source in stats.sources.values() {
+            for (outcome, count) in &source.totals {
+                *totals.entry(outcome.clone()).or_insert(0) += count;
+            }
+        }
+        self.totals = totals;
+        self.sources = stats.sources.keys().cloned().collect();
         self.events_dropped = stats.events_dropped;
     }
 
     /// Constant work per write: a bucket increment and, for a rejection, one log entry. A
     /// write already applied (a snapshot overlapping a replay) is skipped.
     fn apply_write(&mut self, row: Arc<WriteEvent>) {
-        if self.last_write_id.is_some_and(|last| row.id <= last) {
-            return;
+        // A watched database's row has that database's id: outside the daemon's order, never
+        // replayed, so never a repeat.
+        if row.source.is_none() {
+            if self.last_write_id.is_some_and(|last| row.id <= last) {
+                return;
+            }
+            if self.replaying_from.is_some_and(|from| row.id > from) {
+                self.missed += 1;
+            }
+            self.last_write_id = Some(row.id);
         }
-        if self.replaying_from.is_some_and(|from| row.id > from) {
-            self.missed += 1;
-        }
-        self.last_write_id = Some(row.id);
         self.writes_seen += 1;
         let rejected = row.outcome.is_rejection();
         // An operator's reset is no write: on neither line of the chart.
         if row.outcome != Outcome::Reset {
             self.rates.record(row.at.timestamp(), rejected);
         }
-        if let Some(timeline) = self.timeline.as_mut() {
+        if let Some(timeline) = self.timeline.as_mut().filter(|_| row.source.is_none()) {
             timeline.append_live(&row);
         }
         if rejected {
@@ -490,11 +509,16 @@ impl Model {
         None
     }
 
-    /// Enter: the timeline of the selected overlap (at its first stale write) or rejection.
+    /// Enter: the timeline of the selected overlap (at its first stale write) or rejection. A
+    /// watched database's are in that database's audit, not the daemon's: nothing opens
+    /// (`fencewatch audit timeline --database URL` reads them there).
     fn open(&mut self) -> Option<Command> {
         let (resource, anchor) = match self.view {
             View::Overlaps => {
                 let o = &self.visible_overlaps().get(self.selected)?.overlap;
+                if o.source.is_some() {
+                    return None;
+                }
                 (
                     o.resource.clone(),
                     Anchor::Overlap {
@@ -506,6 +530,9 @@ impl Model {
             }
             View::Rejections => {
                 let r = self.visible_rejections().get(self.selected).copied()?;
+                if r.source.is_some() {
+                    return None;
+                }
                 (r.resource.clone(), Anchor::Write { id: r.id })
             }
             _ => return None,
@@ -556,6 +583,54 @@ mod tests {
         // The writes were 2 s old: two columns from the right edge.
         assert_eq!(series.accepted[57], 6);
         assert_eq!(series.rejection_percent(), Some(25.0));
+    }
+
+    /// A watched database's row has that database's id: it neither counts as a repeat of the
+    /// daemon's ids nor moves where a reconnect resumes; its overlap and rejection open no
+    /// timeline (the daemon's audit does not hold them), and its alert keeps apart from the
+    /// daemon's of the same rule and resource.
+    #[test]
+    fn a_watched_databases_rows_stand_apart_from_the_daemons_order() {
+        let mut model = incident();
+        for msg in crate::tui::fixtures::watched_messages() {
+            model.update(msg);
+        }
+        assert_eq!(model.last_write_id, Some(8), "id 3 of shop is no daemon id");
+        assert_eq!(model.rejections[0].source.as_deref(), Some("shop"));
+        assert_eq!(model.sources, ["shop"]);
+        assert_eq!(
+            model.total(Outcome::Accepted),
+            1240,
+            "the daemon's and shop's"
+        );
+        assert!(model.shows_sources());
+        model.update(Msg::Key(Action::Show(View::Rejections)));
+        assert_eq!(model.update(Msg::Key(Action::Open)), None);
+        assert_eq!(model.view, View::Rejections);
+        model.update(Msg::Key(Action::Show(View::Overlaps)));
+        let shop = model
+            .visible_overlaps()
+            .iter()
+            .position(|o| o.overlap.source.is_some())
+            .unwrap();
+        model.selected = shop;
+        assert_eq!(model.update(Msg::Key(Action::Open)), None);
+        let mut own = model
+            .alerts
+            .values()
+            .cloned()
+            .find(|a| a.source.is_some())
+            .unwrap();
+        own.source = None;
+        model.update(Msg::Event(DaemonEvent::Alert(Arc::new(own))));
+        assert_eq!(
+            model
+                .alerts
+                .values()
+                .filter(|a| a.resource.as_deref() == Some("orders/eu"))
+                .count(),
+            2
+        );
     }
 
     #[test]

@@ -100,6 +100,35 @@ fn or_dash(text: Option<&str>) -> &str {
     text.unwrap_or("-")
 }
 
+/// Where a row or overlap came from: a watched database's name, or `daemon` for the daemon's
+/// own.
+fn source_label(source: Option<&str>) -> String {
+    source.unwrap_or("daemon").to_owned()
+}
+
+/// The SOURCE column, as wide as the longest name shown (at least its header).
+fn source_column<'a>(model: &Model) -> (&'a str, Constraint) {
+    let longest = model
+        .sources
+        .iter()
+        .map(|name| name.chars().count())
+        .chain(
+            model
+                .overlaps
+                .values()
+                .filter_map(|o| o.overlap.source.as_ref().map(|s| s.chars().count())),
+        )
+        .chain(
+            model
+                .rejections
+                .iter()
+                .filter_map(|r| r.source.as_ref().map(|s| s.chars().count())),
+        )
+        .max()
+        .unwrap_or(0);
+    ("SOURCE", Constraint::Length(longest.clamp(6, 16) as u16))
+}
+
 /// An outcome in at most 13 columns, in words.
 fn outcome_label(outcome: Outcome) -> &'static str {
     match outcome {

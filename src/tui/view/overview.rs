@@ -65,8 +65,13 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, theme: Theme) {
         ]),
     ];
     let (open, firing) = (model.open_overlaps(), model.firing_alerts());
+    // With watched databases, the totals are theirs and the daemon's together.
+    let title = match model.sources.as_slice() {
+        [] => " Totals ".to_owned(),
+        sources => format!(" Totals, with {} ", sources.join(", ")),
+    };
     let block = Block::bordered().title(Line::from(vec![
-        Span::styled(" Totals ", theme.bold()),
+        Span::styled(title, theme.bold()),
         Span::styled(
             format!(" {open} open overlaps "),
             theme.state(if open > 0 { "open" } else { "closed" }),
@@ -141,7 +146,11 @@ fn rejection_line(row: &WriteEvent, theme: Theme) -> Line<'static> {
             theme.outcome(row.outcome),
         ),
         Span::raw(format!(
-            " {} gen {} by {}",
+            " {}{} gen {} by {}",
+            row.source
+                .as_deref()
+                .map(|source| format!("{source}: "))
+                .unwrap_or_default(),
             row.resource,
             generations(row.token, row.highest_token),
             or_dash(row.owner.as_deref())

@@ -1,6 +1,9 @@
 //! The rejections screen: the log of refused writes, newest first.
 
-use super::{clock, generations, or_dash, outcome_label, table, table_state, wide, Theme};
+use super::{
+    clock, generations, or_dash, outcome_label, source_column, source_label, table, table_state,
+    wide, Theme,
+};
 use crate::tui::model::Model;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::widgets::{Cell, Row};
@@ -8,6 +11,7 @@ use ratatui::Frame;
 
 pub fn render(frame: &mut Frame, area: Rect, model: &Model, theme: Theme) {
     let wide = wide(area);
+    let sources = model.shows_sources();
     let rows: Vec<Row> = model
         .visible_rejections()
         .into_iter()
@@ -15,10 +19,15 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, theme: Theme) {
             let mut cells = vec![
                 Cell::from(clock(&r.at)),
                 Cell::from(outcome_label(r.outcome)).style(theme.outcome(r.outcome)),
+            ];
+            if sources {
+                cells.push(Cell::from(source_label(r.source.as_deref())));
+            }
+            cells.extend([
                 Cell::from(r.resource.clone()),
                 Cell::from(generations(r.token, r.highest_token)),
                 Cell::from(or_dash(r.owner.as_deref()).to_owned()),
-            ];
+            ]);
             if wide {
                 cells.push(Cell::from(or_dash(r.detail.as_deref()).to_owned()));
             }
@@ -28,10 +37,15 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, theme: Theme) {
     let mut columns = vec![
         ("TIME", Constraint::Length(8)),
         ("OUTCOME", Constraint::Length(13)),
+    ];
+    if sources {
+        columns.push(source_column(model));
+    }
+    columns.extend([
         ("RESOURCE", Constraint::Fill(2)),
         ("GENERATIONS", Constraint::Length(11)),
         ("OWNER", Constraint::Fill(1)),
-    ];
+    ]);
     if wide {
         columns.push(("DETAIL", Constraint::Fill(2)));
     }

@@ -2,7 +2,7 @@
 //! keys and daemon messages under paused tokio time, snapshotted at 80×24 and 160×45.
 
 use crate::domain::lease_history::{LeaseChange, LeaseEvent};
-use crate::tui::fixtures::{at, incident_messages, row, NOW};
+use crate::tui::fixtures::{at, incident_messages, row, watched_messages, NOW};
 use crate::tui::model::timeline::{Fetch, LeaseFetch, Page};
 use crate::tui::model::{Model, Msg};
 use crate::tui::view::Theme;
@@ -192,6 +192,38 @@ async fn rejections() {
 #[tokio::test(start_paused = true)]
 async fn alerts() {
     snapshot("alerts", keys("4")).await;
+}
+
+/// `steps` after the messages of a daemon that also watches the database `shop`.
+fn watching(steps: Vec<Step>) -> Vec<Step> {
+    watched_messages()
+        .into_iter()
+        .map(Step::Msg)
+        .chain(steps)
+        .collect()
+}
+
+/// With a watched database, each list says where its rows came from: `shop` or the daemon.
+#[tokio::test(start_paused = true)]
+async fn watched_overlaps() {
+    snapshot("watched_overlaps", watching(keys("2"))).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn watched_rejections() {
+    snapshot("watched_rejections", watching(keys("3"))).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn watched_alerts() {
+    snapshot("watched_alerts", watching(keys("4"))).await;
+}
+
+/// The totals are the daemon's and `shop`'s together, and say so; the latest rejections name
+/// their source.
+#[tokio::test(start_paused = true)]
+async fn watched_overview() {
+    snapshot("watched_overview", watching(vec![])).await;
 }
 
 #[tokio::test(start_paused = true)]
