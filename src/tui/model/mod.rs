@@ -618,8 +618,8 @@ mod tests {
         let mut own = model
             .alerts
             .values()
-            .cloned()
             .find(|a| a.source.is_some())
+            .cloned()
             .unwrap();
         own.source = None;
         model.update(Msg::Event(DaemonEvent::Alert(Arc::new(own))));
