@@ -430,7 +430,7 @@ pub enum DemoAuthority {
 
 #[derive(Debug, Clone, Args)]
 pub struct AuditArgs {
-    /// `sqlite://PATH` or `postgres://…`: the daemon's database.
+    /// `sqlite://PATH` or `postgres://…`: the daemon's database, or one with a fence installed.
     #[arg(
         long,
         env = "FENCEWATCH_DATABASE_URL",
@@ -438,6 +438,14 @@ pub struct AuditArgs {
         global = true
     )]
     pub database: String,
+    /// Read the fence installed in the database (`fencewatch fence install`) even where the
+    /// daemon's tables are there too. Without it, a database with a fence and no daemon
+    /// tables is read as a fence, and one with both as the daemon's.
+    #[arg(long, global = true)]
+    pub fence: bool,
+    /// PostgreSQL: the schema of the fence (default `fencewatch`).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub schema: Option<String>,
     #[command(subcommand)]
     pub command: AuditCommand,
 }

@@ -1,6 +1,7 @@
 //! `audit incidents`: the overlaps seen, as a table or JSON.
 
 use super::{text, time};
+use crate::domain::Overlap;
 use crate::store::Store;
 use serde_json::json;
 use std::io::Write;
@@ -14,6 +15,11 @@ pub(super) async fn run(
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let incidents = store.incidents(since_us, until_us, resource).await?;
+    print(&incidents, json)
+}
+
+/// The incidents as a table (a watched database's resource prefixed with its source) or JSON.
+pub(super) fn print(incidents: &[Overlap], json: bool) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     if json {
         writeln!(
@@ -36,12 +42,15 @@ pub(super) async fn run(
         "FIRST SEEN",
         "LAST SEEN"
     )?;
-    for o in &incidents {
+    for o in incidents {
         writeln!(
             out,
             "{:<5} {:<24} {:>5} {:>5} {:<12} {:<12} {:>6} {:<27} {:<27} {}",
             o.id,
-            o.resource,
+            match &o.source {
+                Some(source) => format!("{source}:{}", o.resource),
+                None => o.resource.clone(),
+            },
             o.stale_token,
             o.superseding_token,
             text(&o.stale_owner),

@@ -2,6 +2,7 @@
 //! from the database, so they work while the daemon is down. One file per subcommand.
 
 mod export;
+mod fence;
 mod incidents;
 mod log;
 mod prune;
@@ -10,12 +11,14 @@ mod timeline;
 mod verify;
 
 pub use export::CSV_COLUMNS;
+pub use fence::FENCE_CSV_COLUMNS;
 pub use timeline::{holdings, timeline, Holding, Timeline};
 
 use crate::cli::{AuditArgs, AuditCommand, AuditFilterArgs};
 use crate::domain::audit::format_rfc3339_micros;
 use crate::domain::Outcome;
-use crate::store::{AuditFilter, OpenMode, Store, StoreError, StoreOptions};
+use crate::owndb::{OpenOptions, OwnDb};
+use crate::store::{redact_url, AuditFilter, OpenMode, Store, StoreError, StoreOptions};
 use anyhow::Context;
 use chrono::{DateTime, Utc};
 use std::process::ExitCode;
@@ -46,17 +49,15 @@ pub async fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
         AuditCommand::Prune { .. } => OpenMode::Existing,
         _ => OpenMode::ReadOnly,
     };
-    let store = Store::open(
-        &args.database,
-        &StoreOptions {
-            max_connections: 2,
-            mode,
-            ..StoreOptions::default()
-        },
-    )
-    .await
-    .context("failed to open the database")?;
     let now = Utc::now();
+    let store = match open(&args, mode).await? {
+        Audited::Daemon(store) => store,
+        Audited::Fence(db) => {
+            let code = fence::run(&db, args.command, now).await;
+            db.close().await;
+            return code;
+        }
+    };
     let code = match args.command {
         AuditCommand::Verify { json } => verify::run(&store, json).await?,
         AuditCommand::Log {
@@ -120,6 +121,57 @@ pub async fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
     };
     store.close().await;
     Ok(code)
+}
+
+/// Whose audit the tools read.
+enum Audited {
+    Daemon(Store),
+    /// A fence installed in the user's own database.
+    Fence(OwnDb),
+}
+
+/// The daemon's audit, unless `--fence` asks for the fence or the database has a fence and no
+/// daemon tables. Neither is created: a database with neither is an error (the daemon's).
+async fn open(args: &AuditArgs, mode: OpenMode) -> anyhow::Result<Audited> {
+    let fence = || async {
+        let db = OwnDb::open(
+            &args.database,
+            &OpenOptions {
+                schema: args.schema.clone(),
+                ..OpenOptions::default()
+            },
+        )
+        .await?;
+        match db.installed_version().await {
+            Ok(Some(_)) => Ok(Some(db)),
+            Ok(None) => {
+                db.close().await;
+                Ok(None)
+            }
+            Err(error) => {
+                db.close().await;
+                Err(error)
+            }
+        }
+    };
+    if args.fence {
+        return match fence().await.context("failed to open the database")? {
+            Some(db) => Ok(Audited::Fence(db)),
+            None => anyhow::bail!("no fence is installed in {}", redact_url(&args.database)),
+        };
+    }
+    let options = StoreOptions {
+        max_connections: 2,
+        mode,
+        ..StoreOptions::default()
+    };
+    match Store::open(&args.database, &options).await {
+        Ok(store) => Ok(Audited::Daemon(store)),
+        Err(error) => match fence().await {
+            Ok(Some(db)) => Ok(Audited::Fence(db)),
+            _ => Err(anyhow::Error::new(error).context("failed to open the database")),
+        },
+    }
 }
 
 fn micros(text: Option<&str>, now: DateTime<Utc>) -> Result<Option<i64>, TimeError> {

@@ -1,0 +1,415 @@
+//! `fencewatch audit … --database URL` on a database that holds a fence (`fencewatch fence
+//! install`) rather than the daemon's tables, or with `--fence`: the same tools over the fence's
+//! own audit. Its incidents are derived from its refusals (`domain::fence_overlaps`), as it has
+//! no overlaps table; `verify` checks its chains and counts SQLite's unsealed tail apart.
+
+use super::{micros, text, time};
+use crate::cli::{AuditCommand, AuditFilterArgs, ExportFormat};
+use crate::domain::fence_audit::FenceAuditRow;
+use crate::domain::fence_overlaps::incidents;
+use crate::domain::{Outcome, Overlap};
+use crate::owndb::OwnDb;
+use anyhow::Context;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Rows read per query.
+const PAGE: u32 = 5_000;
+/// An incident closes after this long without a refusal: the daemon's default
+/// (`serve --overlap-quiet`).
+const QUIET: Duration = Duration::from_secs(60);
+
+/// The columns of `audit export --format csv` on a fence.
+pub const FENCE_CSV_COLUMNS: [&str; 14] = [
+    "id",
+    "at",
+    "resource",
+    "outcome",
+    "token",
+    "highest_token",
+    "idempotency_key",
+    "owner",
+    "lease",
+    "detail",
+    "table_name",
+    "seq",
+    "prev_hash",
+    "hash",
+];
+
+/// Which rows, as the filter flags say.
+struct Filter {
+    resource: Option<String>,
+    owner: Option<String>,
+    outcome: Option<Outcome>,
+    token: Option<i64>,
+    since_us: Option<i64>,
+    until_us: Option<i64>,
+}
+
+impl Filter {
+    fn new(args: &AuditFilterArgs, now: DateTime<Utc>) -> anyhow::Result<Self> {
+        Ok(Self {
+            resource: args.resource.clone(),
+            owner: args.owner.clone(),
+            outcome: args
+                .outcome
+                .as_deref()
+                .map(|o| Outcome::parse(o).ok_or_else(|| anyhow::anyhow!("unknown outcome {o:?}")))
+                .transpose()?,
+            token: args.token,
+            since_us: micros(args.since.as_deref(), now)?,
+            until_us: micros(args.until.as_deref(), now)?,
+        })
+    }
+
+    fn matches(&self, row: &FenceAuditRow) -> bool {
+        let at = row.at.timestamp_micros();
+        self.resource.as_ref().is_none_or(|r| *r == row.resource)
+            && self
+                .owner
+                .as_ref()
+                .is_none_or(|o| row.owner.as_ref() == Some(o))
+            && self.outcome.is_none_or(|o| o.as_str() == row.outcome)
+            && self.token.is_none_or(|t| row.token == Some(t))
+            && self.since_us.is_none_or(|s| at >= s)
+            && self.until_us.is_none_or(|u| at <= u)
+    }
+}
+
+/// Runs `command` on the fence in `db`.
+pub(super) async fn run(
+    db: &OwnDb,
+    command: AuditCommand,
+    now: DateTime<Utc>,
+) -> anyhow::Result<ExitCode> {
+    match command {
+        AuditCommand::Verify { json } => verify(db, json).await,
+        AuditCommand::Log {
+            filter,
+            json,
+            limit,
+        } => log(db, &Filter::new(&filter, now)?, json, limit).await,
+        AuditCommand::Export {
+            format,
+            filter,
+            output,
+        } => export(db, &Filter::new(&filter, now)?, format, output.as_deref()).await,
+        AuditCommand::Incidents {
+            since,
+            until,
+            resource,
+            json,
+        } => {
+            let (since, until) = (
+                micros(since.as_deref(), now)?,
+                micros(until.as_deref(), now)?,
+            );
+            let found = fence_incidents(db, now).await?;
+            let shown: Vec<Overlap> = found
+                .into_iter()
+                .filter(|o| resource.as_ref().is_none_or(|r| *r == o.resource))
+                .filter(|o| since.is_none_or(|s| o.last_seen.timestamp_micros() >= s))
+                .filter(|o| until.is_none_or(|u| o.first_seen.timestamp_micros() <= u))
+                .collect();
+            super::incidents::print(&shown, json)
+        }
+        AuditCommand::Timeline {
+            resource,
+            around,
+            since,
+            until,
+            json,
+        } => {
+            let window = match around {
+                Some(id) => {
+                    let found = fence_incidents(db, now).await?;
+                    let incident = found
+                        .iter()
+                        .find(|o| o.id == id)
+                        .ok_or_else(|| anyhow::anyhow!("no incident {id}"))?;
+                    if incident.resource != resource {
+                        anyhow::bail!(
+                            "incident {id} is of scope {:?}, not {resource:?}",
+                            incident.resource
+                        );
+                    }
+                    let margin = 60_000_000;
+                    (
+                        Some(incident.first_seen.timestamp_micros() - margin),
+                        Some(incident.last_seen.timestamp_micros() + margin),
+                    )
+                }
+                None => (
+                    micros(since.as_deref(), now)?,
+                    micros(until.as_deref(), now)?,
+                ),
+            };
+            timeline(db, &resource, window, json).await
+        }
+        AuditCommand::Refusals { .. } | AuditCommand::Prune { .. } => anyhow::bail!(
+            "a fence's audit has no refusals before the fence and is not pruned: this command \
+             is for the daemon's database"
+        ),
+    }
+}
+
+/// Visits every row in id order, a page at a time (constant memory).
+async fn each_row(
+    db: &OwnDb,
+    mut visit: impl FnMut(&FenceAuditRow) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let mut after = 0;
+    loop {
+        let page = db.audit_after(after, PAGE).await?;
+        let Some(last) = page.last() else {
+            return Ok(());
+        };
+        after = last.id;
+        for row in &page {
+            visit(row)?;
+        }
+    }
+}
+
+async fn fence_incidents(db: &OwnDb, now: DateTime<Utc>) -> anyhow::Result<Vec<Overlap>> {
+    let rows = db.audit_rows().await?;
+    let quiet = i64::try_from(QUIET.as_micros()).unwrap_or(i64::MAX);
+    Ok(incidents(&rows, quiet, now.timestamp_micros()))
+}
+
+async fn verify(db: &OwnDb, json: bool) -> anyhow::Result<ExitCode> {
+    let check = db.verify().await?;
+    let mut out = std::io::stdout().lock();
+    if json {
+        writeln!(out, "{}", serde_json::to_string(&check)?)?;
+    } else if check.intact() {
+        writeln!(
+            out,
+            "ok: {} rows in {} chains of the fence verify ({} unsealed rows at their tails)",
+            check.rows, check.scopes, check.unsealed
+        )?;
+        if check.unsealed > 0 {
+            writeln!(
+                out,
+                "unsealed rows are SQLite's newest, not hashed yet: `fencewatch fence seal` or a \
+                 daemon watching the file seals them"
+            )?;
+        }
+    } else {
+        for breach in &check.breaches {
+            writeln!(
+                out,
+                "BROKEN {}: at audit row {} (position {}): {}",
+                breach.resource,
+                breach.id,
+                breach.seq,
+                serde_json::to_string(&breach.fault)?
+            )?;
+        }
+    }
+    Ok(if check.intact() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+async fn log(
+    db: &OwnDb,
+    filter: &Filter,
+    json: bool,
+    limit: Option<u64>,
+) -> anyhow::Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    if !json {
+        writeln!(
+            out,
+            "{:<8} {:<27} {:<13} {:<24} {:>6} {:>7} {:<12} {:<20} OPERATION",
+            "ID", "AT", "OUTCOME", "SCOPE", "TOKEN", "HIGHEST", "OWNER", "TABLE"
+        )?;
+    }
+    let mut shown = 0u64;
+    each_row(db, |row| {
+        if !filter.matches(row) || limit.is_some_and(|limit| shown >= limit) {
+            return Ok(());
+        }
+        shown += 1;
+        if json {
+            writeln!(out, "{}", serde_json::to_string(row)?)?;
+            return Ok(());
+        }
+        writeln!(
+            out,
+            "{:<8} {:<27} {:<13} {:<24} {:>6} {:>7} {:<12} {:<20} {}",
+            row.id,
+            time(&row.at),
+            row.outcome,
+            row.resource,
+            row.token.map_or("-".into(), |t| t.to_string()),
+            row.highest_token,
+            text(&row.owner),
+            text(&row.table_name),
+            text(&row.idempotency_key)
+        )?;
+        Ok(())
+    })
+    .await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn export(
+    db: &OwnDb,
+    filter: &Filter,
+    format: ExportFormat,
+    output: Option<&Path>,
+) -> anyhow::Result<ExitCode> {
+    let writer: Box<dyn Write> = match output {
+        Some(path) => Box::new(
+            std::fs::File::create(path)
+                .with_context(|| format!("cannot create {}", path.display()))?,
+        ),
+        None => Box::new(std::io::stdout().lock()),
+    };
+    let mut csv = match format {
+        ExportFormat::Csv => {
+            let mut csv = csv::Writer::from_writer(writer);
+            csv.write_record(FENCE_CSV_COLUMNS)?;
+            Ok(csv)
+        }
+        ExportFormat::Jsonl => Err(std::io::BufWriter::new(writer)),
+    };
+    let mut count = 0u64;
+    each_row(db, |row| {
+        if !filter.matches(row) {
+            return Ok(());
+        }
+        count += 1;
+        match &mut csv {
+            Ok(csv) => csv.write_record(csv_fields(row))?,
+            Err(lines) => {
+                serde_json::to_writer(&mut *lines, row)?;
+                lines.write_all(b"\n")?;
+            }
+        }
+        Ok(())
+    })
+    .await?;
+    match &mut csv {
+        Ok(csv) => csv.flush()?,
+        Err(lines) => lines.flush()?,
+    }
+    if std::io::stderr().is_terminal() {
+        eprintln!("exported {count} rows");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn csv_fields(row: &FenceAuditRow) -> [String; FENCE_CSV_COLUMNS.len()] {
+    let opt = |v: Option<i64>| v.map(|n| n.to_string()).unwrap_or_default();
+    let s = |v: &Option<String>| v.clone().unwrap_or_default();
+    [
+        row.id.to_string(),
+        time(&row.at),
+        row.resource.clone(),
+        row.outcome.clone(),
+        opt(row.token),
+        row.highest_token.to_string(),
+        s(&row.idempotency_key),
+        s(&row.owner),
+        s(&row.lease),
+        s(&row.detail),
+        s(&row.table_name),
+        row.seq.to_string(),
+        s(&row.prev_hash),
+        s(&row.hash),
+    ]
+}
+
+/// A scope's history in the fence's audit.
+#[derive(Debug, Serialize)]
+struct FenceTimeline {
+    resource: String,
+    since: Option<String>,
+    until: Option<String>,
+    /// The scope's rows in the window, oldest first.
+    entries: Vec<FenceAuditRow>,
+    /// Ids of the refused rows among them.
+    rejected: Vec<i64>,
+}
+
+async fn timeline(
+    db: &OwnDb,
+    resource: &str,
+    (since_us, until_us): (Option<i64>, Option<i64>),
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let filter = Filter {
+        resource: Some(resource.to_owned()),
+        owner: None,
+        outcome: None,
+        token: None,
+        since_us,
+        until_us,
+    };
+    let mut entries = Vec::new();
+    each_row(db, |row| {
+        if filter.matches(row) {
+            entries.push(row.clone());
+        }
+        Ok(())
+    })
+    .await?;
+    let rejected = entries
+        .iter()
+        .filter(|row| row.known_outcome().is_some_and(Outcome::is_rejection))
+        .map(|row| row.id)
+        .collect();
+    let format = |us: Option<i64>| {
+        us.and_then(DateTime::from_timestamp_micros)
+            .map(|t| time(&t))
+    };
+    let timeline = FenceTimeline {
+        resource: resource.to_owned(),
+        since: format(since_us),
+        until: format(until_us),
+        entries,
+        rejected,
+    };
+    let mut out = std::io::stdout().lock();
+    if json {
+        writeln!(out, "{}", serde_json::to_string(&timeline)?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(
+        out,
+        "timeline of scope {} ({} entries)",
+        timeline.resource,
+        timeline.entries.len()
+    )?;
+    for row in &timeline.entries {
+        let table = row
+            .table_name
+            .as_deref()
+            .map(|t| format!(" on {t}"))
+            .unwrap_or_else(|| " by the guard call".into());
+        writeln!(
+            out,
+            "{}  WRITE {:<10} gen {} by {} (highest {}){table}{}",
+            time(&row.at),
+            row.outcome,
+            row.token.map_or("-".into(), |t| t.to_string()),
+            text(&row.owner),
+            row.highest_token,
+            row.detail
+                .as_deref()
+                .map(|d| format!(": {d}"))
+                .unwrap_or_default()
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
