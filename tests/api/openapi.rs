@@ -283,7 +283,33 @@ async fn the_description_is_served_as_json_with_the_read_scope() {
 #[tokio::test]
 async fn schemathesis_finds_nothing_the_description_does_not_allow() {
     let db = test_db!(Backend::Sqlite);
-    let daemon = Daemon::spawn(&db, &[]).await;
+    // Watching a database of the user's with an overlap in it, so that the answers carry the
+    // members only watched rows have (`source`, `sources`).
+    let (user, _fence) = crate::helpers::UserDb::with_protected_orders(Backend::Sqlite).await;
+    user.run(
+        "INSERT INTO orders (id, tok, region, val, op, who) VALUES (1, 8, 'eu', 'a', 'o8', 'new'); \
+         UPDATE orders SET tok = 7, val = 'b', op = 'o7', who = 'old' WHERE id = 1",
+    )
+    .await;
+    let watch = format!("shop={}", user.url);
+    let daemon = Daemon::spawn(&db, &["--watch", &watch]).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !crate::helpers::http_client()
+        .get(format!("{}/v1/overlaps", daemon.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+        .contains("\"source\":\"shop\"")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the watched overlap never showed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let work = tempfile::tempdir().unwrap();
     let started = std::time::Instant::now();
     let run = tokio::process::Command::new("schemathesis")

@@ -4,7 +4,9 @@
 //! watched database restarting is survived; a restarted daemon resumes from the stored
 //! position, neither replaying nor losing a row. Real PostgreSQL and SQLite on both sides.
 
-use crate::helpers::{http_client, Backend, Daemon, Rng, SseClient, TestDb, UserConn, UserDb};
+use crate::helpers::{
+    http_client, peer, Backend, Daemon, Rng, SseClient, TestDb, UserConn, UserDb,
+};
 use crate::test_db;
 use rstest::rstest;
 use serde_json::Value;
@@ -51,6 +53,35 @@ async fn get_json(base: &str, path: &str) -> Value {
         .unwrap();
     assert_eq!(reply.status(), 200, "GET {path}");
     reply.json().await.unwrap()
+}
+
+/// `promtool check metrics` reads the exposition with its watched series (when promtool is
+/// installed; `FENCEWATCH_REQUIRE_PEERS=1` makes its absence a failure).
+fn promtool_accepts(text: &str) {
+    use std::io::Write;
+    let Some(promtool) = peer("/usr/bin/promtool") else {
+        return;
+    };
+    let mut child = std::process::Command::new(promtool)
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "promtool: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
 
 async fn metrics(base: &str) -> String {
@@ -204,6 +235,7 @@ async fn a_stale_write_in_a_watched_table_is_an_overlap_everywhere(#[case] backe
     ] {
         assert!(text.contains(line), "{line:?} not in /metrics:\n{text}");
     }
+    promtool_accepts(&text);
 
     // The dashboard, as scripts read it.
     let output = tokio::process::Command::new(BIN)
