@@ -225,3 +225,35 @@ impl ShutdownSignals {
         tracing::info!("shutting down: finishing in-flight requests");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::watch_targets;
+
+    #[test]
+    fn watched_databases_are_named_and_two_of_one_name_refused() {
+        let targets = watch_targets(&[
+            "postgres://app:pw@db.internal/orders".into(),
+            "sqlite:///srv/data/billing.db".into(),
+            "eu=postgres://app:pw@db-eu.internal/orders".into(),
+        ])
+        .unwrap();
+        let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["orders", "billing", "eu"]);
+        assert_eq!(targets[2].url, "postgres://app:pw@db-eu.internal/orders");
+        assert!(
+            !format!("{targets:?}").contains(":pw@"),
+            "Debug hides passwords"
+        );
+        let error = watch_targets(&[
+            "postgres://app:pw@a/orders".into(),
+            "postgres://app:pw@b/orders".into(),
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(error.contains("both named orders"), "{error}");
+        assert!(!error.contains(":pw@"), "{error}");
+        assert!(watch_targets(&["mysql://x/y".into()]).is_err());
+        assert!(watch_targets(&["bad name=sqlite://x.db".into()]).is_err());
+    }
+}

@@ -545,3 +545,22 @@ async fn a_restarted_daemon_resumes_from_the_stored_position(#[case] backend: Ba
     conn.close().await;
     daemon.kill().await;
 }
+
+/// The name a watched database goes by without `NAME=` is what the fence calls it once open.
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn a_watched_database_is_named_as_it_names_itself(#[case] backend: Backend) {
+    let user = UserDb::new(backend).await;
+    let fence = user.fence().await;
+    assert_eq!(
+        fencewatch::owndb::source_name_of(&user.url).as_deref(),
+        Some(fence.source_name())
+    );
+    fence.close().await;
+}
