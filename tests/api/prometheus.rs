@@ -147,7 +147,10 @@ fn the_documented_alertmanager_route_passes_amtool() {
         .filter_map(|block| block.split_once("```").map(|(yaml, _)| yaml))
         .find(|yaml| yaml.starts_with("route:"))
         .expect("a route: block in docs/alerting.md");
-    assert!(route.contains("group_by: [alertname, resource]"), "{route}");
+    assert!(
+        route.contains("group_by: [alertname, source, resource]"),
+        "{route}"
+    );
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("alertmanager.yml");
     std::fs::write(&file, route).unwrap();
