@@ -564,3 +564,57 @@ async fn a_watched_database_is_named_as_it_names_itself(#[case] backend: Backend
     );
     fence.close().await;
 }
+
+/// The dashboard in a real pseudo-terminal (util-linux `script`) against a daemon watching a
+/// SQLite file of the user's: the watched overlap is listed with its source.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_shows_which_database_an_overlap_came_from() {
+    use std::process::Stdio;
+    use tokio::io::AsyncWriteExt;
+    let watching = Watching::start(Backend::Sqlite, &[]).await;
+    let base = watching.daemon.base.clone();
+    let mut conn = watching.user.connect().await;
+    write_order(&mut conn, 1, "eu-north", 8, "new-owner").await;
+    write_order(&mut conn, 1, "eu-north", 7, "old-owner").await;
+    wait_for_overlaps(&base, "eu-north", |found| !found.is_empty()).await;
+    let mut child = tokio::process::Command::new("script")
+        .args([
+            "-qfec",
+            &format!("stty cols 120 rows 30; exec {BIN} tui --url {base}"),
+            "/dev/null",
+        ])
+        .env("TERM", "xterm-256color")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the dashboard test needs `script` (util-linux) for a pseudo-terminal");
+    let mut keys = child.stdin.take().unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    keys.write_all(b"2").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    keys.write_all(b"q").await.unwrap();
+    keys.flush().await.unwrap();
+    let output = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
+        .await
+        .expect("the dashboard quits on q")
+        .unwrap();
+    assert!(output.status.success(), "exit status {}", output.status);
+    let screen = String::from_utf8_lossy(&output.stdout);
+    for expected in [
+        "SOURCE",
+        "shop",
+        "eu-north",
+        "old-owner",
+        "new-owner",
+        "OPEN",
+    ] {
+        assert!(
+            screen.contains(expected),
+            "{expected:?} never appeared on the screen"
+        );
+    }
+    conn.close().await;
+    watching.daemon.kill().await;
+}
