@@ -618,3 +618,39 @@ async fn the_dashboard_shows_which_database_an_overlap_came_from() {
     conn.close().await;
     watching.daemon.kill().await;
 }
+
+/// Two daemons on one PostgreSQL database watch the same user's database: each row is taken in
+/// by one of them only, so the overlap counts every refusal once.
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_daemons_watching_one_database_take_each_row_once() {
+    let watching = Watching::start(Backend::Postgres, &[]).await;
+    let second = spawn_watching(&watching.daemon_db, &watching.user.url, &[]).await;
+    let mut conn = watching.user.connect().await;
+    write_order(&mut conn, 1, "eu", 8, "new-owner").await;
+    for _ in 0..40 {
+        assert_eq!(write_order(&mut conn, 1, "eu", 7, "old-owner").await, 0);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let found = wait_for_overlaps(&second.base, "eu", |found| {
+        found.first().is_some_and(|o| o["rejected_writes"] == 40)
+    })
+    .await;
+    assert_eq!(found.len(), 1);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let settled = wait_for_overlaps(&watching.daemon.base, "eu", |found| !found.is_empty()).await;
+    assert_eq!(settled[0]["rejected_writes"], 40, "no row taken in twice");
+    // Between them the two daemons published every row once.
+    let mut stale = 0;
+    for base in [&watching.daemon.base, &second.base] {
+        let source = wait_until_watching(base).await;
+        stale += source["totals"]["stale"].as_u64().unwrap();
+    }
+    assert_eq!(stale, 40);
+    conn.close().await;
+    second.kill().await;
+    watching.daemon.kill().await;
+}
