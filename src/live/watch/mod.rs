@@ -144,6 +144,27 @@ enum WatchError {
     NotInstalled,
 }
 
+/// How far a watcher got, between polls.
+struct Progress {
+    /// What this daemon's database says (`None`: never watched).
+    position: Option<i64>,
+    /// The id after which the next read starts: the position, once a read is taken in.
+    cursor: i64,
+    order: FinalOrder,
+    late: Late,
+    owners: ScopeOwners,
+    /// Whether sealing failed last time (logged once until it works again).
+    seal_failing: bool,
+}
+
+/// One read: the final rows (ids looked for again first), the id they take the cursor to, and
+/// whether more may follow at once.
+struct Read {
+    rows: Vec<FenceAuditRow>,
+    to: i64,
+    more: bool,
+}
+
 struct Watcher {
     url: String,
     shown_url: String,
@@ -224,86 +245,106 @@ impl Watcher {
     }
 
     async fn follow_open(&self, db: &OwnDb, failures: &mut u32) -> WatchError {
-        let mut position = self.stored_position().await;
-        let mut cursor = position.unwrap_or(0);
-        self.state.through_id.store(cursor, Ordering::Release);
-        let mut order = FinalOrder::default();
-        let mut late = Late::default();
-        let mut owners = ScopeOwners::default();
+        let position = self.stored_position().await;
+        let mut progress = Progress {
+            position,
+            cursor: position.unwrap_or(0),
+            order: FinalOrder::default(),
+            late: Late::default(),
+            owners: ScopeOwners::default(),
+            seal_failing: false,
+        };
+        self.state
+            .through_id
+            .store(progress.cursor, Ordering::Release);
         let mut pruned: Option<Instant> = None;
-        let mut seal_failing = false;
-        let mut full_page = false;
+        let mut more = false;
         loop {
-            if !full_page {
+            if !more {
                 tokio::time::sleep(POLL).await;
             }
-            // The snapshot first, then the rows: a transaction that ended before the snapshot
-            // has its row visible to the read that follows.
-            let snapshot = match db.snapshot().await {
-                Ok(snapshot) => snapshot,
+            let read = match self.read(db, &mut progress).await {
+                Ok(read) => read,
                 Err(error) => return error.into(),
             };
-            let rows = match db.audit_after(cursor, PAGE).await {
-                Ok(rows) => rows,
-                Err(error) => return error.into(),
-            };
-            self.set_up(true);
             *failures = 0;
-            full_page = rows.len() == PAGE as usize;
-            if rows.iter().any(|row| row.hash.is_none()) {
-                match db.seal().await {
-                    Ok(_) => seal_failing = false,
-                    Err(error) if !seal_failing => {
-                        seal_failing = true;
-                        tracing::warn!(source = self.name(), %error, "cannot seal the watched audit's new rows");
-                    }
-                    Err(_) => {}
-                }
-            }
-            let ids: Vec<i64> = rows.iter().map(|row| row.id).collect();
-            let taken = order.final_prefix(cursor, &ids, snapshot, Instant::now(), &mut late);
-            let mut found = Vec::new();
-            if !late.is_empty() {
-                match db.audit_rows_by_id(&late.due(Instant::now())).await {
-                    Ok(rows) => found = rows,
-                    Err(error) => return error.into(),
-                }
-            }
-            if taken > 0 || !found.is_empty() {
-                let to = rows[..taken].last().map_or(cursor, |row| row.id);
-                let mut page: Vec<FenceAuditRow> = found;
-                page.extend_from_slice(&rows[..taken]);
-                match self.record(position, to, &page, &mut owners).await {
-                    Ok(WatchAdvance::Recorded) => {
-                        for row in &page {
-                            late.found(row.id);
-                        }
-                        position = Some(to);
-                        cursor = to;
-                        self.publish(&page);
-                        self.state.through_id.store(cursor, Ordering::Release);
-                    }
-                    Ok(WatchAdvance::Moved { position: moved }) => {
-                        tracing::info!(
-                            source = self.name(),
-                            position = moved,
-                            "another daemon took this database's rows in first; continuing after them"
-                        );
-                        position = Some(moved);
-                        cursor = moved;
-                        order.reset();
-                        full_page = true;
-                    }
-                    Err(error) => {
-                        tracing::warn!(source = self.name(), %error, "cannot record the watched rows; retrying");
-                        full_page = false;
-                        tokio::time::sleep(Duration::from_secs(1)).await;
-                    }
-                }
+            more = read.more;
+            if !read.rows.is_empty() {
+                more |= self.take_in(&mut progress, read).await;
             }
             if pruned.is_none_or(|at| at.elapsed() >= PRUNE_EVERY) {
                 pruned = Some(Instant::now());
                 self.prune(db).await;
+            }
+        }
+    }
+
+    /// Reads what follows the cursor (sealing SQLite's new rows) and the ids looked for again,
+    /// and keeps what is final.
+    async fn read(&self, db: &OwnDb, progress: &mut Progress) -> Result<Read, OwnDbError> {
+        // The snapshot first, then the rows: a transaction that ended before the snapshot has
+        // its row visible to the read that follows.
+        let snapshot = db.snapshot().await?;
+        let mut rows = db.audit_after(progress.cursor, PAGE).await?;
+        self.set_up(true);
+        if rows.iter().any(|row| row.hash.is_none()) {
+            match db.seal().await {
+                Ok(_) => progress.seal_failing = false,
+                Err(error) if !progress.seal_failing => {
+                    progress.seal_failing = true;
+                    tracing::warn!(source = self.name(), %error, "cannot seal the watched audit's new rows");
+                }
+                Err(_) => {}
+            }
+        }
+        let ids: Vec<i64> = rows.iter().map(|row| row.id).collect();
+        let now = Instant::now();
+        let taken =
+            progress
+                .order
+                .final_prefix(progress.cursor, &ids, snapshot, now, &mut progress.late);
+        // More may follow at once, unless the page stopped at a gap that must wait.
+        let more = rows.len() == PAGE as usize && taken == rows.len();
+        rows.truncate(taken);
+        let to = rows.last().map_or(progress.cursor, |row| row.id);
+        if !progress.late.is_empty() {
+            let found = db.audit_rows_by_id(&progress.late.due(now)).await?;
+            rows.splice(0..0, found);
+        }
+        Ok(Read { rows, to, more })
+    }
+
+    /// Records a read in this daemon's database and publishes it; whether to read again at once.
+    async fn take_in(&self, progress: &mut Progress, read: Read) -> bool {
+        match self
+            .record(progress.position, read.to, &read.rows, &mut progress.owners)
+            .await
+        {
+            Ok(WatchAdvance::Recorded) => {
+                for row in &read.rows {
+                    progress.late.found(row.id);
+                }
+                progress.position = Some(read.to);
+                progress.cursor = read.to;
+                self.publish(&read.rows);
+                self.state.through_id.store(read.to, Ordering::Release);
+                false
+            }
+            Ok(WatchAdvance::Moved { position }) => {
+                tracing::info!(
+                    source = self.name(),
+                    position,
+                    "another daemon took this database's rows in first; continuing after them"
+                );
+                progress.position = Some(position);
+                progress.cursor = position;
+                progress.order.reset();
+                true
+            }
+            Err(error) => {
+                tracing::warn!(source = self.name(), %error, "cannot record the watched rows; retrying");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                false
             }
         }
     }
