@@ -682,3 +682,59 @@ async fn two_daemons_watching_one_database_take_each_row_once() {
     second.kill().await;
     watching.daemon.kill().await;
 }
+
+/// PostgreSQL draws audit ids from a sequence: a transaction of the user's holding a lower id
+/// holds the rows after it back (they are not taken in past it, where its row would be lost),
+/// and its commit releases them all; a rollback releases them as soon as a snapshot proves it.
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_that_commits_late_is_taken_in_in_its_place() {
+    let watching = Watching::start(Backend::Postgres, &[]).await;
+    let base = watching.daemon.base.clone();
+    let mut slow = watching.user.connect().await;
+    let mut quick = watching.user.connect().await;
+    for (round, end) in [(1, "COMMIT"), (2, "ROLLBACK")] {
+        let (held, after) = (format!("held{round}"), format!("after{round}"));
+        slow.run("BEGIN").await.unwrap();
+        // Draws an audit id and holds it uncommitted.
+        assert_eq!(
+            write_order(&mut slow, round * 10, &held, 8, "slow").await,
+            1
+        );
+        assert_eq!(
+            write_order(&mut quick, round * 10 + 1, &after, 8, "new").await,
+            1
+        );
+        assert_eq!(
+            write_order(&mut quick, round * 10 + 1, &after, 7, "old").await,
+            0
+        );
+        let through = get_json(&base, "/v1/stats").await["sources"]["shop"]["through_id"].clone();
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        let stats = get_json(&base, "/v1/stats").await;
+        assert_eq!(
+            stats["sources"]["shop"]["through_id"], through,
+            "nothing taken in past the uncommitted row"
+        );
+        let listed = get_json(&base, "/v1/overlaps?state=all").await;
+        assert!(
+            !listed.to_string().contains(&after),
+            "the overlap behind the gap is held back: {listed}"
+        );
+        slow.run(end).await.unwrap();
+        wait_for_overlaps(&base, &after, |found| found.len() == 1).await;
+    }
+    // The committed row was taken in (accepted: 2 of `after…`, 1 of `held1`), the rolled-back
+    // one never existed.
+    let deadline = Instant::now() + WAIT;
+    while wait_until_watching(&base).await["totals"]["accepted"] != 3 {
+        assert!(Instant::now() < deadline, "the late row never counted");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    slow.close().await;
+    quick.close().await;
+    watching.daemon.kill().await;
+}
