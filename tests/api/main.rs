@@ -37,6 +37,7 @@ mod limits;
 mod metrics;
 mod openapi;
 mod overlaps;
+mod owndb_bench;
 mod owndb_hash;
 mod owndb_install;
 mod owndb_lease;
