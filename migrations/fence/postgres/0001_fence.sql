@@ -73,8 +73,8 @@ AS $$
         || ',' || to_json(prev_hash) || ']', 'UTF8')), 'hex')
 $$;
 
--- Appends one row to its scope's chain and notifies `fencewatch_audit` with its id (unless the
--- session's `fencewatch.notify` is `off`). Appends to a scope are serialized by the scope's row
+-- Appends one row to its scope's chain. Watchers find new rows by polling their ids: a
+-- notification would take a database-wide lock at each commit, serializing writers. Appends to a scope are serialized by the scope's row
 -- lock, which every caller holds (an autonomous append's caller holds it for it). Under
 -- REPEATABLE READ a head this transaction cannot see makes the insert conflict: ON CONFLICT then
 -- raises a serialization failure (40001), which the caller retries, instead of forking the
@@ -108,12 +108,6 @@ BEGIN
     IF new_id IS NULL THEN
         RAISE EXCEPTION 'the audit of scope % moved since this transaction''s snapshot', p_scope
             USING ERRCODE = 'serialization_failure';
-    END IF;
-    -- A notifying commit takes a database-wide lock for its duration: where that costs more
-    -- than a watcher's polling saves, `fencewatch.notify = off` (e.g. ALTER DATABASE … SET)
-    -- leaves the watcher to poll.
-    IF coalesce(current_setting('fencewatch.notify', true), '') <> 'off' THEN
-        PERFORM pg_notify('fencewatch_audit', new_id::text);
     END IF;
     RETURN new_id;
 END
