@@ -28,6 +28,10 @@ type RawRow = (
 const COLUMNS_AFTER_AT: &str = "resource, outcome, token, highest_token, idempotency_key, \
      owner, lease, detail, table_name, seq, prev_hash, hash";
 
+/// PostgreSQL keeps the hashes as 32 bytes; they are read as the hex the chain encodes.
+const PG_COLUMNS_AFTER_AT: &str = "resource, outcome, token, highest_token, idempotency_key, \
+     owner, lease, detail, table_name, seq, encode(prev_hash, 'hex'), encode(hash, 'hex')";
+
 /// Builds a row; `at` is microseconds since the epoch (PostgreSQL) or RFC 3339 text (SQLite).
 fn to_row(raw: RawRow, at: DateTime<Utc>) -> FenceAuditRow {
     let (
@@ -80,7 +84,7 @@ pub(super) async fn postgres_page(
     limit: u32,
 ) -> Result<Vec<FenceAuditRow>, OwnDbError> {
     let sql = format!(
-        "SELECT id, ((extract(epoch FROM at) * 1000000)::bigint)::text, {COLUMNS_AFTER_AT} \
+        "SELECT id, ((extract(epoch FROM at) * 1000000)::bigint)::text, {PG_COLUMNS_AFTER_AT} \
            FROM {}.audit WHERE id > $1 ORDER BY id LIMIT $2",
         super::quote::ident(pg.schema())
     );
