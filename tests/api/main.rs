@@ -44,6 +44,7 @@ mod owndb_lease;
 mod owndb_load;
 mod owndb_race;
 mod owndb_rollback;
+mod owndb_search_path;
 mod prometheus;
 mod rebinding;
 mod refusals;

@@ -208,13 +208,17 @@ BEGIN
 END
 $$;
 
--- Decides one attempt on a scope and records it: locks the scope's row (creating it when
--- missing) until the caller's transaction ends, moves pending refusals into the chain, decides,
--- and appends the audit row and updates the scope's row (highest, chain head) in one statement;
--- an accepted op_id is recorded for replay. `p_record_accepted` / `p_record_refused` say which
--- outcomes are recorded here (accepted and replayed count as accepted); the others are only
--- returned, with what a refusal recorded elsewhere needs: the highest generation and the chain
--- head the caller saw.
+-- Decides one attempt on a scope and records it: appends the audit row and updates the scope's
+-- row (highest, chain head) in one statement, whose row lock on the scope is held until the
+-- caller's transaction ends; an accepted op_id is recorded for replay. The scope is read first
+-- without a lock and the update made only if its head is still the one read (any decision
+-- moves it): nearly always it is, and the decision costs no separate lock (and no lock record
+-- in the WAL). If it moved, or the scope has pending refusals to chain first, the scope is
+-- locked (SELECT ... FOR UPDATE) and read again before deciding. A missing scope is created
+-- (INSERT ... ON CONFLICT) only when the read finds none.
+-- `p_record_accepted` / `p_record_refused` say which outcomes are recorded here (accepted and
+-- replayed count as accepted); the others are only returned, with what a refusal recorded
+-- elsewhere needs: the highest generation and the chain head the caller saw.
 CREATE FUNCTION settle(p_scope text, p_token bigint, p_op_id text, p_owner text, p_lease text,
                        p_table text, p_record_accepted boolean, p_record_refused boolean,
                        OUT outcome text, OUT highest bigint, OUT detail text, OUT head bigint,
@@ -223,68 +227,93 @@ LANGUAGE plpgsql
 AS $$
 DECLARE
     prev        bytea;
+    seen        bigint;
     has_pending boolean;
+    locked      boolean := false;
     now_at      timestamptz;
+    new_highest bigint;
     new_hash    bytea;
 BEGIN
-    SELECT s.highest_token, s.head_seq, s.head_hash,
-           EXISTS (SELECT 1 FROM @schema@.pending p WHERE p.resource = s.scope)
-      INTO highest, head, prev, has_pending
-      FROM @schema@.scopes s WHERE s.scope = p_scope FOR UPDATE OF s;
-    IF NOT FOUND THEN
-        INSERT INTO @schema@.scopes AS s (scope, highest_token, head_seq, head_hash, updated_at)
-        VALUES (p_scope, 0, 0, '\x0000000000000000000000000000000000000000000000000000000000000000',
-                pg_catalog.clock_timestamp())
-        ON CONFLICT (scope) DO NOTHING
-        RETURNING s.highest_token, s.head_seq, s.head_hash, false
-             INTO highest, head, prev, has_pending;
-        IF NOT FOUND THEN
-            -- Created meanwhile by another transaction, committed by now.
+    LOOP
+        IF locked THEN
             SELECT s.highest_token, s.head_seq, s.head_hash,
                    EXISTS (SELECT 1 FROM @schema@.pending p WHERE p.resource = s.scope)
               INTO highest, head, prev, has_pending
               FROM @schema@.scopes s WHERE s.scope = p_scope FOR UPDATE OF s;
-        END IF;
-    END IF;
-    IF p_op_id IS NULL AND p_lease IS NULL AND p_token >= 1 THEN
-        -- The common case, decided here without a call; decide() says the same.
-        IF p_token < highest THEN
-            outcome := 'stale';
-            detail := pg_catalog.format('generation %s is below %s, the highest accepted', p_token,
-                                        highest);
         ELSE
-            outcome := 'accepted';
+            SELECT s.highest_token, s.head_seq, s.head_hash,
+                   EXISTS (SELECT 1 FROM @schema@.pending p WHERE p.resource = s.scope)
+              INTO highest, head, prev, has_pending
+              FROM @schema@.scopes s WHERE s.scope = p_scope;
         END IF;
-    ELSE
-        SELECT d.outcome, d.detail INTO outcome, detail
-          FROM @schema@.decide(highest, p_scope, p_token, p_op_id, p_lease) d;
-    END IF;
-    IF outcome IN ('accepted', 'replayed') AND NOT p_record_accepted
-       OR outcome NOT IN ('accepted', 'replayed') AND NOT p_record_refused THEN
-        RETURN;
-    END IF;
-    IF has_pending THEN
-        SELECT d.p_seq, d.p_hash INTO head, prev FROM @schema@.drain(p_scope, head, prev) d;
-    END IF;
-    IF outcome = 'accepted' AND p_token > highest THEN
-        highest := p_token;
-    END IF;
-    now_at := pg_catalog.clock_timestamp();
-    head := head + 1;
-    new_hash := @schema@.row_hash(head, now_at, p_scope, outcome, p_token, highest, p_op_id,
-                                  p_owner, p_lease, detail, p_table, prev);
-    WITH appended AS (
+        IF NOT FOUND THEN
+            INSERT INTO @schema@.scopes AS s (scope, highest_token, head_seq, head_hash,
+                                              updated_at)
+            VALUES (p_scope, 0, 0,
+                    '\x0000000000000000000000000000000000000000000000000000000000000000',
+                    pg_catalog.clock_timestamp())
+            ON CONFLICT (scope) DO NOTHING
+            RETURNING s.highest_token, s.head_seq, s.head_hash,
+                      EXISTS (SELECT 1 FROM @schema@.pending p WHERE p.resource = s.scope)
+                 INTO highest, head, prev, has_pending;
+            -- Not inserted: created meanwhile by another transaction, committed by now.
+            CONTINUE WHEN NOT FOUND;
+            -- Inserted: this transaction holds the new row.
+            locked := true;
+        END IF;
+        IF has_pending AND NOT locked THEN
+            locked := true;
+            CONTINUE;
+        END IF;
+        seen := head;
+        IF p_op_id IS NULL AND p_lease IS NULL AND p_token >= 1 THEN
+            -- The common case, decided here without a call; decide() says the same.
+            IF p_token < highest THEN
+                outcome := 'stale';
+                detail := pg_catalog.format('generation %s is below %s, the highest accepted',
+                                            p_token, highest);
+            ELSE
+                outcome := 'accepted';
+                detail := NULL;
+            END IF;
+        ELSE
+            SELECT d.outcome, d.detail INTO outcome, detail
+              FROM @schema@.decide(highest, p_scope, p_token, p_op_id, p_lease) d;
+        END IF;
+        IF outcome IN ('accepted', 'replayed') AND NOT p_record_accepted
+           OR outcome NOT IN ('accepted', 'replayed') AND NOT p_record_refused THEN
+            RETURN;
+        END IF;
+        IF has_pending THEN
+            SELECT d.p_seq, d.p_hash INTO head, prev FROM @schema@.drain(p_scope, head, prev) d;
+        END IF;
+        new_highest := CASE WHEN outcome = 'accepted' AND p_token > highest THEN p_token
+                            ELSE highest END;
+        now_at := pg_catalog.clock_timestamp();
+        new_hash := @schema@.row_hash(head + 1, now_at, p_scope, outcome, p_token, new_highest,
+                                      p_op_id, p_owner, p_lease, detail, p_table, prev);
+        WITH moved AS (
+            UPDATE @schema@.scopes
+               SET highest_token = new_highest, head_seq = head + 1, head_hash = new_hash,
+                   updated_at = now_at
+             WHERE scope = p_scope AND head_seq = seen
+            RETURNING 1
+        )
         INSERT INTO @schema@.audit (at, seq, highest_token, token, resource, outcome,
-                                    idempotency_key, owner, lease, detail, table_name, prev_hash,
-                                    hash)
-        VALUES (now_at, head, highest, p_token, p_scope, outcome, p_op_id, p_owner, p_lease,
-                detail, p_table, prev, new_hash)
-        RETURNING id
-    )
-    UPDATE @schema@.scopes
-       SET highest_token = highest, head_seq = head, head_hash = new_hash, updated_at = now_at
-     WHERE scope = p_scope
-    RETURNING (SELECT a.id FROM appended a) INTO row_id;
+                                    idempotency_key, owner, lease, detail, table_name,
+                                    prev_hash, hash)
+        SELECT now_at, head + 1, new_highest, p_token, p_scope, outcome, p_op_id, p_owner,
+               p_lease, detail, p_table, prev, new_hash
+          FROM moved
+        RETURNING id INTO row_id;
+        IF FOUND THEN
+            EXIT;
+        END IF;
+        -- Another decision came between the read and the update: decide again under the lock.
+        locked := true;
+    END LOOP;
+    head := head + 1;
+    highest := new_highest;
     IF outcome = 'accepted' AND p_op_id IS NOT NULL THEN
         INSERT INTO @schema@.operations AS o (scope, op_id, token, applied_at)
              VALUES (p_scope, p_op_id, p_token, now_at)
@@ -375,8 +404,11 @@ BEGIN
                                           server);
                 -- A wait longer than this is on a transaction that waits for this one's
                 -- caller (a cycle PostgreSQL cannot see through dblink): give up the record.
+                -- The search path is pg_catalog's alone: refuse() and what it calls name
+                -- everything else by schema.
                 EXECUTE pg_catalog.format('SELECT %I.dblink_exec(%L, %L)', dblink_at, link,
-                                          'SET lock_timeout = ''5s''');
+                                          'SET lock_timeout = ''5s''; '
+                                          'SET search_path = pg_catalog, pg_temp');
             END IF;
             EXECUTE pg_catalog.format(
                 'SELECT r.outcome, r.detail, r.row_id, r.deferred FROM %I.dblink(%L, %L) '
