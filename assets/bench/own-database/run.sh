@@ -12,8 +12,10 @@
 # `fencewatch`). Installs the fence in the database (schema fencewatch) if it is not there,
 # creates the tables bench_plain and bench_fenced anew (setup.sql) and protects bench_fenced.
 # Settings, from the environment: DURATION seconds a pgbench run (10), ROUNDS (3), CLIENTS
-# ("1 32"), JOBS pgbench threads at most (2). Changes no server setting; a CHECKPOINT before
-# each run (skipped without the privilege) starts every run with the same full-page writes.
+# ("1 32"), JOBS pgbench threads at most (2); SYNCHRONOUS_COMMIT=off runs both scripts with
+# `SET LOCAL synchronous_commit = off` in their transactions (commits not waiting for the WAL
+# flush). Changes no server setting; a CHECKPOINT before each run (skipped without the
+# privilege) starts every run with the same full-page writes.
 set -euo pipefail
 
 url=${1:?usage: run.sh postgres://USER@HOST/DATABASE}
@@ -25,6 +27,16 @@ clients=${CLIENTS:-1 32}
 jobs=${JOBS:-2}
 
 sql() { psql "$url" -X -q -At -v ON_ERROR_STOP=1 "$@"; }
+
+scripts=$here
+if [ "${SYNCHRONOUS_COMMIT:-on}" = off ]; then
+    scripts=$(mktemp -d)
+    trap 'rm -rf "$scripts"' EXIT
+    for script in plain protected; do
+        sed 's/^BEGIN;$/BEGIN;\nSET LOCAL synchronous_commit = off;/' "$here/$script.sql" \
+            > "$scripts/$script.sql"
+    done
+fi
 
 # A table protected by an earlier run is unprotected before setup.sql drops it.
 "$fencewatch" fence install --database "$url" >/dev/null
@@ -51,7 +63,7 @@ run() {
     threads=$(( n < jobs ? n : jobs ))
     sql -c 'CHECKPOINT' >/dev/null 2>&1 || true
     before=$(sql -c 'SELECT pg_current_wal_lsn()')
-    out=$(pgbench -n -c "$n" -j "$threads" -T "$duration" -f "$here/$script.sql" "$url" 2>&1) || {
+    out=$(pgbench -n -c "$n" -j "$threads" -T "$duration" -f "$scripts/$script.sql" "$url" 2>&1) || {
         echo "$out" >&2
         return 1
     }
