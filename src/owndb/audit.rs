@@ -28,6 +28,10 @@ type RawRow = (
 const COLUMNS_AFTER_AT: &str = "resource, outcome, token, highest_token, idempotency_key, \
      owner, lease, detail, table_name, seq, prev_hash, hash";
 
+/// PostgreSQL keeps the hashes as 32 bytes; they are read as the hex the chain encodes.
+const PG_COLUMNS_AFTER_AT: &str = "resource, outcome, token, highest_token, idempotency_key, \
+     owner, lease, detail, table_name, seq, encode(prev_hash, 'hex'), encode(hash, 'hex')";
+
 /// Builds a row; `at` is microseconds since the epoch (PostgreSQL) or RFC 3339 text (SQLite).
 fn to_row(raw: RawRow, at: DateTime<Utc>) -> FenceAuditRow {
     let (
@@ -80,7 +84,7 @@ pub(super) async fn postgres_page(
     limit: u32,
 ) -> Result<Vec<FenceAuditRow>, OwnDbError> {
     let sql = format!(
-        "SELECT id, ((extract(epoch FROM at) * 1000000)::bigint)::text, {COLUMNS_AFTER_AT} \
+        "SELECT id, ((extract(epoch FROM at) * 1000000)::bigint)::text, {PG_COLUMNS_AFTER_AT} \
            FROM {}.audit WHERE id > $1 ORDER BY id LIMIT $2",
         super::quote::ident(pg.schema())
     );
@@ -171,20 +175,25 @@ pub(super) async fn seal(sqlite: &SqliteFence) -> Result<SealReport, OwnDbError>
     let mut report = SealReport::default();
     for chain in rows.chunk_by(|a, b| a.resource == b.resource) {
         let first = &chain[0];
-        let head = match first.seq {
-            1 => genesis().to_owned(),
-            seq => {
-                let before: Option<Option<String>> = sqlx::query_scalar(
-                    "SELECT hash FROM fencewatch_audit WHERE resource = $1 AND seq = $2",
-                )
-                .bind(&first.resource)
-                .bind(seq - 1)
-                .fetch_optional(&mut *tx)
-                .await?;
-                before.flatten().ok_or_else(|| OwnDbError::Unsealable {
+        // The scope's row keeps the last sealed row's seq and hash: the seal goes on from there.
+        let (sealed_seq, sealed_hash): (i64, Option<String>) = sqlx::query_as(
+            "SELECT sealed_seq, sealed_hash FROM fencewatch_scopes WHERE scope = $1",
+        )
+        .bind(&first.resource)
+        .fetch_optional(&mut *tx)
+        .await?
+        .unwrap_or((0, None));
+        let head = match (sealed_seq, sealed_hash) {
+            (0, _) if first.seq == 1 => genesis().to_owned(),
+            (seq, Some(hash)) if seq + 1 == first.seq => hash,
+            (seq, _) => {
+                return Err(OwnDbError::Unsealable {
                     scope: first.resource.clone(),
-                    reason: format!("row {} follows seq {}, which is missing", first.id, seq - 1),
-                })?
+                    reason: format!(
+                        "row {} at seq {} follows seq {seq}, the last sealed",
+                        first.id, first.seq
+                    ),
+                })
             }
         };
         for window in chain.windows(2) {
@@ -198,17 +207,27 @@ pub(super) async fn seal(sqlite: &SqliteFence) -> Result<SealReport, OwnDbError>
                 });
             }
         }
+        let mut last = None;
         for (id, prev_hash, hash) in seal_scope(&head, chain) {
             sqlx::query(
                 "UPDATE fencewatch_audit SET prev_hash = $1, hash = $2 \
                   WHERE id = $3 AND hash IS NULL",
             )
             .bind(prev_hash)
-            .bind(hash)
+            .bind(&hash)
             .bind(id)
             .execute(&mut *tx)
             .await?;
+            last = Some(hash);
         }
+        sqlx::query(
+            "UPDATE fencewatch_scopes SET sealed_seq = $1, sealed_hash = $2 WHERE scope = $3",
+        )
+        .bind(chain.last().map_or(first.seq, |row| row.seq))
+        .bind(last)
+        .bind(&first.resource)
+        .execute(&mut *tx)
+        .await?;
         report.sealed += chain.len();
         report.scopes += 1;
     }

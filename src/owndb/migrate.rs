@@ -86,7 +86,9 @@ pub async fn postgres_applied(
 }
 
 /// PostgreSQL: applies `pending` in the caller's transaction, whose search path is the fence's
-/// schema (then pg_temp), recording each.
+/// schema (then pg_temp), recording each. The fence's functions name its objects by schema: a
+/// migration's `@schema@` is the schema as an identifier, `@schema_literal@` its name as a
+/// string literal (checksums stay those of the text as shipped).
 pub async fn postgres_apply(
     conn: &mut PgConnection,
     schema: &str,
@@ -105,7 +107,11 @@ pub async fn postgres_apply(
         "INSERT INTO {ident}.migrations (version, description, checksum) VALUES ($1, $2, $3)"
     );
     for migration in pending {
-        sqlx::raw_sql(&migration.sql).execute(&mut *conn).await?;
+        let sql = migration
+            .sql
+            .replace("@schema@", &ident)
+            .replace("@schema_literal@", &super::quote::literal(schema));
+        sqlx::raw_sql(&sql).execute(&mut *conn).await?;
         sqlx::query(&record)
             .bind(migration.version)
             .bind(migration.description.as_ref())

@@ -24,9 +24,6 @@ use std::time::Duration;
 /// The schema a PostgreSQL fence lives in unless `--schema` says otherwise.
 pub const DEFAULT_SCHEMA: &str = "fencewatch";
 
-/// The channel every audit append notifies (PostgreSQL), with the new row's id as payload.
-pub const AUDIT_CHANNEL: &str = "fencewatch_audit";
-
 /// Why a fence command could not do what it was asked.
 #[derive(Debug, thiserror::Error)]
 pub enum OwnDbError {

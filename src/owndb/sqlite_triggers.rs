@@ -74,7 +74,7 @@ fn body(fence: &TableFence<'_>) -> String {
     let lease = fence.lease.map_or_else(|| "NULL".to_owned(), literal);
     let table = literal(fence.table);
     let next_seq = format!(
-        "coalesce((SELECT max(a.seq) FROM fencewatch_audit a WHERE a.resource = {scope}), 0) + 1"
+        "coalesce((SELECT h.head_seq FROM fencewatch_scopes h WHERE h.scope = {scope}), 0) + 1"
     );
     // An audit row of `outcome` with `detail`, selected from `from` where `condition` holds.
     let audit = |outcome: &str, highest: &str, detail: &str, from: &str, condition: &str| {

@@ -81,8 +81,9 @@ async fn postgres_and_fencewatch_hash_every_row_alike() {
             _ => format!("{:064x}", rng.below(u64::MAX)),
         };
         let in_sql: String = sqlx::query_scalar(
-            "SELECT fencewatch.row_hash($1, to_timestamp(0) + $2 * interval '1 microsecond', \
-                    $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+            "SELECT encode(fencewatch.row_hash($1, \
+                    to_timestamp(0) + $2 * interval '1 microsecond', \
+                    $3, $4, $5, $6, $7, $8, $9, $10, $11, decode($12, 'hex')), 'hex')",
         )
         .bind(row.seq)
         .bind(row.at.timestamp_micros())

@@ -155,6 +155,21 @@ async fn accepted_generations_never_go_down_under_concurrent_writers(
             .await
             .unwrap();
         assert_eq!(recorded, token);
+        // The chain's head kept in the scope's row is its last row.
+        let head = conn
+            .int(&format!(
+                "SELECT head_seq FROM {} WHERE scope = 'r{scope}'",
+                db.scopes_table()
+            ))
+            .await
+            .unwrap();
+        let scope = format!("r{scope}");
+        let last = rows
+            .iter()
+            .filter(|row| row.resource == scope)
+            .map(|row| row.seq)
+            .max();
+        assert_eq!(Some(head), last, "{scope}");
     }
     conn.close().await;
     println!(

@@ -76,38 +76,92 @@ async fn a_refused_guard_call_stays_in_the_audit_when_its_transaction_rolls_back
     newer.close().await;
 }
 
-/// A transaction that itself raised the scope and then presents a lower generation: its
-/// refusal cannot be chained after its own unfinished rows from another session, and waiting
-/// for them would wait for this very transaction. The call is refused at once, saying the
-/// refusal was not recorded.
+/// A transaction that itself decided on a scope (accepted 9, not committed) and then presents
+/// a lower generation holds the scope's row: the loopback session can neither wait for it (it
+/// would wait for its own caller) nor chain after rows it cannot see. The refusal is answered at
+/// once, kept as decided, and chained by the next decision on the scope, before that
+/// decision's own row: whether the transaction then rolls back (scope `s`) or commits past the
+/// refusal with a savepoint (scope `t`).
 #[cfg_attr(
     not(fencewatch_pg),
     ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
 )]
 #[tokio::test]
-async fn a_refusal_after_the_transactions_own_accept_is_refused_without_waiting_on_itself() {
+async fn a_refusal_after_the_transactions_own_accept_is_audited_without_waiting_on_itself() {
     let db = UserDb::new(Backend::Postgres).await;
     let fence = db.fence().await;
     fence.install(&InstallOptions::default()).await.unwrap();
     let mut conn = db.connect().await;
-    conn.run("BEGIN").await.unwrap();
-    assert_eq!(
-        conn.guard("s", Some(9), None, None, None).await,
-        Guard::Accepted
-    );
-    // A generous bound: a wait on itself would last until the loopback's lock timeout.
-    let refused = tokio::time::timeout(
-        Duration::from_secs(60),
-        conn.guard("s", Some(7), None, None, None),
-    )
-    .await
-    .expect("the refusal did not wait on its own transaction");
-    let Guard::Refused { code, .. } = refused else {
-        panic!("7 after 9 was not refused");
+    for (scope, end) in [("s", "ROLLBACK"), ("t", "COMMIT")] {
+        conn.run("BEGIN").await.unwrap();
+        assert_eq!(
+            conn.guard(scope, Some(9), None, Some("w9"), None).await,
+            Guard::Accepted
+        );
+        conn.run("SAVEPOINT before_7").await.unwrap();
+        // Shorter than the loopback's lock timeout (5 s): a wait on itself would show.
+        let refused = tokio::time::timeout(
+            Duration::from_secs(4),
+            conn.guard(scope, Some(7), Some("op-7"), Some("w7"), None),
+        )
+        .await
+        .expect("the refusal waited on its own transaction");
+        let Guard::Refused { code, message } = refused else {
+            panic!("7 after 9 was not refused");
+        };
+        assert_eq!(code, "FW409");
+        assert!(message.contains("below 9"), "{message}");
+        conn.run("ROLLBACK TO SAVEPOINT before_7").await.unwrap();
+        conn.run(end).await.unwrap();
+        assert!(
+            audit_of_scope(&fence, scope).await.len() <= 1,
+            "nothing is chained before the next decision"
+        );
+        assert_eq!(
+            conn.guard(scope, Some(10), None, Some("w10"), None).await,
+            Guard::Accepted
+        );
+    }
+    let summary = |rows: Vec<fencewatch::domain::fence_audit::FenceAuditRow>| {
+        rows.into_iter()
+            .map(|row| {
+                (
+                    row.outcome,
+                    row.token,
+                    row.highest_token,
+                    row.owner,
+                    row.seq,
+                )
+            })
+            .collect::<Vec<_>>()
     };
-    assert_eq!(code, "FW409");
-    conn.run("ROLLBACK").await.unwrap();
-    assert!(audit_of_scope(&fence, "s").await.is_empty());
+    let row = |outcome: &str, token: i64, highest: i64, owner: &str, seq: i64| {
+        (
+            outcome.to_owned(),
+            Some(token),
+            highest,
+            Some(owner.to_owned()),
+            seq,
+        )
+    };
+    // Rolled back: the accepted 9 is gone; the refusal, decided against it, stays.
+    assert_eq!(
+        summary(audit_of_scope(&fence, "s").await),
+        [
+            row("stale", 7, 9, "w7", 1),
+            row("accepted", 10, 10, "w10", 2)
+        ]
+    );
+    assert_eq!(
+        summary(audit_of_scope(&fence, "t").await),
+        [
+            row("accepted", 9, 9, "w9", 1),
+            row("stale", 7, 9, "w7", 2),
+            row("accepted", 10, 10, "w10", 3)
+        ]
+    );
+    let check = fence.verify().await.unwrap();
+    assert!(check.intact(), "{:?}", check.breaches);
     conn.close().await;
 }
 
@@ -259,99 +313,4 @@ async fn an_operation_is_replayed_within_its_retention_and_applied_again_after(
         .map(|row| row.outcome)
         .collect();
     assert_eq!(outcomes, ["accepted", "replayed", "accepted"]);
-}
-
-/// Every append notifies `fencewatch_audit` with the new row's id, the autonomous ones too: a
-/// watcher wakes on it instead of polling.
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[tokio::test]
-async fn every_append_notifies_the_audit_channel_with_its_id() {
-    let (db, fence) = UserDb::with_protected_orders(Backend::Postgres).await;
-    let mut listener = sqlx::postgres::PgListener::connect(&db.url).await.unwrap();
-    listener
-        .listen(fencewatch::owndb::AUDIT_CHANNEL)
-        .await
-        .unwrap();
-    let mut conn = db.connect().await;
-    assert_eq!(
-        conn.guard("s", Some(2), None, None, None).await,
-        Guard::Accepted
-    );
-    conn.run("BEGIN").await.unwrap();
-    assert!(matches!(
-        conn.guard("s", Some(1), None, None, None).await,
-        Guard::Refused { .. }
-    ));
-    conn.run("ROLLBACK").await.unwrap();
-    conn.run("INSERT INTO orders (id, tok, region) VALUES (1, 3, 'eu')")
-        .await
-        .unwrap();
-    conn.close().await;
-    let ids: Vec<i64> = fence
-        .audit_rows()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|row| row.id)
-        .collect();
-    assert_eq!(ids.len(), 3);
-    let mut notified = Vec::new();
-    while notified.len() < ids.len() {
-        let notification = tokio::time::timeout(Duration::from_secs(30), listener.recv())
-            .await
-            .expect("a notification for every append")
-            .unwrap();
-        notified.push(notification.payload().parse::<i64>().unwrap());
-    }
-    notified.sort_unstable();
-    assert_eq!(notified, ids);
-}
-
-/// `fencewatch.notify = off` (a database or session setting) stops the notifications, for a
-/// database where their commit-time lock costs more than a watcher's polling.
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[tokio::test]
-async fn notifications_can_be_turned_off() {
-    let db = UserDb::new(Backend::Postgres).await;
-    let fence = db.fence().await;
-    fence.install(&InstallOptions::default()).await.unwrap();
-    let mut listener = sqlx::postgres::PgListener::connect(&db.url).await.unwrap();
-    listener
-        .listen(fencewatch::owndb::AUDIT_CHANNEL)
-        .await
-        .unwrap();
-    let mut conn = db.connect().await;
-    conn.run("SET fencewatch.notify = off").await.unwrap();
-    assert_eq!(
-        conn.guard("quiet", Some(1), None, None, None).await,
-        Guard::Accepted
-    );
-    conn.run("RESET fencewatch.notify").await.unwrap();
-    assert_eq!(
-        conn.guard("loud", Some(1), None, None, None).await,
-        Guard::Accepted
-    );
-    conn.close().await;
-    let ids: Vec<(String, i64)> = fence
-        .audit_rows()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|row| (row.resource, row.id))
-        .collect();
-    let notification = tokio::time::timeout(Duration::from_secs(30), listener.recv())
-        .await
-        .expect("the second append notifies")
-        .unwrap();
-    assert_eq!(
-        notification.payload(),
-        ids[1].1.to_string(),
-        "the first notification is the second row's: {ids:?}"
-    );
 }

@@ -25,7 +25,7 @@ SET search_path FROM CURRENT
 AS $$
 DECLARE
     fn         text := format('fence_%s', tab::oid);
-    trig       text := current_schema() || '_fence';
+    trig       text := @schema_literal@ || '_fence';
     col        text;
     token_type regtype;
     scope_expr text;
@@ -56,45 +56,39 @@ BEGIN
     scope_expr := CASE WHEN scope_column IS NULL THEN quote_literal(scope)
                        ELSE format('NEW.%I::text', scope_column) END;
     -- Every value written into the function's text goes through %I or %L (quote_literal): a
-    -- table or column name cannot inject SQL into a SECURITY DEFINER function.
+    -- table or column name cannot inject SQL into a SECURITY DEFINER function. A refusal is
+    -- recorded in the writer's transaction and the row skipped (zero rows, no error); a row
+    -- with no positive token goes through the guard, which records it autonomously and raises
+    -- FW400.
     EXECUTE format($f$
-        CREATE OR REPLACE FUNCTION %1$I.%2$I() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
-        SET search_path FROM CURRENT AS $body$
+        CREATE OR REPLACE FUNCTION @schema@.%1$I() RETURNS trigger LANGUAGE plpgsql
+        SECURITY DEFINER SET search_path FROM CURRENT AS $body$
         DECLARE
-            d record;
-            s text := %3$s;
-            t bigint := NEW.%4$I;
-            o text := %5$s;
-            w text := %6$s;
-            recorded record;
+            s text := %2$s;
+            t bigint := NEW.%3$I;
         BEGIN
             IF s IS NULL OR s = '' THEN
-                RAISE EXCEPTION 'FW400: a row of %% has no scope', %7$L USING ERRCODE = 'FW400';
+                RAISE EXCEPTION 'FW400: a row of %% has no scope', %6$L USING ERRCODE = 'FW400';
             END IF;
-            d := judge(s, t, o, w, %8$s, %7$L);
-            IF d.outcome = 'invalid' THEN
-                recorded := append_autonomous(s, d.outcome, t, d.highest, o, w, %8$s, d.detail,
-                                              %7$L);
-                RAISE EXCEPTION 'FW400: %%', d.detail USING ERRCODE = 'FW400',
-                    DETAIL = coalesce('audit row ' || recorded.id,
-                                      'not recorded in the audit: ' || recorded.problem);
+            IF t IS NULL OR t < 1 THEN
+                PERFORM @schema@.guard(s, t, %4$s, %5$s, %7$s, %6$L);
             END IF;
-            PERFORM append_audit(s, d.outcome, t, d.highest, o, w, %8$s, d.detail, %7$L);
-            IF d.outcome = 'accepted' THEN
+            IF (@schema@.settle(s, t, %4$s, %5$s, %7$s, %6$L, true, true)).outcome = 'accepted'
+            THEN
                 RETURN NEW;
             END IF;
             RETURN NULL;
         END
         $body$ $f$,
-        current_schema(), fn, scope_expr, token_column,
+        fn, scope_expr, token_column,
         CASE WHEN op_column IS NULL THEN 'NULL' ELSE format('NEW.%I::text', op_column) END,
         CASE WHEN owner_column IS NULL THEN 'NULL' ELSE format('NEW.%I::text', owner_column) END,
         tab::text, coalesce(quote_literal(lease), 'NULL'));
-    EXECUTE format('REVOKE ALL ON FUNCTION %I.%I() FROM PUBLIC', current_schema(), fn);
+    EXECUTE format('REVOKE ALL ON FUNCTION @schema@.%I() FROM PUBLIC', fn);
     EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s', trig, tab);
     EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW '
-                   'EXECUTE FUNCTION %I.%I()', trig, tab, current_schema(), fn);
-    INSERT INTO protected (table_name, token_column, scope_column, scope, op_column,
+                   'EXECUTE FUNCTION @schema@.%I()', trig, tab, fn);
+    INSERT INTO @schema@.protected (table_name, token_column, scope_column, scope, op_column,
                            owner_column, lease, trigger_name, function_name)
     VALUES (tab, token_column, scope_column, scope, op_column, owner_column, lease, trig, fn)
     ON CONFLICT (table_name) DO UPDATE SET token_column = excluded.token_column,
@@ -110,22 +104,18 @@ CREATE FUNCTION unprotect(tab regclass) RETURNS boolean LANGUAGE plpgsql
 SET search_path FROM CURRENT
 AS $$
 DECLARE
-    p protected%ROWTYPE;
+    p @schema@.protected%ROWTYPE;
 BEGIN
-    SELECT * INTO p FROM protected WHERE table_name = tab;
+    SELECT * INTO p FROM @schema@.protected WHERE table_name = tab;
     IF NOT FOUND THEN
         RETURN false;
     END IF;
     EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s', p.trigger_name, tab);
-    EXECUTE format('DROP FUNCTION IF EXISTS %I.%I()', current_schema(), p.function_name);
-    DELETE FROM protected WHERE table_name = tab;
+    EXECUTE format('DROP FUNCTION IF EXISTS @schema@.%I()', p.function_name);
+    DELETE FROM @schema@.protected WHERE table_name = tab;
     RETURN true;
 END
 $$;
 
-DO $$
-BEGIN
-    EXECUTE format('REVOKE ALL ON ALL FUNCTIONS IN SCHEMA %I FROM PUBLIC', current_schema());
-    EXECUTE format('REVOKE ALL ON ALL TABLES IN SCHEMA %I FROM PUBLIC', current_schema());
-END
-$$;
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA @schema@ FROM PUBLIC;
+REVOKE ALL ON ALL TABLES IN SCHEMA @schema@ FROM PUBLIC;

@@ -9,16 +9,23 @@ CREATE TABLE fencewatch_settings (
 );
 INSERT INTO fencewatch_settings (name, value) VALUES ('operation_retention_us', '86400000000');
 
+-- One row per scope: its highest accepted generation, the head of its audit chain (the last
+-- row's seq, moved by fencewatch_audit_head on every append) and the last sealed row's seq and
+-- hash (moved by the seal), so that neither an append nor a seal looks for a row of the chain.
 CREATE TABLE fencewatch_scopes (
     scope          TEXT PRIMARY KEY NOT NULL CHECK (scope <> ''),
     highest_token  INTEGER NOT NULL CHECK (highest_token >= 0),
-    updated_at     TEXT NOT NULL
+    updated_at     TEXT NOT NULL,
+    head_seq       INTEGER NOT NULL DEFAULT 0,
+    sealed_seq     INTEGER NOT NULL DEFAULT 0,
+    sealed_hash    TEXT
 );
 
 -- The daemon's audit row shape. No AUTOINCREMENT: it would create sqlite_sequence, a table
 -- that cannot be dropped again, and uninstall leaves the file's schema as it found it. Rows are
 -- written unsealed (prev_hash and hash NULL: SQLite has no SHA-256 in SQL) and sealed in seq
--- order by `fencewatch fence seal` or a watching daemon.
+-- order by `fencewatch fence seal` or a watching daemon. Only the id is indexed (and the
+-- unsealed rows): the chain's head and sealed head are in the scope's row.
 CREATE TABLE fencewatch_audit (
     id               INTEGER PRIMARY KEY,
     at               TEXT    NOT NULL,
@@ -33,10 +40,18 @@ CREATE TABLE fencewatch_audit (
     table_name       TEXT,
     seq              INTEGER NOT NULL CHECK (seq >= 1),
     prev_hash        TEXT,
-    hash             TEXT,
-    UNIQUE (resource, seq)
+    hash             TEXT
 );
 CREATE INDEX fencewatch_audit_unsealed ON fencewatch_audit (id) WHERE hash IS NULL;
+
+-- Every append advances its scope's head (creating the scope's row for a refusal on a scope
+-- nothing was accepted on). SQLite's one writer serializes appends.
+CREATE TRIGGER fencewatch_audit_head AFTER INSERT ON fencewatch_audit
+BEGIN
+    INSERT INTO fencewatch_scopes (scope, highest_token, updated_at, head_seq)
+    VALUES (NEW.resource, 0, NEW.at, NEW.seq)
+    ON CONFLICT (scope) DO UPDATE SET head_seq = excluded.head_seq;
+END;
 
 CREATE TABLE fencewatch_operations (
     scope          TEXT    NOT NULL,
@@ -70,7 +85,7 @@ BEGIN
                                   owner, detail, seq)
     SELECT c.at, NEW.scope, 'invalid', NEW.token, coalesce(s.highest_token, 0), NEW.op_id,
            NEW.owner, 'the token must be a positive generation',
-           coalesce((SELECT max(a.seq) FROM fencewatch_audit a WHERE a.resource = NEW.scope), 0) + 1
+           coalesce((SELECT h.head_seq FROM fencewatch_scopes h WHERE h.scope = NEW.scope), 0) + 1
       FROM fencewatch_clock c LEFT JOIN fencewatch_scopes s ON s.scope = NEW.scope
      WHERE NEW.token IS NULL OR typeof(NEW.token) <> 'integer' OR NEW.token < 1;
     SELECT RAISE(FAIL, 'FW400: the token must be a positive generation')
@@ -79,7 +94,7 @@ BEGIN
                                   owner, detail, seq)
     SELECT c.at, NEW.scope, 'replayed', NEW.token, coalesce(s.highest_token, 0), NEW.op_id,
            NEW.owner, 'operation ' || NEW.op_id || ' was applied under generation ' || NEW.token,
-           coalesce((SELECT max(a.seq) FROM fencewatch_audit a WHERE a.resource = NEW.scope), 0) + 1
+           coalesce((SELECT h.head_seq FROM fencewatch_scopes h WHERE h.scope = NEW.scope), 0) + 1
       FROM fencewatch_clock c LEFT JOIN fencewatch_scopes s ON s.scope = NEW.scope
      WHERE EXISTS (SELECT 1 FROM fencewatch_operations o
                     WHERE o.scope = NEW.scope AND o.op_id = NEW.op_id AND o.token = NEW.token
@@ -94,7 +109,7 @@ BEGIN
                                   owner, detail, seq)
     SELECT c.at, NEW.scope, 'stale', NEW.token, s.highest_token, NEW.op_id, NEW.owner,
            'generation ' || NEW.token || ' is below ' || s.highest_token || ', the highest accepted',
-           coalesce((SELECT max(a.seq) FROM fencewatch_audit a WHERE a.resource = NEW.scope), 0) + 1
+           coalesce((SELECT h.head_seq FROM fencewatch_scopes h WHERE h.scope = NEW.scope), 0) + 1
       FROM fencewatch_clock c JOIN fencewatch_scopes s ON s.scope = NEW.scope
      WHERE NEW.token < s.highest_token;
     SELECT RAISE(FAIL, 'FW409: stale generation: a higher one was accepted on this scope')
@@ -111,7 +126,7 @@ BEGIN
     INSERT INTO fencewatch_audit (at, resource, outcome, token, highest_token, idempotency_key,
                                   owner, seq)
     SELECT c.at, NEW.scope, 'accepted', NEW.token, NEW.token, NEW.op_id, NEW.owner,
-           coalesce((SELECT max(a.seq) FROM fencewatch_audit a WHERE a.resource = NEW.scope), 0) + 1
+           coalesce((SELECT h.head_seq FROM fencewatch_scopes h WHERE h.scope = NEW.scope), 0) + 1
       FROM fencewatch_clock c;
 END;
 

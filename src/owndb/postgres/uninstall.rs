@@ -8,10 +8,12 @@ use sqlx::PgConnection;
 /// Functions the migrations create, by name: what uninstall drops (every overload of each).
 const FUNCTIONS: &[&str] = &[
     "fence",
-    "judge",
-    "append_audit",
-    "append_audit_autonomously",
-    "append_autonomous",
+    "guard",
+    "refuse_autonomously",
+    "refuse",
+    "settle",
+    "drain",
+    "decide",
     "row_hash",
     "autonomous_audit_problem",
     "prune_operations",
@@ -23,6 +25,7 @@ const FUNCTIONS: &[&str] = &[
 const TABLES: &[&str] = &[
     "protected",
     "operations",
+    "pending",
     "audit",
     "scopes",
     "settings",
