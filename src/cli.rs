@@ -474,8 +474,39 @@ pub enum ExportFormat {
     Csv,
 }
 
+/// How `audit report` prints an incident.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    Text,
+    /// Markdown, to paste into a postmortem.
+    Md,
+    Json,
+    /// A self-contained page with an SVG timeline.
+    Html,
+}
+
 #[derive(Debug, Clone, Subcommand)]
 pub enum AuditCommand {
+    /// The postmortem of one incident (an id from `incidents`): the stale owner's pause, its
+    /// grant's lapse, the successor's takeover and first write, the refused attempts and any
+    /// write accepted after the lapse, with the condensed history around it.
+    Report {
+        id: i64,
+        #[arg(long, value_enum, default_value = "text")]
+        format: ReportFormat,
+        /// Write to this file instead of standard output.
+        #[arg(long, short, value_name = "PATH")]
+        output: Option<std::path::PathBuf>,
+    },
+    /// Incidents since a time: counts per owner and resource, pause and zombie-lifetime
+    /// percentiles, writes accepted after a lapse.
+    Summary {
+        /// RFC 3339 or a duration ago (`7d`).
+        #[arg(long, default_value = "7d")]
+        since: String,
+        #[arg(long)]
+        json: bool,
+    },
     /// Check every resource's hash chain; report the first broken link of each (exit 1 if any).
     Verify {
         #[arg(long)]

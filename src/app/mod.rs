@@ -2,6 +2,7 @@
 //! `--db-timeout`, batched by group commit, and published to the live side after commit.
 
 pub mod group_commit;
+pub mod incident;
 pub mod refusals;
 pub mod retention;
 pub mod service;

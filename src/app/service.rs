@@ -140,6 +140,16 @@ impl FenceService {
         self.bounded(self.store.overlaps(query)).await
     }
 
+    /// The report of overlap `id` (`GET /v1/overlaps/{id}/report`); `None` if there is none.
+    pub async fn incident_report(
+        &self,
+        id: i64,
+    ) -> Result<Option<crate::domain::incident::IncidentReport>, StoreError> {
+        let now = self.store.clock().now();
+        self.bounded(crate::app::incident::report(&self.store, id, now))
+            .await
+    }
+
     pub async fn alert_states(&self) -> Result<Vec<StoredAlert>, StoreError> {
         self.bounded(self.store.alert_states()).await
     }

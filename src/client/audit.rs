@@ -6,6 +6,7 @@ use super::{ClientError, DaemonClient};
 use crate::api::leases::LeaseHistory;
 use crate::api::monitoring::AuditPage;
 use crate::domain::audit::format_rfc3339_micros;
+use crate::domain::incident::IncidentReport;
 use chrono::{DateTime, Utc};
 use std::fmt::Write as _;
 
@@ -44,6 +45,11 @@ impl AuditQuery<'_> {
 }
 
 impl DaemonClient {
+    /// `GET /v1/overlaps/{id}/report`: an incident's facts and condensed timeline.
+    pub async fn incident_report(&self, id: i64) -> Result<IncidentReport, ClientError> {
+        self.read(&format!("/v1/overlaps/{id}/report")).await
+    }
+
     /// `GET /v1/lease-history/{name}`: the newest `limit` events of `lease` at or before
     /// `until` (all without it), newest first.
     pub async fn lease_history(

@@ -11,6 +11,8 @@ pub mod fence;
 pub mod fence_audit;
 pub mod fence_overlaps;
 pub mod idempotency;
+pub mod incident;
+pub mod incident_render;
 pub mod key;
 pub mod label;
 pub mod lease;

@@ -6,7 +6,7 @@ use super::AppState;
 use crate::api::monitoring::{AlertList, OverlapList};
 use crate::metrics::Exposition;
 use crate::store::OverlapQuery;
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -16,6 +16,7 @@ use serde::Deserialize;
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/v1/overlaps", get(overlaps))
+        .route("/v1/overlaps/{id}/report", get(report))
         .route("/v1/stats", get(stats))
         .route("/v1/alerts", get(alerts))
 }
@@ -49,6 +50,40 @@ async fn overlaps(
     };
     let overlaps = state.service.overlaps(&query).await?;
     Ok(json_ok(&OverlapList { overlaps }))
+}
+
+/// `GET /v1/overlaps/{id}/report` takes no parameters.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoParams {}
+
+impl QueryParams for NoParams {
+    const KNOWN: &'static [&'static str] = &[];
+}
+
+/// An incident's report: the facts of the overlap from the audit and the lease history.
+async fn report(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    StrictQuery(_): StrictQuery<NoParams>,
+) -> Result<Response, Problem> {
+    let id = overlap_id(&id)?;
+    match state.service.incident_report(id).await? {
+        Some(report) => Ok(json_ok(&report)),
+        None => Err(Problem::not_found(format!("no overlap {id}"))),
+    }
+}
+
+/// An overlap's id: a positive integer.
+fn overlap_id(text: &str) -> Result<i64, Problem> {
+    text.parse::<i64>()
+        .ok()
+        .filter(|id| *id > 0)
+        .ok_or_else(|| {
+            Problem::invalid_request(format!(
+                "{text:?} is not an overlap id (a positive integer)"
+            ))
+        })
 }
 
 /// `/metrics`, outside `/v1` so that scrapers need no API key.

@@ -125,6 +125,7 @@ impl Live {
             bus.clone(),
             config.overlap_quiet,
             open,
+            metrics.clone(),
         ));
         let (notifier, notifier_task) = spawn_notifier(
             config.alerts.webhooks.clone(),
@@ -234,7 +235,13 @@ impl OpenGauges {
 
 /// Closes quiet overlaps and publishes every overlap change, whichever daemon made it (or
 /// whichever watched database showed it).
-async fn watch_overlaps(store: Store, bus: EventBus, quiet: Duration, open: OpenGauges) {
+async fn watch_overlaps(
+    store: Store,
+    bus: EventBus,
+    quiet: Duration,
+    open: OpenGauges,
+    metrics: Metrics,
+) {
     let quiet_us = i64::try_from(quiet.as_micros()).unwrap_or(i64::MAX);
     let clock = store.clock().clone();
     let mut since = clock.now_us();
@@ -246,9 +253,19 @@ async fn watch_overlaps(store: Store, bus: EventBus, quiet: Duration, open: Open
         ticker.tick().await;
         let now = clock.now_us();
         let result = async {
-            store
+            let closed = store
                 .close_quiet_overlaps(now.saturating_sub(quiet_us), now)
                 .await?;
+            // Each incident is measured once, by the daemon whose call closed it.
+            for overlap in &closed {
+                let at = chrono::DateTime::from_timestamp_micros(now).unwrap_or_default();
+                match crate::app::incident::facts(&store, overlap, at).await {
+                    Ok((facts, _)) => metrics.observe_incident(&facts),
+                    Err(error) => {
+                        tracing::warn!(%error, id = overlap.id, "cannot measure a closed overlap");
+                    }
+                }
+            }
             let changed = store
                 .overlaps_changed_since(since - OVERLAP_MARGIN_US)
                 .await?;

@@ -71,7 +71,7 @@ impl Store {
 }
 
 /// A row as a lease event: first seen as its time, last seen as its end.
-fn observed_event(row: &AnyRow) -> Result<LeaseEvent, StoreError> {
+pub(super) fn observed_event(row: &AnyRow) -> Result<LeaseEvent, StoreError> {
     Ok(LeaseEvent {
         id: row.try_get("id")?,
         at: time_from_us(row.try_get("first_seen_us")?)?,

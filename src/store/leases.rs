@@ -362,7 +362,7 @@ pub(crate) fn lease_record(row: &AnyRow) -> Result<LeaseRecord, StoreError> {
     })
 }
 
-fn lease_event(row: &AnyRow) -> Result<LeaseEvent, StoreError> {
+pub(super) fn lease_event(row: &AnyRow) -> Result<LeaseEvent, StoreError> {
     let time =
         |column: &str| -> Result<DateTime<Utc>, StoreError> { time_from_us(row.try_get(column)?) };
     Ok(LeaseEvent {
@@ -377,7 +377,7 @@ fn lease_event(row: &AnyRow) -> Result<LeaseEvent, StoreError> {
 }
 
 /// The typed form of a stored event, as the API sends it.
-fn history_event(event: LeaseEvent) -> Result<HistoryEvent, StoreError> {
+pub(super) fn history_event(event: LeaseEvent) -> Result<HistoryEvent, StoreError> {
     let change = LeaseChange::parse(&event.event)
         .ok_or_else(|| corrupt(format!("unknown lease event {:?}", event.event)))?;
     Ok(HistoryEvent {

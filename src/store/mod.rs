@@ -13,6 +13,7 @@ mod chain_heads;
 mod connect;
 mod db_url;
 mod error;
+mod incident;
 mod leases;
 mod overlaps;
 mod reads;

@@ -112,22 +112,23 @@ impl Store {
             .collect()
     }
 
-    /// Closes the open overlaps last seen before `cutoff_us`. Idempotent, so every daemon may
-    /// run it.
+    /// Closes the open overlaps last seen before `cutoff_us`, and says which this call closed.
+    /// Idempotent, so every daemon may run it; each overlap is closed by exactly one call.
     pub async fn close_quiet_overlaps(
         &self,
         cutoff_us: i64,
         now_us: i64,
-    ) -> Result<u64, StoreError> {
-        let result = sqlx::query(
+    ) -> Result<Vec<Overlap>, StoreError> {
+        let sql = format!(
             "UPDATE ownership_overlaps SET state = 'closed', closed_at_us = $2, updated_at_us = $2 \
-             WHERE state = 'open' AND last_seen_us < $1",
-        )
-        .bind(cutoff_us)
-        .bind(now_us)
-        .execute(&self.writer)
-        .await?;
-        Ok(result.rows_affected())
+             WHERE state = 'open' AND last_seen_us < $1 RETURNING {COLUMNS}"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(cutoff_us)
+            .bind(now_us)
+            .fetch_all(&self.writer)
+            .await?;
+        rows.iter().map(overlap).collect()
     }
 }
 

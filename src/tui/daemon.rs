@@ -81,6 +81,20 @@ impl Effects for DaemonClient {
             }
         });
     }
+
+    fn fetch_report(&self, id: i64, to_model: mpsc::Sender<Msg>) {
+        let client = self.clone();
+        tokio::spawn(async move {
+            match client.incident_report(id).await {
+                Ok(report) => {
+                    let report = Box::new(report);
+                    let _ = to_model.send(Msg::Report { id, report }).await;
+                }
+                // A daemon from before reports: the timeline without its header.
+                Err(error) => tracing::debug!(%error, "cannot load the incident's report"),
+            }
+        });
+    }
 }
 
 /// Rows of `resource`'s timeline, as the model asked.

@@ -86,6 +86,13 @@ pub const BINDINGS: &[Binding] = &[
         footer: true,
     },
     Binding {
+        keys: &[KeyCode::Char('w')],
+        label: "w",
+        description: "write report",
+        action: Action::SaveReport,
+        footer: false,
+    },
+    Binding {
         keys: &[KeyCode::Char('/')],
         label: "/",
         description: "filter",

@@ -64,6 +64,14 @@ pub trait Effects {
     fn fetch_timeline(&self, resource: String, fetch: Fetch, to_model: mpsc::Sender<Msg>);
     /// Fetches a lease's history and sends it to the model as `Msg::LeaseHistory`.
     fn fetch_lease_history(&self, resource: String, fetch: LeaseFetch, to_model: mpsc::Sender<Msg>);
+    /// Fetches an incident's report and sends it to the model as `Msg::Report`.
+    fn fetch_report(&self, id: i64, to_model: mpsc::Sender<Msg>);
+    /// Writes a report to a file: `Ok(path)` or why not.
+    fn save_report(&self, path: &str, text: &str) -> Result<String, String> {
+        std::fs::write(path, text)
+            .map(|()| path.to_owned())
+            .map_err(|e| e.to_string())
+    }
 }
 
 /// The loop's surroundings.
@@ -127,6 +135,13 @@ where
             Some(Command::FetchLeaseHistory { resource, fetch }) => {
                 env.effects
                     .fetch_lease_history(resource, fetch, env.to_model.clone());
+            }
+            Some(Command::FetchReport { id }) => {
+                env.effects.fetch_report(id, env.to_model.clone());
+            }
+            Some(Command::SaveReport { path, text }) => {
+                let saved = env.effects.save_report(&path, &text);
+                model.update(Msg::ReportSaved(saved));
             }
             None => {}
         }

@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 
 /// The browser to drive, or `None` (and the test is skipped, saying so) when none is installed
 /// and `FENCEWATCH_REQUIRE_PEERS` is not set.
-fn chromium() -> Option<String> {
+pub(crate) fn chromium() -> Option<String> {
     let found = ["chromium", "chromium-browser"].into_iter().find(|name| {
         std::process::Command::new(name)
             .arg("--version")

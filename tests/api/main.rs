@@ -29,6 +29,7 @@ mod fence;
 mod group_commit;
 mod hostile;
 mod idempotency;
+mod incident_report;
 mod interleaving;
 mod layering;
 mod lease_race;

@@ -23,6 +23,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/v1/audit"),
     ("get", "/v1/events"),
     ("get", "/v1/overlaps"),
+    ("get", "/v1/overlaps/{id}/report"),
     ("get", "/v1/stats"),
     ("get", "/v1/alerts"),
     ("post", "/v1/leases/{name}/acquire"),
@@ -63,6 +64,7 @@ fn example_path(template: &str) -> String {
     template
         .replace("{key}", "openapi/probe")
         .replace("{name}", "openapi-probe")
+        .replace("{id}", "1")
 }
 
 /// Sends `method` to `path` and returns the status and, for a problem, its detail. The body of

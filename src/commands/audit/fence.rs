@@ -7,7 +7,8 @@ use super::{micros, text, time};
 use crate::cli::{AuditCommand, AuditFilterArgs, ExportFormat};
 use crate::domain::fence_audit::FenceAuditRow;
 use crate::domain::fence_overlaps::incidents;
-use crate::domain::{Outcome, Overlap};
+use crate::domain::incident::{condense, Evidence, Folding, IncidentReport};
+use crate::domain::{AuditEntry, Outcome, Overlap};
 use crate::owndb::OwnDb;
 use anyhow::Context;
 use chrono::{DateTime, Utc};
@@ -127,7 +128,8 @@ pub(super) async fn run(
         } => {
             let window = match around {
                 Some(id) => {
-                    let found = fence_incidents(db, now).await?;
+                    let rows = db.audit_rows().await?;
+                    let found = incidents(&rows, quiet_us(), now.timestamp_micros());
                     let incident = found
                         .iter()
                         .find(|o| o.id == id)
@@ -138,10 +140,11 @@ pub(super) async fn run(
                             incident.resource
                         );
                     }
-                    let margin = 60_000_000;
+                    let facts = fence_report(&rows, incident, now, false);
+                    let (since, until) = crate::domain::incident::window(&facts);
                     (
-                        Some(incident.first_seen.timestamp_micros() - margin),
-                        Some(incident.last_seen.timestamp_micros() + margin),
+                        Some(since.timestamp_micros()),
+                        Some(until.timestamp_micros()),
                     )
                 }
                 None => (
@@ -150,6 +153,27 @@ pub(super) async fn run(
                 ),
             };
             timeline(db, &resource, window, json).await
+        }
+        AuditCommand::Report { id, format, output } => {
+            let rows = db.audit_rows().await?;
+            let found = incidents(&rows, quiet_us(), now.timestamp_micros());
+            let incident = found
+                .iter()
+                .find(|o| o.id == id)
+                .ok_or_else(|| anyhow::anyhow!("no incident {id}: `audit incidents` lists them"))?;
+            let report = fence_report(&rows, incident, now, true);
+            super::report::write(&report, format, output.as_deref())
+        }
+        AuditCommand::Summary { since, json } => {
+            let since = super::parse_time(&since, now)?;
+            let rows = db.audit_rows().await?;
+            let reports: Vec<IncidentReport> = incidents(&rows, quiet_us(), now.timestamp_micros())
+                .iter()
+                .filter(|o| o.last_seen >= since)
+                .map(|o| fence_report(&rows, o, now, false))
+                .collect();
+            let summary = crate::domain::incident::summarise(&reports);
+            super::summary::print_summary(&summary, &time(&since), json)
         }
         AuditCommand::Refusals { .. } | AuditCommand::Prune { .. } => anyhow::bail!(
             "a fence's audit has no refusals before the fence and is not pruned: this command \
@@ -178,8 +202,70 @@ async fn each_row(
 
 async fn fence_incidents(db: &OwnDb, now: DateTime<Utc>) -> anyhow::Result<Vec<Overlap>> {
     let rows = db.audit_rows().await?;
-    let quiet = i64::try_from(QUIET.as_micros()).unwrap_or(i64::MAX);
-    Ok(incidents(&rows, quiet, now.timestamp_micros()))
+    Ok(incidents(&rows, quiet_us(), now.timestamp_micros()))
+}
+
+fn quiet_us() -> i64 {
+    i64::try_from(QUIET.as_micros()).unwrap_or(i64::MAX)
+}
+
+/// An incident of the fence, from its audit alone: the fence keeps no history of the leases,
+/// so the lapse and the takeover are unknown.
+fn fence_report(
+    rows: &[FenceAuditRow],
+    incident: &Overlap,
+    now: DateTime<Utc>,
+    with_timeline: bool,
+) -> IncidentReport {
+    let of_scope: Vec<AuditEntry> = rows
+        .iter()
+        .filter(|r| r.resource == incident.resource)
+        .filter_map(entry)
+        .collect();
+    let generations: Vec<AuditEntry> = of_scope
+        .iter()
+        .filter(|e| {
+            e.token == Some(incident.stale_token) || e.token == Some(incident.superseding_token)
+        })
+        .cloned()
+        .collect();
+    let mut report = crate::domain::incident::facts(&Evidence {
+        overlap: incident,
+        writes: &generations,
+        history: &[],
+        now,
+    });
+    if with_timeline {
+        let (since, until) = crate::domain::incident::window(&report);
+        let in_window: Vec<AuditEntry> = of_scope
+            .into_iter()
+            .filter(|e| e.at >= since && e.at <= until)
+            .collect();
+        report.timeline = condense(&in_window, &[], Folding::Alike);
+    }
+    report
+}
+
+/// A fence row as an audit entry; one with an outcome the daemon does not know is left out.
+fn entry(row: &FenceAuditRow) -> Option<AuditEntry> {
+    Some(AuditEntry {
+        id: row.id,
+        at: row.at,
+        resource: row.resource.clone(),
+        outcome: row.known_outcome()?,
+        token: row.token,
+        highest_token: row.highest_token,
+        revision: 0,
+        idempotency_key: row.idempotency_key.clone(),
+        expected_revision: None,
+        owner: row.owner.clone(),
+        lease: row.lease.clone(),
+        body_sha256: None,
+        body_len: None,
+        detail: row.detail.clone(),
+        caller: None,
+        source: None,
+    })
 }
 
 async fn verify(db: &OwnDb, json: bool) -> anyhow::Result<ExitCode> {

@@ -7,6 +7,8 @@ mod incidents;
 mod log;
 mod prune;
 mod refusals;
+mod report;
+mod summary;
 mod timeline;
 mod verify;
 
@@ -105,6 +107,12 @@ pub async fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
                 ),
             };
             timeline::run(&store, &resource, window, json).await?
+        }
+        AuditCommand::Report { id, format, output } => {
+            report::run(&store, id, format, output.as_deref(), now).await?
+        }
+        AuditCommand::Summary { since, json } => {
+            summary::run(&store, parse_time(&since, now)?, now, json).await?
         }
         AuditCommand::Refusals { since, until, json } => {
             refusals::run(

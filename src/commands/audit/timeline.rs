@@ -2,7 +2,7 @@
 //! held which generation when and any stale write that got through.
 
 use super::time;
-use crate::domain::{Outcome, Overlap};
+use crate::domain::Outcome;
 use crate::store::{AuditFilter, LeaseEvent, Store};
 use chrono::DateTime;
 use serde::Serialize;
@@ -12,7 +12,8 @@ use std::process::ExitCode;
 
 /// Which part of the resource's history to show.
 pub(super) enum Window {
-    /// A minute either side of an incident.
+    /// An incident's window: from shortly before the stale owner's last activity to shortly
+    /// after its last refusal.
     Around(i64),
     /// Between two times, in microseconds; either end open.
     Between(Option<i64>, Option<i64>),
@@ -38,7 +39,13 @@ pub(super) async fn run(
                     incident.resource
                 );
             }
-            window_around(&incident)
+            let (facts, _) =
+                crate::app::incident::facts(store, &incident, chrono::Utc::now()).await?;
+            let (since, until) = crate::domain::incident::window(&facts);
+            (
+                Some(since.timestamp_micros()),
+                Some(until.timestamp_micros()),
+            )
         }
         Window::Between(since_us, until_us) => (since_us, until_us),
     };
@@ -50,15 +57,6 @@ pub(super) async fn run(
         print_timeline(&mut out, &timeline)?;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// A minute either side of an incident.
-fn window_around(incident: &Overlap) -> (Option<i64>, Option<i64>) {
-    let margin = 60_000_000;
-    (
-        Some(incident.first_seen.timestamp_micros() - margin),
-        Some(incident.last_seen.timestamp_micros() + margin),
-    )
 }
 
 /// Who held a lease's generation, from when until when.
@@ -99,10 +97,14 @@ pub async fn timeline(
     until_us: Option<i64>,
 ) -> anyhow::Result<Timeline> {
     let mut records = Vec::new();
+    // Only the window's rows are read: the value before its first write is the last one
+    // accepted before it.
     store
         .each_audit_record(
             &AuditFilter {
                 resource: Some(resource.to_owned()),
+                since_us,
+                until_us,
                 ..AuditFilter::default()
             },
             |r| {
@@ -130,7 +132,13 @@ pub async fn timeline(
     let mut entries: Vec<(i64, i64, Value)> = Vec::new();
     let mut accepted_while_superseded = Vec::new();
     let mut rejected = Vec::new();
-    let mut before: (i64, Option<String>) = (0, None);
+    let mut before: (i64, Option<String>) = match since_us {
+        Some(since) => store
+            .last_accepted_before(resource, since)
+            .await?
+            .map_or((0, None), |e| (e.revision, e.body_sha256)),
+        None => (0, None),
+    };
     for record in &records {
         let e = &record.entry;
         let at = e.at.timestamp_micros();
@@ -197,10 +205,36 @@ pub async fn timeline(
         until: format(until_us),
         leases,
         holders,
-        entries: entries.into_iter().map(|(_, _, row)| row).collect(),
+        entries: fold_renewals(entries.into_iter().map(|(_, _, row)| row)),
         accepted_while_superseded,
         rejected,
     })
+}
+
+/// Folds each run of one grant's renewals (writes between them included) into its first, with
+/// `count` and `last_at` (the last renewal's time) and `expires_at` as the last one set it: a
+/// holder renews several times a second, and one line each would bury the writes.
+fn fold_renewals(entries: impl Iterator<Item = Value>) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::new();
+    for entry in entries {
+        let renewal = entry["kind"] == "lease" && entry["event"] == "renewed";
+        // Writes between two renewals do not break the run; another event of the lease does.
+        let last_of_lease = out
+            .iter_mut()
+            .rev()
+            .find(|line| line["kind"] == "lease" && line["lease"] == entry["lease"]);
+        if let Some(last) = last_of_lease {
+            if renewal && last["event"] == "renewed" && last["token"] == entry["token"] {
+                let count = last["count"].as_u64().unwrap_or(1) + 1;
+                last["count"] = count.into();
+                last["last_at"] = entry["at"].clone();
+                last["expires_at"] = entry["expires_at"].clone();
+                continue;
+            }
+        }
+        out.push(entry);
+    }
+    out
 }
 
 /// How a holding of an external lock ends that no later generation was seen to supersede.
@@ -284,11 +318,19 @@ fn print_timeline(out: &mut impl Write, timeline: &Timeline) -> std::io::Result<
             other => other.to_string(),
         };
         if entry["kind"] == "lease" {
+            let event = match entry["count"].as_u64() {
+                Some(count) => format!("{} ×{count}", text("event")),
+                None => text("event"),
+            };
+            let until = match entry["last_at"].as_str() {
+                Some(last) => format!(" (to {last})"),
+                None => String::new(),
+            };
             writeln!(
                 out,
-                "{}  LEASE {:<9} {} generation {} by {}",
+                "{}  LEASE {:<9} {} generation {} by {}{until}",
                 text("at"),
-                text("event"),
+                event,
                 text("lease"),
                 text("token"),
                 text("holder")

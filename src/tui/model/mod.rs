@@ -7,6 +7,7 @@ pub mod timeline;
 
 use crate::api::events::{AlertEvent, DaemonEvent, OverlapEvent, StatsEvent, WriteEvent};
 use crate::domain::alert::AlertState;
+use crate::domain::incident::IncidentReport;
 use crate::domain::lease_history::LeaseEvent;
 use crate::domain::Outcome;
 use chart::{Rates, Series};
@@ -108,6 +109,8 @@ pub enum Action {
     Home,
     End,
     Open,
+    /// Writes the open incident's report to a file.
+    SaveReport,
 }
 
 /// Everything that can happen to the dashboard.
@@ -136,6 +139,13 @@ pub enum Msg {
         fetch: LeaseFetch,
         events: Vec<LeaseEvent>,
     },
+    /// The report of the incident the timeline opened on.
+    Report {
+        id: i64,
+        report: Box<IncidentReport>,
+    },
+    /// What became of writing the report: the file's path, or why not.
+    ReportSaved(Result<String, String>),
     /// The clock, once per frame: seconds since the epoch.
     Tick {
         now: i64,
@@ -161,8 +171,22 @@ pub struct Snapshot {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
     Quit,
-    FetchTimeline { resource: String, fetch: Fetch },
-    FetchLeaseHistory { resource: String, fetch: LeaseFetch },
+    FetchTimeline {
+        resource: String,
+        fetch: Fetch,
+    },
+    FetchLeaseHistory {
+        resource: String,
+        fetch: LeaseFetch,
+    },
+    FetchReport {
+        id: i64,
+    },
+    /// Writes `text` (the report in Markdown) to `path`.
+    SaveReport {
+        path: String,
+        text: String,
+    },
 }
 
 /// Rows a page key moves.
@@ -302,7 +326,11 @@ impl Model {
             Msg::Timeline { resource, page } => {
                 if let Some(timeline) = self.timeline.as_mut().filter(|t| t.resource == resource) {
                     timeline.apply(page);
-                    // The rows say which lease and how far back: its history follows them.
+                    // An incident's report first, once; then the lease's history, which the
+                    // rows name (and how far back).
+                    if let Some(id) = timeline.report_request() {
+                        return Some(Command::FetchReport { id });
+                    }
                     return timeline
                         .lease_request()
                         .map(|fetch| Command::FetchLeaseHistory { resource, fetch });
@@ -315,6 +343,26 @@ impl Model {
             } => {
                 if let Some(timeline) = self.timeline.as_mut().filter(|t| t.resource == resource) {
                     timeline.apply_lease(fetch, events);
+                }
+            }
+            Msg::Report { id, report } => {
+                if let Some(timeline) = self.timeline.as_mut() {
+                    if matches!(timeline.anchor, Some(Anchor::Overlap { id: open, .. }) if open == id)
+                    {
+                        timeline.report = Some(*report);
+                        let resource = timeline.resource.clone();
+                        return timeline
+                            .lease_request()
+                            .map(|fetch| Command::FetchLeaseHistory { resource, fetch });
+                    }
+                }
+            }
+            Msg::ReportSaved(result) => {
+                if let Some(timeline) = self.timeline.as_mut() {
+                    timeline.saved = Some(match result {
+                        Ok(path) => format!("report written to {path}"),
+                        Err(error) => format!("report not written: {error}"),
+                    });
                 }
             }
             Msg::Tick { now } => self.now = now,
@@ -495,6 +543,13 @@ impl Model {
                 self.selected = self.rows().saturating_sub(1);
             }
             Action::Open => return self.open(),
+            Action::SaveReport => {
+                let report = self.timeline.as_ref()?.report.as_ref()?;
+                return Some(Command::SaveReport {
+                    path: format!("incident-{}.md", report.incident),
+                    text: crate::domain::incident_render::markdown(report),
+                });
+            }
         }
         None
     }
@@ -522,6 +577,7 @@ impl Model {
                 (
                     o.resource.clone(),
                     Anchor::Overlap {
+                        id: o.id,
                         first_seen: o.first_seen,
                         stale_token: o.stale_token,
                         superseding_token: o.superseding_token,

@@ -2,6 +2,7 @@
 //! the history of the lease its writes name beside it.
 
 use crate::api::events::WriteEvent;
+use crate::domain::incident::IncidentReport;
 use crate::domain::lease_history::{tenure_at, LeaseChange, LeaseEvent, Tenure};
 use chrono::{DateTime, Utc};
 use std::sync::Arc;
@@ -77,6 +78,8 @@ pub enum Anchor {
     /// An overlap: its first stale write (the first rejection of `stale_token` at or after
     /// `first_seen`).
     Overlap {
+        /// The overlap's id: its report is asked for by it.
+        id: i64,
         first_seen: DateTime<Utc>,
         stale_token: i64,
         superseding_token: i64,
@@ -126,6 +129,13 @@ pub struct Timeline {
     pub lease: Option<LeaseTrail>,
     /// The history last asked for, so that it is asked for once.
     pub lease_asked: Option<LeaseFetch>,
+    /// The incident's report (`GET /v1/overlaps/{id}/report`), once loaded: its facts head
+    /// the timeline.
+    pub report: Option<IncidentReport>,
+    /// Whether the report was asked for.
+    pub report_asked: bool,
+    /// What became of the last `w` (where the report was written, or why it was not).
+    pub saved: Option<String>,
 }
 
 impl Timeline {
@@ -141,6 +151,9 @@ impl Timeline {
             focus: None,
             lease: None,
             lease_asked: None,
+            report: None,
+            report_asked: false,
+            saved: None,
         }
     }
 
@@ -193,6 +206,18 @@ impl Timeline {
     pub fn lease_cursor(&self, lines: &[LeaseLine]) -> Option<usize> {
         let at = self.selected_row()?.at;
         lines.iter().rposition(|line| line.at <= at)
+    }
+
+    /// The overlap the timeline opened on, if its report is still to be asked for.
+    pub fn report_request(&mut self) -> Option<i64> {
+        let Some(Anchor::Overlap { id, .. }) = self.anchor else {
+            return None;
+        };
+        if self.report_asked {
+            return None;
+        }
+        self.report_asked = true;
+        Some(id)
     }
 
     /// The two generations of the overlap the timeline opened on, if it did.

@@ -1,6 +1,7 @@
 //! The dashboard as a user drives it: the real event loop on a `TestBackend`, with scripted
 //! keys and daemon messages under paused tokio time, snapshotted at 80×24 and 160×45.
 
+use crate::domain::incident::IncidentReport;
 use crate::domain::lease_history::{LeaseChange, LeaseEvent};
 use crate::tui::fixtures::{at, incident_messages, row, watched_messages, NOW};
 use crate::tui::model::timeline::{Fetch, LeaseFetch, Page};
@@ -73,7 +74,48 @@ pub fn lease_events() -> Vec<LeaseEvent> {
     ]
 }
 
+/// The report the daemon would send for overlap 1 of `accounts/totals` (the lease history
+/// above): worker-7 last renewed 37 s before now, lapsed at 35 s as worker-8 took over, and was
+/// refused from 32 s.
+pub fn report(id: i64) -> IncidentReport {
+    IncidentReport {
+        incident: id,
+        resource: "accounts/totals".to_owned(),
+        source: None,
+        stale_generation: 7,
+        stale_owner: Some("worker-7".to_owned()),
+        superseding_generation: 8,
+        superseding_owner: Some("worker-8".to_owned()),
+        stale_last_active_at: Some(at(37)),
+        stale_grant_lapsed_at: Some(at(35)),
+        superseding_acquired_at: Some(at(35)),
+        superseding_first_write_at: Some(at(34)),
+        first_refused_at: Some(at(32)),
+        last_refused_at: Some(at(30)),
+        refused: 4,
+        pause_ms: Some(5_000),
+        zombie_lifetime_ms: Some(2_000),
+        accepted_after_lapse: Some(0),
+        timeline: Vec::new(),
+    }
+}
+
 impl Effects for Audit {
+    fn fetch_report(&self, id: i64, to_model: mpsc::Sender<Msg>) {
+        let report = Box::new(report(id));
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            let _ = to_model.send(Msg::Report { id, report }).await;
+        });
+    }
+
+    /// The file is not written in a test: its name and Markdown are checked instead.
+    fn save_report(&self, path: &str, text: &str) -> Result<String, String> {
+        assert_eq!(path, "incident-1.md");
+        assert!(text.contains("| Pause | 5.000 s |"), "{text}");
+        Ok(path.to_owned())
+    }
+
     fn fetch_lease_history(
         &self,
         resource: String,
@@ -262,6 +304,31 @@ async fn timeline_opens_at_the_overlap() {
         let tenure = timeline.tenure().unwrap();
         assert_eq!(tenure.successor, Some(("worker-8".to_owned(), 8)));
         insta::assert_snapshot!(format!("timeline_{width}x{height}"), screen);
+    }
+}
+
+/// The incident's facts head its timeline, and `w` writes its report to a file.
+#[tokio::test(start_paused = true)]
+async fn the_incident_report_heads_the_timeline_and_w_writes_it() {
+    let steps = vec![
+        Step::Key(KeyCode::Char('2')),
+        Step::Key(KeyCode::Enter),
+        Step::Wait(200),
+        Step::Key(KeyCode::Char('w')),
+    ];
+    for (width, height) in SIZES {
+        let (screen, model) = drive(width, height, steps.clone(), true).await;
+        let timeline = model.timeline.as_ref().unwrap();
+        assert_eq!(timeline.report, Some(report(1)));
+        assert_eq!(
+            timeline.saved.as_deref(),
+            Some("report written to incident-1.md")
+        );
+        let text = screen.to_string();
+        assert!(text.contains("Incident 1"), "{text}");
+        assert!(text.contains("worker-7 g7 paused 5.000s"), "{text}");
+        assert!(text.contains("report written to incident-1.md"), "{text}");
+        insta::assert_snapshot!(format!("incident_report_{width}x{height}"), screen);
     }
 }
 

@@ -3,6 +3,7 @@
 //! generation at the time.
 
 use super::{clock, clock_millis, or_dash, outcome_label, wide, Theme};
+use crate::domain::incident::IncidentReport;
 use crate::domain::lease_history::{Standing, Tenure};
 use crate::tui::model::timeline::Timeline;
 use crate::tui::model::Model;
@@ -20,6 +21,16 @@ const LEASE_ROWS: u16 = 5;
 pub fn render(frame: &mut Frame, area: Rect, model: &Model, theme: Theme) {
     let Some(timeline) = &model.timeline else {
         return;
+    };
+    // An incident's facts head its timeline, once its report is in.
+    let area = match &timeline.report {
+        Some(report) => {
+            let [header, rest] =
+                Layout::vertical([Constraint::Length(5), Constraint::Min(6)]).areas(area);
+            render_report(frame, header, report, timeline.saved.as_deref());
+            rest
+        }
+        None => area,
     };
     let [main_area, detail_area] =
         Layout::vertical([Constraint::Min(3), Constraint::Length(4)]).areas(area);
@@ -139,6 +150,44 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, theme: Theme) {
         Paragraph::new(detail)
             .block(Block::bordered().title(" Selected (PgUp/PgDn page, Home/End ends, Esc back) ")),
         detail_area,
+    );
+}
+
+/// The report's facts in three lines: who paused how long, the lapse and the takeover; how
+/// long the zombie kept trying and whether any write got through after the lapse; the `w` key.
+fn render_report(frame: &mut Frame, area: Rect, report: &IncidentReport, saved: Option<&str>) {
+    let at =
+        |t: &Option<chrono::DateTime<chrono::Utc>>| t.as_ref().map_or("?".to_owned(), clock_millis);
+    let ms =
+        |ms: Option<i64>| ms.map_or("?".to_owned(), |ms| format!("{:.3}s", ms as f64 / 1000.0));
+    let who = |owner: &Option<String>, generation: i64| {
+        format!("{} g{generation}", or_dash(owner.as_deref()))
+    };
+    let first = format!(
+        "{} paused {}, lapsed {}; {} from {}",
+        who(&report.stale_owner, report.stale_generation),
+        ms(report.pause_ms),
+        at(&report.stale_grant_lapsed_at),
+        who(&report.superseding_owner, report.superseding_generation),
+        at(&report.superseding_acquired_at),
+    );
+    let after_lapse = report
+        .accepted_after_lapse
+        .map_or("?".to_owned(), |n| n.to_string());
+    let mut second = Line::from(format!(
+        "refused {} over {}, accepted after lapse {after_lapse}, first write {}",
+        report.refused,
+        ms(report.zombie_lifetime_ms),
+        at(&report.superseding_first_write_at),
+    ));
+    if report.accepted_after_lapse.unwrap_or(0) > 0 {
+        second = second.style(Style::default().add_modifier(Modifier::BOLD));
+    }
+    let third = Line::from(saved.unwrap_or("w writes the report to a file").to_owned());
+    frame.render_widget(
+        Paragraph::new(vec![Line::from(first), second, third])
+            .block(Block::bordered().title(format!(" Incident {} ", report.incident))),
+        area,
     );
 }
 
