@@ -100,6 +100,8 @@ impl EtcdClient {
         if endpoints.is_empty() {
             return Err(EtcdError::NoEndpoint);
         }
+        // reqwest is built without a default provider: the one every client of this crate uses.
+        crate::tls::install_crypto_provider();
         let http = reqwest::Client::builder()
             .connect_timeout(timeout)
             .timeout(timeout)
