@@ -663,3 +663,152 @@ async fn two_daemons_on_postgres_agree(#[case] backend: Backend) {
     let lapsed = put(&one, "z", "/shared", second_czxid).send().await;
     assert_eq!(lapsed.status.as_u16(), 201, "{}", lapsed.json);
 }
+
+/// `fencewatch lock zk:/PATH -- CMD`: CMD runs holding the lock, with FENCEWATCH_TOKEN (the
+/// lock node's czxid) and FENCEWATCH_LEASE set, so `fencewatch write` in it needs no flags; the
+/// lock is released when CMD exits, and CMD's exit code is passed through.
+#[cfg_attr(
+    not(fencewatch_zookeeper),
+    ignore = "needs ZooKeeper (Debian zookeeper) and kazoo"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_runs_a_command_holding_a_zookeeper_lock() {
+    let zookeeper = ZooKeeper::start().await;
+    let db = TestDb::new(Backend::Sqlite).await;
+    let fw = daemon(&db, &zookeeper, &[]).await;
+    let exe = env!("CARGO_BIN_EXE_fencewatch");
+    let script = format!(
+        "echo \"$FENCEWATCH_LEASE $FENCEWATCH_TOKEN\"; echo hello | {exe} write jobs/1 --url {} || exit 99; exit 7",
+        fw.base
+    );
+    let output = Command::new(exe)
+        .args([
+            "lock",
+            "zk:/locks/runner",
+            "--zookeeper",
+            &zookeeper.hosts(),
+        ])
+        .args(["--name", "runner-1", "--", "sh", "-c", &script])
+        .env("FENCEWATCH_LOG", "warn")
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert_eq!(
+        output.status.code(),
+        Some(7),
+        "{stdout} {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let (lease, token) = stdout.lines().next().unwrap().split_once(' ').unwrap();
+    assert_eq!(lease, "zk:/locks/runner");
+    let token: i64 = token.parse().unwrap();
+    // The write inside was checked against the lock: its holder named, by the name given.
+    let row = last_audit(&fw, "jobs/1").await;
+    assert_eq!(row["outcome"], "accepted", "{row}");
+    assert_eq!(row["token"], token, "{row}");
+    assert!(
+        row["detail"].as_str().unwrap().contains("(runner-1)"),
+        "{row}"
+    );
+    // Released on exit: nobody holds the lock, and the next holder's czxid is higher.
+    let (children, _) = zookeeper
+        .client()
+        .await
+        .get_children("/locks/runner")
+        .await
+        .unwrap();
+    assert!(children.is_empty(), "{children:?}");
+    let next = Holder::take(&zookeeper, "/locks/runner", "next", 30).await;
+    assert!(next.czxid > token);
+    // A name that is no lock: exit 2, nothing run.
+    let output = Command::new(exe)
+        .args(["lock", "jobs", "--", "sh", "-c", "exit 0"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    next.release().await;
+}
+
+/// `bench --zookeeper` runs the HTTP load with every write naming a ZooKeeper lock beside the
+/// plain fence, and releases the lock at the end.
+#[cfg_attr(
+    not(fencewatch_zookeeper),
+    ignore = "needs ZooKeeper (Debian zookeeper) and kazoo"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bench_measures_zookeeper_checked_writes_beside_the_plain_fence() {
+    let zookeeper = ZooKeeper::start().await;
+    let hosts = zookeeper.hosts();
+    let report = crate::helpers::bench_report(
+        &[
+            "--zookeeper",
+            hosts.as_str(),
+            "--duration",
+            "1s",
+            "--connections",
+            "2",
+            "--resources",
+            "10",
+            "--stale",
+            "0.5",
+            "--no-baseline",
+            "--json",
+        ],
+        Duration::from_secs(90),
+    )
+    .await;
+    let checked = &report["zookeeper"];
+    assert_eq!(checked["lease"], "zk:/bench-zookeeper", "{report}");
+    assert!(checked["token"].as_i64().unwrap() > 0, "{report}");
+    for path in [&report["http"], &checked["writes"]] {
+        assert_eq!(path["errors"], 0, "{report}");
+        assert!(path["accepted"].as_u64().unwrap() > 0, "{report}");
+        assert!(path["rejected"].as_u64().unwrap() > 0, "{report}");
+    }
+    assert_eq!(checked["writes"]["path"], "http zk", "{report}");
+    let (children, _) = zookeeper
+        .client()
+        .await
+        .get_children("/bench-zookeeper")
+        .await
+        .unwrap();
+    assert!(children.is_empty(), "{children:?}");
+}
+
+/// `demo --authority zookeeper` starts its own ZooKeeper; its workers take ZooKeeper locks and
+/// the one whose session ended while paused is refused as superseded.
+#[cfg_attr(
+    not(fencewatch_zookeeper),
+    ignore = "needs ZooKeeper (Debian zookeeper) and kazoo"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_runs_on_zookeeper_locks() {
+    let output = tokio::time::timeout(
+        Duration::from_secs(120),
+        Command::new(env!("CARGO_BIN_EXE_fencewatch"))
+            .args(["demo", "--authority", "zookeeper", "--headless", "--json"])
+            .args(["--duration", "10s", "--workers", "4", "--resources", "2"])
+            .env("FENCEWATCH_LOG", "error")
+            .output(),
+    )
+    .await
+    .expect("the demo ends after its duration")
+    .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(summary["authority"], "zookeeper", "{summary}");
+    assert!(
+        summary["writes"]["accepted"].as_u64().unwrap() > 0,
+        "{summary}"
+    );
+    assert!(
+        summary["writes"]["superseded"].as_u64().unwrap() > 0,
+        "{summary}"
+    );
+}
