@@ -22,6 +22,7 @@ fn main() {
         ("fencewatch_systemd_analyze", Some("systemd-analyze")),
         ("fencewatch_schemathesis", Some("schemathesis")),
     ];
+    zookeeper(required("FENCEWATCH_REQUIRE_PEERS"));
     for (cfg, program) in peers {
         println!("cargo::rustc-check-cfg=cfg({cfg})");
         let present = match program {
@@ -42,6 +43,29 @@ fn main() {
             }
             _ => {}
         }
+    }
+}
+
+/// ZooKeeper's tests run Debian's ZooKeeper server (its jar, with `java`) and a kazoo lock
+/// holder (`python3` with kazoo importable).
+fn zookeeper(require: bool) {
+    println!("cargo::rustc-check-cfg=cfg(fencewatch_zookeeper)");
+    println!("cargo:rerun-if-env-changed=FENCEWATCH_ZOOKEEPER_JAR");
+    let jar = std::env::var("FENCEWATCH_ZOOKEEPER_JAR")
+        .unwrap_or_else(|_| "/usr/share/java/zookeeper.jar".to_owned());
+    let kazoo = std::process::Command::new("python3")
+        .args(["-c", "import kazoo"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    let present = on_path("java") && std::path::Path::new(&jar).is_file() && kazoo;
+    if present {
+        println!("cargo:rustc-cfg=fencewatch_zookeeper");
+    } else if require {
+        panic!(
+            "FENCEWATCH_REQUIRE_PEERS=1 but ZooKeeper ({jar} and java) or kazoo (python3 -c 'import kazoo') is missing"
+        );
     }
 }
 

@@ -91,6 +91,9 @@ pub enum Command {
     /// Write stdin as a resource's value, fenced by a token.
     #[command(after_help = EXIT_CODES_HELP)]
     Write(WriteArgs),
+    /// Hold an etcd or ZooKeeper lock while a command runs (like `etcdctl lock`): the command
+    /// gets FENCEWATCH_TOKEN and FENCEWATCH_LEASE, so `fencewatch write` in it needs no flags.
+    Lock(LockArgs),
     /// Fence your own database: install, protect tables, status, seal, uninstall (PostgreSQL or
     /// SQLite).
     Fence(FenceArgs),
@@ -101,6 +104,31 @@ pub enum Command {
     },
     /// Print the manual page (roff), e.g. `fencewatch man | man -l -`.
     Man,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct LockArgs {
+    /// The lock: `etcd:PREFIX` or `zk:/PATH`, as writes name it in `Fencing-Lease`.
+    pub lock: String,
+    /// etcd endpoints (comma-separated `http://HOST:PORT`), for an `etcd:` lock.
+    #[arg(long, env = "FENCEWATCH_ETCD", default_value = "http://127.0.0.1:2379")]
+    pub etcd: String,
+    /// ZooKeeper servers (comma-separated `HOST:PORT`), for a `zk:` lock.
+    #[arg(long, env = "FENCEWATCH_ZOOKEEPER", default_value = "127.0.0.1:2181")]
+    pub zookeeper: String,
+    /// How long the lock outlives this process if it stops renewing (etcd lease TTL, ZooKeeper
+    /// session timeout).
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "10s")]
+    pub ttl: Duration,
+    /// How long to wait for the lock before giving up (exit 6).
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "1h")]
+    pub wait: Duration,
+    /// The holder's name, kept in the ZooKeeper lock node (shown as who held the lock).
+    #[arg(long, env = "FENCEWATCH_OWNER")]
+    pub name: Option<String>,
+    /// The command to run while holding the lock; its exit code is this command's.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -156,6 +184,12 @@ pub struct ServeArgs {
     /// token), checked against etcd within --db-timeout.
     #[arg(long, env = "FENCEWATCH_ETCD", value_delimiter = ',')]
     pub etcd: Vec<String>,
+
+    /// ZooKeeper servers (comma-separated `HOST:PORT`): writes may then name a ZooKeeper lock
+    /// as their authority (`Fencing-Lease: zk:/PATH`, the czxid of the caller's lock node as
+    /// the token), checked against ZooKeeper (after a `sync`) within --db-timeout.
+    #[arg(long, env = "FENCEWATCH_ZOOKEEPER", value_delimiter = ',')]
+    pub zookeeper: Vec<String>,
 
     /// Refuse every write that does not name a lease of this daemon's authority
     /// (403 unknown-generation), so that no caller can present a token it made up.
@@ -347,8 +381,8 @@ pub enum LeaseAction {
 pub struct WriteArgs {
     /// The resource key (for example accounts/totals).
     pub key: String,
-    /// The writer's fencing token.
-    #[arg(long)]
+    /// The writer's fencing token (inside `fencewatch lock`, the lock's: FENCEWATCH_TOKEN).
+    #[arg(long, env = "FENCEWATCH_TOKEN")]
     pub token: String,
     /// The operation's identity, for safe retries.
     #[arg(long)]
@@ -356,11 +390,12 @@ pub struct WriteArgs {
     /// The revision the write expects (0: never written).
     #[arg(long)]
     pub if_match: Option<i64>,
-    /// The lease of the daemon's authority that issued the token.
-    #[arg(long)]
+    /// The lease of the daemon's authority that issued the token, or an external lock
+    /// (`etcd:PREFIX`, `zk:/PATH`; inside `fencewatch lock`: FENCEWATCH_LEASE).
+    #[arg(long, env = "FENCEWATCH_LEASE")]
     pub lease: Option<String>,
     /// A label for the audit.
-    #[arg(long)]
+    #[arg(long, env = "FENCEWATCH_OWNER")]
     pub owner: Option<String>,
     /// The value's media type.
     #[arg(long)]
@@ -413,9 +448,9 @@ pub struct DemoArgs {
     /// No colours in the dashboard (also when NO_COLOR is set).
     #[arg(long)]
     pub no_color: bool,
-    /// Whose locks the workers take: the daemon's own leases, or etcd's (a build with
-    /// `--features etcd` and an `etcd` program on the PATH, started on free ports in a
-    /// temporary folder and stopped at the end).
+    /// Whose locks the workers take: the daemon's own leases, etcd's (an `etcd` program on the
+    /// PATH) or ZooKeeper's (Debian's zookeeper package and `java`), each started on free
+    /// ports in a temporary folder and stopped at the end.
     #[arg(long, value_enum, default_value_t = DemoAuthority::Daemon)]
     pub authority: DemoAuthority,
 }
@@ -426,6 +461,9 @@ pub enum DemoAuthority {
     Daemon,
     /// etcd locks (`Fencing-Lease: etcd:RESOURCE`).
     Etcd,
+    /// ZooKeeper locks (`Fencing-Lease: zk:/RESOURCE`).
+    #[value(name = "zookeeper")]
+    ZooKeeper,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -620,9 +658,14 @@ pub struct BenchArgs {
     pub subscribers: usize,
     /// Also run the same HTTP load with every write naming an etcd lock (`Fencing-Lease:
     /// etcd:bench-etcd`, the lock taken here with etcd's lock API) against a daemon started
-    /// with `--etcd URL`, reported beside the plain fence. Needs `--features etcd`.
+    /// with `--etcd URL`, reported beside the plain fence.
     #[arg(long, value_name = "URL", conflicts_with = "no_http")]
     pub etcd: Option<String>,
+    /// Also run the same HTTP load with every write naming a ZooKeeper lock (`Fencing-Lease:
+    /// zk:/bench-zookeeper`, the lock taken here with ZooKeeper's lock recipe) against a daemon
+    /// started with `--zookeeper HOSTS`, reported beside the plain fence.
+    #[arg(long, value_name = "HOST:PORT", conflicts_with = "no_http")]
+    pub zookeeper: Option<String>,
     #[arg(long)]
     pub json: bool,
 }

@@ -19,8 +19,4 @@ pub mod store;
 pub mod tls;
 pub mod tui;
 
-/// The etcd client, for the tests of the etcd authority.
-#[cfg(feature = "etcd")]
-pub use etcd_client;
-
 pub use commands::run;

@@ -6,6 +6,7 @@ pub mod bench;
 pub mod demo;
 pub mod fence;
 pub mod lease;
+pub mod lock;
 pub mod serve;
 pub mod write;
 
@@ -21,6 +22,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve(args) => serve::run(args).await.map(|()| ExitCode::SUCCESS),
         Command::Lease(args) => lease::run(args).await,
         Command::Write(args) => write::run(args).await,
+        Command::Lock(args) => lock::run(args).await,
         Command::Fence(args) => fence::run(args).await,
         Command::Audit(args) => audit::run(args).await,
         Command::Bench(args) => bench::run_command(args).await,
@@ -59,6 +61,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .render(&mut std::io::stdout())
                 .map_err(|e| anyhow::anyhow!("failed to write the manual page: {e}"))?;
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Demo(args) if args.authority == crate::cli::DemoAuthority::ZooKeeper => {
+            let color = tui::wants_color(args.no_color);
+            demo::zookeeper::run(args, color)
+                .await
+                .map(|()| ExitCode::SUCCESS)
         }
         Command::Demo(args) if args.authority == crate::cli::DemoAuthority::Etcd => {
             let color = tui::wants_color(args.no_color);

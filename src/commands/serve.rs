@@ -86,19 +86,30 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             },
         },
     );
-    let service = if args.etcd.is_empty() {
-        service
-    } else {
-        let authorities = Authorities::with_etcd(args.etcd.clone(), args.db_timeout)?;
-        let endpoints: Vec<String> = args.etcd.iter().map(|url| redact_url(url)).collect();
-        // A daemon whose etcd is down still starts (its own leases work); /readyz says so.
-        match authorities.ready().await {
-            Ok(()) => tracing::info!(?endpoints, "etcd answers"),
-            Err(error) => {
-                tracing::error!(?endpoints, %error, "etcd does not answer; writes naming etcd locks get 503 until it does")
+    let mut authorities = Authorities::default();
+    if !args.etcd.is_empty() {
+        authorities = authorities.with_etcd(args.etcd.clone(), args.db_timeout)?;
+    }
+    if !args.zookeeper.is_empty() {
+        authorities = authorities.with_zookeeper(args.zookeeper.clone(), args.db_timeout)?;
+    }
+    let service = if authorities.configured() {
+        let etcd: Vec<String> = args.etcd.iter().map(|url| redact_url(url)).collect();
+        let zookeeper = &args.zookeeper;
+        // A daemon whose lock service is down still starts (its own leases work); /readyz says so.
+        for (kind, answered) in authorities.each_ready().await {
+            let flag = kind.flag();
+            match answered {
+                Ok(()) => tracing::info!(?etcd, ?zookeeper, "{flag} answers"),
+                Err(error) => tracing::error!(
+                    ?etcd, ?zookeeper, %error,
+                    "{flag} does not answer; writes naming its locks get 503 until it does"
+                ),
             }
         }
         service.with_authorities(authorities)
+    } else {
+        service
     };
     let listener = TcpListener::bind(&args.listen)
         .await

@@ -11,15 +11,19 @@ use super::lease::{LeaseCheck, LeaseScope};
 use super::{LeaseName, ParseError, ResourceKey};
 
 /// Which lock service issued a generation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum AuthorityKind {
     /// etcd's `concurrency.Mutex` / `etcdctl lock`: the holder is the key under `PREFIX/`
     /// with the lowest create revision, and that revision is its generation.
     Etcd,
+    /// ZooKeeper's lock recipe (kazoo `Lock`, Curator `InterProcessMutex`): the holder is the
+    /// ephemeral sequential child of `/PATH` with the lowest sequence number, and its czxid is
+    /// its generation.
+    ZooKeeper,
 }
 
 impl AuthorityKind {
-    pub const ALL: [AuthorityKind; 1] = [AuthorityKind::Etcd];
+    pub const ALL: [AuthorityKind; 2] = [AuthorityKind::Etcd, AuthorityKind::ZooKeeper];
 
     /// The service a name as `Fencing-Lease` gives it belongs to, with the lock's name in it
     /// (`etcd:/locks/jobs` → etcd, `/locks/jobs`); `None` for a lease of the daemon's own.
@@ -37,6 +41,23 @@ impl AuthorityKind {
     pub fn scheme(self) -> &'static str {
         match self {
             AuthorityKind::Etcd => "etcd",
+            AuthorityKind::ZooKeeper => "zk",
+        }
+    }
+
+    /// The `serve` flag that configures it.
+    pub fn flag(self) -> &'static str {
+        match self {
+            AuthorityKind::Etcd => "etcd",
+            AuthorityKind::ZooKeeper => "zookeeper",
+        }
+    }
+
+    /// What its counter is called, for the audit's notes.
+    pub fn counter(self) -> &'static str {
+        match self {
+            AuthorityKind::Etcd => "etcd revision",
+            AuthorityKind::ZooKeeper => "ZooKeeper zxid",
         }
     }
 }
@@ -75,7 +96,16 @@ impl ExternalLock {
         }
         if name.ends_with('/') {
             return Err(ParseError::new(format!(
-                "Fencing-Lease {scheme}: give the prefix without its trailing '/', as to etcdctl lock"
+                "Fencing-Lease {scheme}: give the lock's name without a trailing '/' (as to etcdctl lock, or kazoo's Lock)"
+            )));
+        }
+        if kind == AuthorityKind::ZooKeeper
+            && (!name.starts_with('/')
+                || name.contains("//")
+                || name.split('/').any(|p| p == "." || p == ".."))
+        {
+            return Err(ParseError::new(format!(
+                "Fencing-Lease {scheme}: the lock's znode must be an absolute path such as zk:/locks/jobs"
             )));
         }
         Ok(Self {
@@ -114,10 +144,23 @@ impl ExternalLock {
 /// The lock's holder when it was observed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LockHolder {
-    /// The holder's key in the service (etcd: `PREFIX/<lease id>`).
+    /// The holder's key in the service (etcd: `PREFIX/<lease id>`; ZooKeeper: its node's path).
     pub key: String,
-    /// Its generation (etcd: the key's create revision).
+    /// Its generation (etcd: the key's create revision; ZooKeeper: the node's czxid).
     pub generation: i64,
+    /// The name the lock client gave it, where it gave one (ZooKeeper: the node's data, such
+    /// as kazoo's identifier or Curator's address).
+    pub name: Option<String>,
+}
+
+impl LockHolder {
+    /// How the audit and the lock's history name it: its key, with its name where it has one.
+    pub fn label(&self) -> String {
+        match &self.name {
+            Some(name) => format!("{} ({name})", self.key),
+            None => self.key.clone(),
+        }
+    }
 }
 
 /// One read of the lock from its service.
@@ -125,7 +168,8 @@ pub struct LockHolder {
 pub struct LockObservation {
     /// `None` when nobody held the lock.
     pub holder: Option<LockHolder>,
-    /// The service's own counter when it answered (etcd: the response header's revision).
+    /// The service's own counter when it answered (etcd: the response header's revision;
+    /// ZooKeeper: the lock node's pzxid, the zxid of the last change to its children).
     pub revision: i64,
 }
 
@@ -250,6 +294,7 @@ mod tests {
             holder: Some(LockHolder {
                 key: format!("jobs/{generation:x}"),
                 generation,
+                name: None,
             }),
             revision,
         }
@@ -285,7 +330,19 @@ mod tests {
     fn lease_names() {
         let lock = |text: &str| ExternalLock::from_lease(&LeaseName::parse(text).unwrap());
         assert_eq!(lock("jobs"), None, "a lease of the daemon's own");
-        assert_eq!(lock("zk:jobs"), None, "no such authority: the daemon's own");
+        assert_eq!(
+            lock("consul:jobs"),
+            None,
+            "no such authority: the daemon's own"
+        );
+        let zk = lock("zk:/locks/jobs").unwrap().unwrap();
+        assert_eq!(zk.kind, AuthorityKind::ZooKeeper);
+        assert_eq!(zk.name(), "/locks/jobs");
+        assert_eq!(zk.lease_name(), "zk:/locks/jobs");
+        assert!(lock("zk:locks/jobs").unwrap().is_err(), "relative");
+        assert!(lock("zk:/locks//jobs").unwrap().is_err(), "empty part");
+        assert!(lock("zk:/locks/../jobs").unwrap().is_err(), "dot-dot");
+        assert!(lock("zk:/").unwrap().is_err(), "the root");
         let etcd = lock("etcd:/locks/jobs").unwrap().unwrap();
         assert_eq!(etcd.kind, AuthorityKind::Etcd);
         assert_eq!(etcd.name(), "/locks/jobs");
@@ -307,7 +364,10 @@ mod tests {
             Some((etcd, &b"a:b"[..]))
         );
         assert_eq!(AuthorityKind::of_name(b"jobs"), None);
-        assert_eq!(AuthorityKind::of_name(b"zk:jobs"), None);
+        assert_eq!(
+            AuthorityKind::of_name(b"zk:/jobs"),
+            Some((AuthorityKind::ZooKeeper, &b"/jobs"[..]))
+        );
         assert_eq!(AuthorityKind::of_name(b"jobs:etcd:x"), None);
     }
 

@@ -247,17 +247,20 @@ pub(super) fn judge(
     let observation = &view.observation;
     let check = authority::lease_check(observation, working.highest, strict, in_scope);
     let name = view.lock.lease_name();
+    let counter = view.lock.kind.counter();
     let mut note = match &observation.holder {
         Some(holder) => format!(
-            "{name} held by {} (generation {}) at etcd revision {}",
-            holder.key, holder.generation, observation.revision
+            "{name} held by {} (generation {}) at {counter} {}",
+            holder.label(),
+            holder.generation,
+            observation.revision
         ),
         None if working.highest > 0 => format!(
-            "{name} lock lapsed: nobody held it at etcd revision {}; generation {} was last held by {}",
+            "{name} lock lapsed: nobody held it at {counter} {}; generation {} was last held by {}",
             observation.revision, working.highest, working.holder_key
         ),
         None => format!(
-            "{name} lock lapsed: nobody held it at etcd revision {}",
+            "{name} lock lapsed: nobody held it at {counter} {}",
             observation.revision
         ),
     };
@@ -272,7 +275,7 @@ pub(super) fn judge(
     let highest = authority::advanced(observation, working.highest);
     if highest > working.highest {
         if let Some(holder) = &observation.holder {
-            working.holder_key = holder.key.clone();
+            working.holder_key = holder.label();
         }
         working.highest = highest;
         working.owner = None;
@@ -280,7 +283,7 @@ pub(super) fn judge(
     // Whatever the write's fate, its read of the lock is a fact about who held it then.
     if let Some(holder) = &observation.holder {
         working.observed.push(Sighting {
-            holder_key: holder.key.clone(),
+            holder_key: holder.label(),
             generation: holder.generation,
             at_us: view.observed_at_us,
         });
@@ -293,7 +296,7 @@ pub(super) fn judge(
     Judged {
         check,
         note,
-        holder: observation.holder.as_ref().map(|h| h.key.clone()),
+        holder: observation.holder.as_ref().map(|h| h.label()),
         shared_generation: shared,
     }
 }

@@ -2,7 +2,7 @@
 //! a real etcd started per test on free loopback ports.
 
 use crate::helpers::{audit_of, bench_report, http_client, Backend, Daemon, Put, Reply, TestDb};
-use fencewatch::etcd_client::{Client, GetOptions, LockOptions};
+use fencewatch::authority::etcd::{EtcdClient, EtcdError};
 use rstest::rstest;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -66,7 +66,7 @@ impl Etcd {
         };
         let started = Instant::now();
         loop {
-            if let Ok(mut client) = etcd.try_client().await {
+            if let Ok(client) = etcd.try_client() {
                 if client.status().await.is_ok() {
                     return etcd;
                 }
@@ -79,15 +79,12 @@ impl Etcd {
         }
     }
 
-    async fn try_client(&self) -> Result<Client, fencewatch::etcd_client::Error> {
-        let options = fencewatch::etcd_client::ConnectOptions::new()
-            .with_connect_timeout(Duration::from_secs(1))
-            .with_timeout(Duration::from_secs(2));
-        Client::connect([self.url.as_str()], Some(options)).await
+    fn try_client(&self) -> Result<EtcdClient, EtcdError> {
+        EtcdClient::new(vec![self.url.clone()], Duration::from_secs(10))
     }
 
-    async fn client(&self) -> Client {
-        self.try_client().await.unwrap()
+    fn client(&self) -> EtcdClient {
+        self.try_client().unwrap()
     }
 
     async fn kill(&mut self) {
@@ -99,48 +96,39 @@ impl Etcd {
     /// Takes `prefix`'s lock under a lease of `ttl_s` seconds (never kept alive) and returns
     /// the lock key with its create revision, the token.
     async fn lock(&self, prefix: &str, ttl_s: i64) -> (String, i64) {
-        let mut client = self.client().await;
-        let lease = client.lease_grant(ttl_s, None).await.unwrap().id();
-        let locked = client
-            .lock(prefix, Some(LockOptions::new().with_lease(lease)))
-            .await
-            .unwrap();
-        let key = String::from_utf8(locked.key().to_vec()).unwrap();
-        (key.clone(), create_revision(&mut client, &key).await)
+        let client = self.client();
+        let lease = client.grant(ttl_s).await.unwrap();
+        let key = client.lock(prefix, lease).await.unwrap();
+        (key.clone(), create_revision(&client, &key).await)
     }
 
     async fn unlock(&self, key: &str) {
-        self.client().await.unlock(key).await.unwrap();
+        self.client().unlock(key).await.unwrap();
     }
 
     /// A contender's key under the lock that does not hold it (as a waiting `Lock` leaves).
     async fn waiter(&self, prefix: &str) -> i64 {
-        let mut client = self.client().await;
-        let lease = client.lease_grant(60, None).await.unwrap().id();
+        let client = self.client();
+        let lease = client.grant(60).await.unwrap();
         let key = format!("{prefix}/{lease:x}");
-        client
-            .put(
-                key.as_str(),
-                "",
-                Some(fencewatch::etcd_client::PutOptions::new().with_lease(lease)),
-            )
-            .await
-            .unwrap();
-        create_revision(&mut client, &key).await
+        client.put(&key, b"", lease).await.unwrap();
+        create_revision(&client, &key).await
     }
 
     /// Moves the cluster's revision on by `count` writes elsewhere.
     async fn bump(&self, count: usize) {
-        let mut client = self.client().await;
+        let client = self.client();
         for i in 0..count {
-            client.put("unrelated", i.to_string(), None).await.unwrap();
+            client
+                .put("unrelated", i.to_string().as_bytes(), 0)
+                .await
+                .unwrap();
         }
     }
 }
 
-async fn create_revision(client: &mut Client, key: &str) -> i64 {
-    let got = client.get(key, None::<GetOptions>).await.unwrap();
-    got.kvs()[0].create_revision()
+async fn create_revision(client: &EtcdClient, key: &str) -> i64 {
+    client.get(key).await.unwrap().unwrap().create_revision
 }
 
 async fn daemon(db: &TestDb, etcd: &Etcd, extra: &[&str]) -> Daemon {
@@ -225,13 +213,9 @@ async fn every_row_of_the_contract(#[case] backend: Backend) {
     // A new holder: the old token is superseded even where the new one never wrote.
     etcd.unlock(&first_key).await;
     // The waiter would hold it next; it gives up instead.
-    let mut client = etcd.client().await;
-    let waiters = client
-        .get("jobs/", Some(GetOptions::new().with_prefix()))
-        .await
-        .unwrap();
-    for kv in waiters.kvs() {
-        client.delete(kv.key(), None).await.unwrap();
+    let client = etcd.client();
+    while let (Some(waiter), _) = client.first_created("jobs/").await.unwrap() {
+        client.delete(&waiter.key).await.unwrap();
     }
     let (second_key, second) = etcd.lock("jobs", 60).await;
     let reply = put(&fw, "never-seen-second", "jobs", first).send().await;
@@ -653,13 +637,8 @@ async fn the_bench_measures_etcd_checked_writes_beside_the_plain_fence() {
     );
     assert_eq!(report["reads"]["errors"], 0, "{report}");
     // The lock was released when the bench ended.
-    let held = etcd
-        .client()
-        .await
-        .get("bench-etcd/", Some(GetOptions::new().with_prefix()))
-        .await
-        .unwrap();
-    assert!(held.kvs().is_empty(), "{:?}", held.kvs());
+    let (held, _) = etcd.client().first_created("bench-etcd/").await.unwrap();
+    assert!(held.is_none(), "{held:?}");
 }
 
 /// `demo --authority etcd` starts its own etcd, its workers take etcd locks, and the paused one

@@ -14,15 +14,7 @@ mod clock;
 mod concurrency;
 mod deploy;
 mod durability;
-#[cfg(feature = "etcd")]
 mod etcd;
-#[cfg(not(feature = "etcd"))]
-mod etcd {
-    /// Stands for the etcd authority's tests in a build without it, so that the count says so.
-    #[test]
-    #[ignore = "the etcd authority is built with --features etcd (needs protoc)"]
-    fn etcd_authority() {}
-}
 mod events;
 mod faults;
 mod fence;
@@ -60,3 +52,4 @@ mod tls;
 mod tui;
 mod watch;
 mod worker_script;
+mod zookeeper;

@@ -45,7 +45,7 @@ impl FenceService {
         if let Some(lock) = lock {
             if !self.authorities.has(lock.kind) {
                 return Err(WriteError::NoAuthority(AuthorityError::NotConfigured(
-                    lock.kind.scheme(),
+                    lock.kind.flag(),
                 )));
             }
             // Read before asking the service: what was committed before the question is what a

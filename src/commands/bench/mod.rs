@@ -7,17 +7,16 @@ mod baseline;
 mod connection;
 mod cpu;
 mod dashboard;
-#[cfg(feature = "etcd")]
 mod etcd;
 mod load;
 mod pgbench;
 mod report;
 mod tally;
+mod zookeeper;
 
 pub use cpu::CpuPerWrite;
 pub use dashboard::{run_dashboard, DashboardReport};
-/// Also how `demo --authority etcd` starts its daemon.
-#[cfg(feature = "etcd")]
+/// Also how `demo --authority etcd|zookeeper` starts its daemon.
 pub(crate) use load::start_daemon;
 pub use report::print;
 
@@ -48,6 +47,8 @@ pub struct BenchOptions {
     pub subscribers: usize,
     /// etcd endpoints: also run the writers naming an etcd lock (`bench --etcd`).
     pub etcd: Option<String>,
+    /// ZooKeeper servers: also run the writers naming a ZooKeeper lock (`bench --zookeeper`).
+    pub zookeeper: Option<String>,
 }
 
 /// What one path reached.
@@ -104,25 +105,22 @@ pub struct BenchReport {
     /// The same HTTP load with every write naming an etcd lock (`--etcd`), run after the plain
     /// fence's in the same invocation, so that the two compare on a machine whose speed varies.
     pub etcd: Option<EtcdPath>,
+    /// The same with every write naming a ZooKeeper lock (`--zookeeper`).
+    pub zookeeper: Option<EtcdPath>,
 }
 
-/// The HTTP path with writes naming an etcd lock.
+/// The HTTP path with writes naming an external lock (etcd's or ZooKeeper's).
 #[derive(Debug, Clone, Serialize)]
 pub struct EtcdPath {
-    /// `etcd:PREFIX`, as the writers named it.
+    /// `etcd:PREFIX` or `zk:/PATH`, as the writers named it.
     pub lease: String,
-    /// The holder's key and its create revision, the writers' token.
+    /// The holder's key and its generation (create revision, czxid), the writers' token.
     pub holder_key: String,
     pub token: i64,
     pub writes: PathResult,
     pub daemon_peak_rss_mib: Option<f64>,
     pub cpu: Option<CpuPerWrite>,
 }
-
-/// `bench --etcd` in a build without the etcd authority.
-#[derive(Debug, thiserror::Error)]
-#[error("bench --etcd needs a fencewatch built with --features etcd")]
-pub struct EtcdNotBuilt;
 
 /// The `bench` command: runs what its arguments ask for and prints the report.
 pub async fn run_command(args: BenchArgs) -> anyhow::Result<ExitCode> {
@@ -150,6 +148,7 @@ pub async fn run_command(args: BenchArgs) -> anyhow::Result<ExitCode> {
         readers: args.readers,
         subscribers: args.subscribers,
         etcd: args.etcd,
+        zookeeper: args.zookeeper,
     })
     .await?;
     if args.json {
@@ -162,7 +161,6 @@ pub async fn run_command(args: BenchArgs) -> anyhow::Result<ExitCode> {
 
 pub async fn run(options: BenchOptions) -> anyhow::Result<BenchReport> {
     let folder = tempfile::tempdir().context("failed to create a temporary folder")?;
-    check_etcd_built(&options)?;
     let (http, peak) = if options.http {
         let fence = load::Fence::plain();
         let (http, peak) = load::run_daemon_and_http(&options, folder.path(), &fence).await?;
@@ -173,6 +171,31 @@ pub async fn run(options: BenchOptions) -> anyhow::Result<BenchReport> {
     let etcd = match &options.etcd {
         Some(endpoints) if options.http => {
             Some(run_etcd(&options, folder.path(), endpoints).await?)
+        }
+        _ => None,
+    };
+    let zookeeper = match &options.zookeeper {
+        Some(hosts) if options.http => {
+            let held = zookeeper::lock(hosts).await?;
+            let fence = load::Fence {
+                namespace: zookeeper::NAMESPACE.to_owned(),
+                token: held.token,
+                lease: Some(format!("zk:{}", zookeeper::PATH)),
+                serve_args: vec!["--zookeeper".to_owned(), hosts.clone()],
+                database_file: "bench-zookeeper.db",
+            };
+            let run = load::run_daemon_and_http(&options, folder.path(), &fence).await;
+            let (holder_key, token) = (held.node.clone(), held.token);
+            held.release().await;
+            let (run, peak) = run?;
+            Some(EtcdPath {
+                lease: format!("zk:{}", zookeeper::PATH),
+                holder_key,
+                token,
+                writes: run.writes,
+                daemon_peak_rss_mib: peak,
+                cpu: run.cpu,
+            })
         }
         _ => None,
     };
@@ -221,20 +244,12 @@ pub async fn run(options: BenchOptions) -> anyhow::Result<BenchReport> {
         daemon_peak_rss_mib: peak,
         cpu,
         etcd,
+        zookeeper,
     })
-}
-
-/// Refuses `--etcd` before anything starts in a build without the etcd authority.
-fn check_etcd_built(options: &BenchOptions) -> Result<(), EtcdNotBuilt> {
-    if options.etcd.is_some() && !cfg!(feature = "etcd") {
-        return Err(EtcdNotBuilt);
-    }
-    Ok(())
 }
 
 /// The HTTP path again, each write naming a lock the bench holds in etcd, against a daemon of
 /// its own started with `--etcd`.
-#[cfg(feature = "etcd")]
 async fn run_etcd(
     options: &BenchOptions,
     folder: &std::path::Path,
@@ -261,15 +276,6 @@ async fn run_etcd(
         daemon_peak_rss_mib: peak,
         cpu: run.cpu,
     })
-}
-
-#[cfg(not(feature = "etcd"))]
-async fn run_etcd(
-    _options: &BenchOptions,
-    _folder: &std::path::Path,
-    _endpoints: &str,
-) -> anyhow::Result<EtcdPath> {
-    Err(EtcdNotBuilt.into())
 }
 
 /// A client's random picks, seeded by its number so that runs look alike.
@@ -336,32 +342,5 @@ mod tests {
         // The same seed, the same picks.
         let (mut a, mut b) = (Picks::seeded(9), Picks::seeded(9));
         assert!((0..100).all(|_| a.resource(1000) == b.resource(1000)));
-    }
-
-    #[test]
-    fn the_etcd_path_needs_the_feature() {
-        let mut options = BenchOptions {
-            url: None,
-            ca_cert: None,
-            database: None,
-            connections: 1,
-            resources: 1,
-            stale_fraction: 0.0,
-            idempotency_keys: false,
-            duration: Duration::from_secs(1),
-            baseline: false,
-            http: true,
-            json: false,
-            readers: 0,
-            subscribers: 0,
-            etcd: None,
-        };
-        assert!(check_etcd_built(&options).is_ok());
-        options.etcd = Some("http://127.0.0.1:2379".to_owned());
-        let checked = check_etcd_built(&options);
-        assert_eq!(checked.is_ok(), cfg!(feature = "etcd"));
-        if let Err(error) = checked {
-            assert!(error.to_string().contains("--features etcd"), "{error}");
-        }
     }
 }

@@ -180,6 +180,7 @@ mod tests {
             readers: 0,
             subscribers: 0,
             etcd: None,
+            zookeeper: None,
         };
         let text = script(&options);
         assert!(text.contains("random(1, 1000)\n"), "{text}");

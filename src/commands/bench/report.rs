@@ -20,6 +20,7 @@ pub fn print(report: &BenchReport) {
         .http
         .iter()
         .chain(report.etcd.iter().map(|etcd| &etcd.writes))
+        .chain(report.zookeeper.iter().map(|zookeeper| &zookeeper.writes))
         .chain(report.reads.iter())
         .chain(report.group_commit.iter())
         .chain(report.baseline.iter())
@@ -57,23 +58,24 @@ pub fn print(report: &BenchReport) {
     if let Some(cpu) = &report.cpu {
         print_cpu("HTTP write", cpu);
     }
-    if let Some(etcd) = &report.etcd {
+    for (service, path) in [("etcd", &report.etcd), ("ZooKeeper", &report.zookeeper)] {
+        let Some(path) = path else { continue };
         println!(
-            "etcd path: writes named {} held by {} (generation {})",
-            etcd.lease, etcd.holder_key, etcd.token
+            "{service} path: writes named {} held by {} (generation {})",
+            path.lease, path.holder_key, path.token
         );
         if let Some(http) = &report.http {
             println!(
                 "http {} / http: {:.2} of the plain fence's writes/s",
-                etcd.lease,
-                etcd.writes.per_second / http.per_second.max(f64::EPSILON)
+                path.lease,
+                path.writes.per_second / http.per_second.max(f64::EPSILON)
             );
         }
-        if let Some(peak) = etcd.daemon_peak_rss_mib {
-            println!("etcd path's daemon peak memory: {peak:.1} MiB");
+        if let Some(peak) = path.daemon_peak_rss_mib {
+            println!("{service} path's daemon peak memory: {peak:.1} MiB");
         }
-        if let Some(cpu) = &etcd.cpu {
-            print_cpu("HTTP write naming the etcd lock", cpu);
+        if let Some(cpu) = &path.cpu {
+            print_cpu(&format!("HTTP write naming the {service} lock"), cpu);
         }
     }
 }

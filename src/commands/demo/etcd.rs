@@ -11,28 +11,19 @@ use crate::cli::DemoArgs;
 /// Why the etcd demo cannot run.
 #[derive(Debug, thiserror::Error)]
 pub enum DemoEtcdError {
-    #[error("demo --authority etcd needs a fencewatch built with --features etcd")]
-    NotBuilt,
     #[error("demo --authority etcd needs an `etcd` program on the PATH (Debian: etcd-server)")]
     NoEtcd(#[source] std::io::Error),
     #[error("the etcd it started did not answer within 30 s")]
     EtcdNotReady,
 }
 
-#[cfg(not(feature = "etcd"))]
-pub async fn run(_args: DemoArgs, _color: bool) -> anyhow::Result<()> {
-    Err(DemoEtcdError::NotBuilt.into())
-}
-
-#[cfg(feature = "etcd")]
 pub use with_etcd::run;
 
-#[cfg(feature = "etcd")]
 mod with_etcd {
     use super::{DemoArgs, DemoEtcdError};
+    use crate::authority::etcd::EtcdClient;
     use crate::client::{DaemonClient, WriteRequest};
     use anyhow::Context;
-    use etcd_client::{Client, ConnectOptions, GetOptions, LockOptions};
     use std::process::Stdio;
     use std::time::{Duration, Instant};
     use tokio::process::{Child, Command};
@@ -160,7 +151,7 @@ mod with_etcd {
             .map_err(DemoEtcdError::NoEtcd)?;
         let started = Instant::now();
         while started.elapsed() < Duration::from_secs(30) {
-            if let Ok(mut client) = connect(&url).await {
+            if let Ok(client) = connect(&url) {
                 if client.status().await.is_ok() {
                     return Ok((child, url));
                 }
@@ -170,11 +161,9 @@ mod with_etcd {
         Err(DemoEtcdError::EtcdNotReady.into())
     }
 
-    async fn connect(url: &str) -> Result<Client, etcd_client::Error> {
-        let options = ConnectOptions::new()
-            .with_connect_timeout(Duration::from_secs(1))
-            .with_timeout(Duration::from_secs(5));
-        Client::connect([url], Some(options)).await
+    /// Calls wait at most 2 s: a worker queued behind others for a lock still notices `stop`.
+    fn connect(url: &str) -> Result<EtcdClient, crate::authority::etcd::EtcdError> {
+        EtcdClient::new(vec![url.to_owned()], Duration::from_secs(2))
     }
 
     /// One simulated worker: takes a resource's etcd lock, writes with its create revision,
@@ -187,7 +176,7 @@ mod with_etcd {
         resources: Vec<String>,
         stop: watch::Receiver<bool>,
     ) {
-        let Ok(mut etcd) = connect(&etcd).await else {
+        let Ok(etcd) = connect(&etcd) else {
             tracing::error!("worker {id}: cannot reach etcd");
             return;
         };
@@ -200,35 +189,20 @@ mod with_etcd {
         while !*stop.borrow() {
             let resource = &resources[turn % resources.len()];
             turn += 1;
-            let Ok(granted) = etcd.lease_grant(LEASE_TTL_S, None).await else {
+            let Ok(lease) = etcd.grant(LEASE_TTL_S).await else {
                 tokio::time::sleep(Duration::from_millis(150)).await;
                 continue;
             };
-            let lease = granted.id();
-            // A bounded wait, so that a worker queued behind others still notices `stop`.
-            let locked = tokio::time::timeout(
-                Duration::from_secs(2),
-                etcd.lock(
-                    resource.as_str(),
-                    Some(LockOptions::new().with_lease(lease)),
-                ),
-            )
-            .await;
-            let key = match locked {
-                Ok(Ok(locked)) => locked.key().to_vec(),
-                _ => {
-                    let _ = etcd.lease_revoke(lease).await;
-                    continue;
-                }
+            let Ok(key) = etcd.lock(resource, lease).await else {
+                let _ = etcd.revoke(lease).await;
+                continue;
             };
-            let token = match etcd.get(key, None::<GetOptions>).await {
-                Ok(got) => got.kvs().first().map(|kv| kv.create_revision()),
-                Err(_) => None,
-            };
-            let (Some(token), Ok((mut keeper, _responses))) =
-                (token, etcd.lease_keep_alive(lease).await)
+            let Ok(Some(token)) = etcd
+                .get(&key)
+                .await
+                .map(|got| got.map(|k| k.create_revision))
             else {
-                let _ = etcd.lease_revoke(lease).await;
+                let _ = etcd.revoke(lease).await;
                 continue;
             };
             for step in 0..10 {
@@ -252,11 +226,11 @@ mod with_etcd {
                     }
                     break;
                 }
-                let _ = keeper.keep_alive().await;
+                let _ = etcd.keep_alive(lease).await;
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
             // Revoking the lease deletes the lock key: the next contender holds the lock.
-            let _ = etcd.lease_revoke(lease).await;
+            let _ = etcd.revoke(lease).await;
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }

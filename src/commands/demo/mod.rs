@@ -6,6 +6,7 @@
 pub mod etcd;
 mod story;
 mod summary;
+pub mod zookeeper;
 
 use crate::app::service::{FenceService, Limits};
 use crate::client::DaemonClient;

@@ -1,0 +1,34 @@
+"""A kazoo lock holder for the ZooKeeper tests: takes Lock(PATH, IDENTIFIER) and prints one line,
+`HELD <node path> <czxid>`, then waits for a line on stdin: `release` releases the lock and
+exits; end of input exits without releasing (the session closes, which deletes the node).
+
+    python3 kazoo_lock.py HOSTS PATH IDENTIFIER [SESSION_TIMEOUT_S]
+"""
+
+import sys
+
+from kazoo.client import KazooClient
+
+
+def main():
+    hosts, path, identifier = sys.argv[1], sys.argv[2], sys.argv[3]
+    timeout = float(sys.argv[4]) if len(sys.argv) > 4 else 10.0
+    client = KazooClient(hosts=hosts, timeout=timeout)
+    client.start(timeout=20)
+    lock = client.Lock(path, identifier)
+    lock.acquire(timeout=60)
+    node = lock.node
+    # kazoo keeps the node's name; its czxid is the fencing token.
+    full = path.rstrip("/") + "/" + node
+    _, stat = client.get(full)
+    print("HELD %s %d" % (full, stat.czxid), flush=True)
+    line = sys.stdin.readline()
+    if line.strip() == "release":
+        lock.release()
+        print("RELEASED", flush=True)
+    client.stop()
+    client.close()
+
+
+if __name__ == "__main__":
+    main()
