@@ -182,7 +182,10 @@ async fn reconcile_run(example: Example) {
     })
     .await
     .expect("the older worker reads and pauses");
-    assert_eq!(older_out[0], "generation 1: read 5 accounts", "{older_out:?}");
+    assert_eq!(
+        older_out[0], "generation 1: read 5 accounts",
+        "{older_out:?}"
+    );
     let deadline = Instant::now() + WAIT;
     while !stopped(pid) {
         assert!(Instant::now() < deadline, "the older worker never stopped");
