@@ -25,6 +25,9 @@ const READ_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct DaemonClient {
     http: reqwest::Client,
     base: String,
+    /// `base` as it may be shown: its userinfo masked (`crate::redact`). Every message and
+    /// every error names the daemon by this; reqwest's errors lose their URL (`quiet`).
+    shown_base: String,
     api_key: Option<String>,
 }
 
@@ -36,15 +39,18 @@ impl DaemonClient {
         api_key: Option<String>,
         ca_cert: Option<&std::path::Path>,
     ) -> Result<Self, ClientError> {
+        let base = base.trim_end_matches('/').to_owned();
         Ok(Self {
             http: crate::tls::http_client(reqwest::Client::builder(), ca_cert)?,
-            base: base.trim_end_matches('/').to_owned(),
+            shown_base: crate::redact::redact_userinfo(&base),
+            base,
             api_key,
         })
     }
 
+    /// The daemon's URL as it may be shown (any userinfo masked).
     pub fn base(&self) -> &str {
-        &self.base
+        &self.shown_base
     }
 
     fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
@@ -63,8 +69,8 @@ impl DaemonClient {
             .send()
             .await
             .map_err(|source| ClientError::Unreachable {
-                base: self.base.clone(),
-                source,
+                base: self.shown_base.clone(),
+                source: quiet(source),
             })
     }
 
@@ -80,7 +86,7 @@ impl DaemonClient {
             .await
             .map_err(|source| ClientError::Unreadable {
                 path: path.to_owned(),
-                source,
+                source: quiet(source),
             })?;
         if !status.is_success() {
             return Err(ClientError::Status {
@@ -115,6 +121,12 @@ impl DaemonClient {
     pub async fn alerts(&self) -> Result<AlertList, ClientError> {
         self.read("/v1/alerts").await
     }
+}
+
+/// A reqwest error without the URL it would print (`… for url (http://user:secret@…)`): the
+/// client's own messages name the daemon by its shown URL instead.
+fn quiet(error: reqwest::Error) -> reqwest::Error {
+    error.without_url()
 }
 
 #[derive(Debug, thiserror::Error)]

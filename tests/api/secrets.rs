@@ -360,3 +360,45 @@ async fn a_serving_daemon_shows_no_password_or_key() {
     }
     assert_no_secret("the daemon's log", &logs);
 }
+
+/// A secret in the daemon's URL given to a client command (`--url http://user:SECRET@host`, or
+/// a token in the user's place): every client command that fails to reach the daemon, or gets
+/// an answer it cannot use, says why without it, on stdout and stderr, at `debug`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_command_shows_no_secret_of_its_url() {
+    const URL_PASSWORD: &str = "fw-UrlPw-7hQx2";
+    const URL_TOKEN: &str = "fw-UrlTok-3mVb8";
+    let mut runs = Vec::new();
+    for server in [refusing_address().await, wrong_server().await] {
+        for url in [
+            format!("http://fwuser:{URL_PASSWORD}@{server}"),
+            format!("http://{URL_TOKEN}@{server}/"),
+            format!("http://{URL_TOKEN}:{URL_PASSWORD}@{server}"),
+        ] {
+            for args in [
+                &["lease", "acquire", "jobs", "--holder", "w1", "--ttl", "5s"][..],
+                &["lease", "show", "jobs"][..],
+                &["write", "jobs/a", "--token", "1"][..],
+                &["tui", "--once"][..],
+            ] {
+                let url = url.clone();
+                runs.push(tokio::spawn(async move {
+                    let mut all = args.to_vec();
+                    all.extend(["--url", url.as_str()]);
+                    let (ok, shown) = run(&all, &[]).await;
+                    (format!("{args:?} --url {url}"), ok, shown)
+                }));
+            }
+        }
+    }
+    for run in runs {
+        let (what, ok, shown) = run.await.unwrap();
+        assert!(!ok, "{what} failed: {shown}");
+        for secret in [URL_PASSWORD, URL_TOKEN] {
+            assert!(
+                !shown.contains(secret),
+                "{what} shows the secret {secret:?}:\n{shown}"
+            );
+        }
+    }
+}
