@@ -23,15 +23,18 @@ pub enum RefusalReason {
     MisdirectedRequest,
     /// An address over its budget of refusals.
     TooManyRequests,
+    /// A write naming one of the daemon's own leases (`Fencing-Lease: fencewatch/…`).
+    ReservedName,
 }
 
 impl RefusalReason {
-    pub const ALL: [RefusalReason; 5] = [
+    pub const ALL: [RefusalReason; 6] = [
         RefusalReason::Unauthorized,
         RefusalReason::Forbidden,
         RefusalReason::CrossOrigin,
         RefusalReason::MisdirectedRequest,
         RefusalReason::TooManyRequests,
+        RefusalReason::ReservedName,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -41,6 +44,7 @@ impl RefusalReason {
             RefusalReason::CrossOrigin => "cross-origin",
             RefusalReason::MisdirectedRequest => "misdirected-request",
             RefusalReason::TooManyRequests => "too-many-requests",
+            RefusalReason::ReservedName => "reserved-name",
         }
     }
 
@@ -438,11 +442,11 @@ mod tests {
         /// counted, per reason, and no more entries name a source than the bound allows.
         #[test]
         fn counts_add_up_to_the_refusals(
-            refusals in proptest::collection::vec((0i64..60 * SECOND, 0u8..20, 0usize..5), 0..300),
+            refusals in proptest::collection::vec((0i64..60 * SECOND, 0u8..20, 0usize..RefusalReason::ALL.len()), 0..300),
             bound in 1usize..12,
         ) {
             let mut tally = RefusalTally::new(Duration::from_secs(10), bound);
-            let mut sent = [0i64; 5];
+            let mut sent = [0i64; RefusalReason::ALL.len()];
             for (at, source, reason) in &refusals {
                 tally.count(*at, address(*source), RefusalReason::ALL[*reason], sample);
                 sent[*reason] += 1;

@@ -430,3 +430,78 @@ async fn foreign_origins_are_refused_and_allowed_ones_get_cors(#[case] backend: 
     assert_eq!(app.get("/v1/stats").await.status, 200);
     assert_eq!(app.get("/metrics").await.status, 200);
 }
+
+/// A write naming one of the daemon's own leases (`Fencing-Lease: fencewatch/…`) would be
+/// fenced by the alert evaluator's generation: any caller could write with it (the daemon's
+/// token, which it never hands out, is 1 for the first evaluator). Refused `403 reserved-name`
+/// before the fence, whatever the key or token: a plain problem (no token, no `audit_id`), no
+/// audit row, nothing written, the daemon's lease untouched.
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn a_write_naming_a_reserved_lease_is_refused_and_changes_nothing(#[case] backend: Backend) {
+    let db = test_db!(backend);
+    for keys in [None, Some(Arc::new(ApiKeys::parse(KEYS).unwrap()))] {
+        let app = TestApp::spawn_keyed(&db, Limits::default(), keys.clone()).await;
+        let operator = Caller {
+            app: &app,
+            key: keys.as_ref().map(|_| "k-operator"),
+        };
+        // The evaluator holds its lease: its generation is one a write could name.
+        let mut evaluator = operator
+            .get("/v1/leases/fencewatch%2Falert-evaluator")
+            .await;
+        for _ in 0..100 {
+            if evaluator.status == 200 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            evaluator = operator
+                .get("/v1/leases/fencewatch%2Falert-evaluator")
+                .await;
+        }
+        assert_eq!(evaluator.status, 200, "{}", evaluator.json);
+        let generation = evaluator.json["token"].as_i64().unwrap();
+        for lease in ["fencewatch/alert-evaluator", "fencewatch/anything"] {
+            for token in [generation, generation + 1, 1] {
+                let request = app
+                    .http
+                    .put(format!("{}/v1/resources/reserved/doc", app.base))
+                    .header("Fencing-Token", token.to_string())
+                    .header("Fencing-Lease", lease)
+                    .body("value");
+                let reply = Reply::from(operator.with(request).send().await.unwrap()).await;
+                reply.assert_problem(403, "reserved-name");
+                assert!(
+                    reply.json.get("token").is_none() && reply.json.get("audit_id").is_none(),
+                    "{}",
+                    reply.json
+                );
+                counted_not_audited(&reply);
+            }
+        }
+        operator
+            .get("/v1/resources/reserved/doc")
+            .await
+            .assert_problem(404, "not-found");
+        assert!(audit_rows(&app, "reserved/doc").await.is_empty());
+        let after = operator
+            .get("/v1/leases/fencewatch%2Falert-evaluator")
+            .await;
+        assert_eq!(
+            after.json["token"], evaluator.json["token"],
+            "{}",
+            after.json
+        );
+        assert_eq!(
+            after.json["holder"], evaluator.json["holder"],
+            "{}",
+            after.json
+        );
+    }
+}
