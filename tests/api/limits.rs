@@ -331,3 +331,125 @@ async fn oversized_headers_are_refused_without_a_change() {
     value.assert_problem(404, "not-found");
     daemon.kill().await;
 }
+
+/// Opens a connection that sends a write's headers announcing a large body, then drips one
+/// body byte every `every`, for as long as the returned task runs.
+async fn dripper(daemon: &Daemon, n: usize, every: Duration) -> tokio::task::JoinHandle<()> {
+    let mut stream = TcpStream::connect(address(daemon)).await.unwrap();
+    stream
+        .write_all(
+            format!(
+                "PUT /v1/resources/drip-{n} HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+                 Fencing-Token: 1\r\nContent-Length: 1000000\r\n\r\nx"
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(every).await;
+            if stream.write_all(b"x").await.is_err() {
+                return;
+            }
+        }
+    })
+}
+
+/// The drip attack: every `--max-connections` slot held by a client sending one body byte at a
+/// time, each byte sooner than the overload grace (so that, counted from its last byte, no
+/// dripper ever looks stalled) and far within the body read timeout. `/healthz` still answers
+/// within 1 s: a connection's wait is counted from when its request started, not from its last
+/// byte, so the dripper waiting longest is cut to make room.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn healthz_answers_within_a_second_while_every_slot_drips_a_body() {
+    const SLOTS: usize = 8;
+    let db = TestDb::new(Backend::Sqlite).await;
+    let daemon = Daemon::spawn(
+        &db,
+        &[
+            "--max-connections",
+            "8",
+            BODY_READ_TIMEOUT,
+            "60s",
+            "--header-timeout",
+            "60s",
+        ],
+    )
+    .await;
+    let mut drippers = Vec::new();
+    for n in 0..SLOTS {
+        drippers.push(dripper(&daemon, n, Duration::from_millis(200)).await);
+    }
+    // Every slot is taken, each dripper well past the grace since its request started.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let started = Instant::now();
+    let health = tokio::time::timeout(
+        Duration::from_secs(30),
+        crate::helpers::http_client()
+            .get(format!("{}/healthz", daemon.base))
+            .send(),
+    )
+    .await
+    .expect("/healthz answers at all while drippers hold every slot")
+    .unwrap();
+    let took = started.elapsed();
+    println!("/healthz answered in {took:?} with {SLOTS} drippers holding every slot");
+    assert_eq!(health.status().as_u16(), 200);
+    assert!(
+        took < Duration::from_secs(1),
+        "/healthz took {took:?} with every slot held by a dripper"
+    );
+    let cut = drippers.iter().filter(|d| d.is_finished()).count();
+    println!("{cut} drippers found their connection closed so far");
+    for dripper in drippers {
+        dripper.abort();
+    }
+    daemon.kill().await;
+}
+
+/// SIGTERM: connections not being served (idle, in their headers, or waiting for body bytes)
+/// are closed at once rather than waited for up to their timeouts; the daemon stops within
+/// seconds, cleanly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_closes_connections_that_are_not_being_served() {
+    let db = TestDb::new(Backend::Sqlite).await;
+    let daemon = Daemon::spawn(&db, &[BODY_READ_TIMEOUT, "60s", "--header-timeout", "60s"]).await;
+    let mut drippers = Vec::new();
+    for n in 0..2 {
+        drippers.push(dripper(&daemon, n, Duration::from_millis(200)).await);
+    }
+    let mut stalled = TcpStream::connect(address(&daemon)).await.unwrap();
+    stalled
+        .write_all(
+            b"POST /v1/leases/jobs/acquire HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+              Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{",
+        )
+        .await
+        .unwrap();
+    let mut in_headers = TcpStream::connect(address(&daemon)).await.unwrap();
+    in_headers
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        .await
+        .unwrap();
+    let _idle = TcpStream::connect(address(&daemon)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let mut daemon = daemon;
+    let started = Instant::now();
+    daemon.signal("TERM");
+    let status = tokio::time::timeout(Duration::from_secs(20), daemon.child.wait())
+        .await
+        .expect("the daemon stops without waiting for the slow clients' timeouts")
+        .unwrap();
+    let took = started.elapsed();
+    println!("stopped {took:?} after SIGTERM");
+    assert!(status.success(), "{status:?}");
+    assert!(took < Duration::from_secs(3), "stopped only after {took:?}");
+    until_closed(&mut stalled, Duration::from_secs(1))
+        .await
+        .expect("the stalled body's connection is closed");
+    for dripper in drippers {
+        dripper.abort();
+    }
+}
