@@ -176,7 +176,9 @@ pub struct ServeArgs {
     #[arg(long, value_parser = humantime::parse_duration)]
     pub audit_retention: Option<Duration>,
 
-    /// Live event subscribers (`/v1/events`) at once; more get 503 until one leaves.
+    /// Live event subscribers (`/v1/events`) at once; more get 503 until one leaves. At most
+    /// half of --max-connections (a higher value is lowered to it, with a warning): subscribers
+    /// are never cut to make room, so they must not be able to hold every connection.
     #[arg(long, default_value_t = 256)]
     pub max_subscribers: usize,
 
