@@ -226,7 +226,8 @@ pub struct ServeArgs {
     /// segments: `billing` covers `billing` and `billing/…`, `billing/` what is under it,
     /// neither covers `billingsecrets` or `billing2/…`. A write naming `Fencing-Lease: NAME`
     /// also needs a lease scope covering NAME (`lease=etcd:PREFIX` for etcd locks). A line
-    /// without scopes may do everything.
+    /// without scopes may do everything. Each key at least 16 characters and on one line only
+    /// (`openssl rand -hex 32`); a shorter, repeated or placeholder key stops the daemon at start.
     #[arg(long, env = "FENCEWATCH_API_KEY_FILE")]
     pub api_key_file: Option<PathBuf>,
 

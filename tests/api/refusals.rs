@@ -12,7 +12,7 @@ use sqlx::AnyPool;
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
-const KEYS: &str = "writer:k-writer write=ledger/\nreader:k-reader read\n";
+const KEYS: &str = "writer:k-writer-5e1f0a9c3b write=ledger/\nreader:k-reader-5e1f0a9c3b read\n";
 const RESOURCE: &str = "ledger/main";
 
 /// A daemon with the keys above, and the folder holding its key file.
@@ -45,7 +45,7 @@ async fn write(http: &reqwest::Client, base: &str, n: usize) -> Result<Duration,
     let started = Instant::now();
     let response = http
         .put(format!("{base}/v1/resources/{RESOURCE}"))
-        .bearer_auth("k-writer")
+        .bearer_auth("k-writer-5e1f0a9c3b")
         .header("Fencing-Token", "1")
         .body(format!("value {n}"))
         .send()
@@ -279,7 +279,7 @@ async fn refusals_are_counted_per_source_and_reason_and_add_up(#[case] backend: 
     for _ in 0..5 {
         let reply = send(
             http.put(format!("{base}/v1/resources/agg/x"))
-                .bearer_auth("k-wrong")
+                .bearer_auth("k-wrong-5e1f0a9c3b")
                 .header("Fencing-Token", "1")
                 .body("x"),
         )
@@ -294,7 +294,7 @@ async fn refusals_are_counted_per_source_and_reason_and_add_up(#[case] backend: 
     for _ in 0..3 {
         send(
             http.put(format!("{base}/v1/resources/agg/y"))
-                .bearer_auth("k-reader")
+                .bearer_auth("k-reader-5e1f0a9c3b")
                 .header("Fencing-Token", "1")
                 .body("y"),
         )

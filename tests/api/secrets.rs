@@ -15,7 +15,7 @@ const PASSWORD: &str = "fw-Pw-5eCr3t";
 /// A password that has to be percent-encoded in a URL: neither form may show.
 const SPECIAL_PASSWORD: &str = "fw:P@ss/w?rd#1 +";
 const SPECIAL_ENCODED: &str = "fw%3AP%40ss%2Fw%3Frd%231%20%2B";
-const API_KEY: &str = "fw-key-Kq81Zr";
+const API_KEY: &str = "fw-key-Kq81Zr-7c2e5a";
 const WRONG_KEY: &str = "fw-wrong-Tm4Yq";
 
 fn secrets() -> [&'static str; 5] {
@@ -400,5 +400,89 @@ async fn a_client_command_shows_no_secret_of_its_url() {
                 "{what} shows the secret {secret:?}:\n{shown}"
             );
         }
+    }
+}
+
+/// `serve --api-key-file` with a key file that would leave the daemon open to guessing: the
+/// daemon refuses to start, exits non-zero, names the line and what is wrong, and never prints
+/// the key. Checked: the same key twice, a key shorter than 16 characters, placeholders (the
+/// example file's values), and the example file itself as shipped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_weak_api_key_file_is_refused_without_showing_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let database = format!("sqlite://{}", dir.path().join("fw.db").display());
+    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/api-keys.example");
+    let example_text = std::fs::read_to_string(&example).unwrap();
+    let example_key = example_text
+        .lines()
+        .find(|line| !line.starts_with('#') && !line.trim().is_empty())
+        .and_then(|line| line.split_whitespace().next())
+        .and_then(|credential| credential.split_once(':'))
+        .map(|(_, key)| key.to_owned())
+        .unwrap();
+    let cases: Vec<(&str, String, String, &str)> = vec![
+        (
+            "a duplicate",
+            "a:5f0c2e9b7d41a8e36c2b\nb:5f0c2e9b7d41a8e36c2b read\n".into(),
+            "5f0c2e9b7d41a8e36c2b".into(),
+            "line 2",
+        ),
+        (
+            "a short key",
+            "ok:8d1f3a6c9e2b5f7a0c4d\nshort:fw-Sh0rtKey-15\n".into(),
+            "fw-Sh0rtKey-15".into(),
+            "line 2",
+        ),
+        (
+            "a placeholder",
+            "worker:change-me-change-me-now write\n".into(),
+            "change-me-change-me-now".into(),
+            "line 1",
+        ),
+        (
+            "the example's placeholder",
+            "worker:replace-with-a-long-random-key write=billing/\n".into(),
+            "replace-with-a-long-random-key".into(),
+            "line 1",
+        ),
+        (
+            "the example file as shipped",
+            example_text.clone(),
+            example_key.clone(),
+            "line ",
+        ),
+    ];
+    for (what, text, key, line) in cases {
+        let path = dir.path().join("keys");
+        std::fs::write(&path, &text).unwrap();
+        let output = tokio::time::timeout(
+            Duration::from_secs(20),
+            Command::new(env!("CARGO_BIN_EXE_fencewatch"))
+                .args(["serve", "--listen", "127.0.0.1:0", "--database", &database])
+                .arg("--api-key-file")
+                .arg(&path)
+                .env("FENCEWATCH_LOG", "debug")
+                .env("NO_COLOR", "1")
+                .stdin(Stdio::null())
+                .kill_on_drop(true)
+                .output(),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{what}: the daemon started with this key file"))
+        .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{what}: {stdout}{stderr}");
+        assert!(!stdout.contains("listening on"), "{what}: {stdout}");
+        assert!(stderr.contains("error"), "{what}: {stderr}");
+        assert!(stderr.contains(line), "{what}: names the line: {stderr}");
+        assert!(
+            stderr.contains("openssl rand -hex 32"),
+            "{what}: says how to make a key: {stderr}"
+        );
+        assert!(
+            !stdout.contains(&key) && !stderr.contains(&key),
+            "{what}: shows the key {key:?}: {stdout}{stderr}"
+        );
     }
 }

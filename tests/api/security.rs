@@ -15,10 +15,10 @@ use std::sync::Arc;
 
 const KEYS: &str = "\
 # a worker, a dashboard, an operator, and a key from before scopes
-billing-worker:k-worker write=billing/ lease=billing/
-ops-dashboard:k-dashboard read
-operator:k-operator admin
-legacy:k-legacy
+billing-worker:k-worker-5e1f0a9c3b write=billing/ lease=billing/
+ops-dashboard:k-dashboard-5e1f0a9c3b read
+operator:k-operator-5e1f0a9c3b admin
+legacy:k-legacy-5e1f0a9c3b
 ";
 
 struct Caller<'a> {
@@ -68,7 +68,7 @@ async fn keyed_app(db: &crate::helpers::TestDb) -> TestApp {
 async fn audit_rows(app: &TestApp, resource: &str) -> Vec<Value> {
     let operator = Caller {
         app,
-        key: Some("k-operator"),
+        key: Some("k-operator-5e1f0a9c3b"),
     };
     let reply = operator
         .get(&format!(
@@ -104,15 +104,15 @@ async fn each_key_does_what_its_scopes_allow_and_nothing_more(#[case] backend: B
     let app = keyed_app(&db).await;
     let worker = Caller {
         app: &app,
-        key: Some("k-worker"),
+        key: Some("k-worker-5e1f0a9c3b"),
     };
     let dashboard = Caller {
         app: &app,
-        key: Some("k-dashboard"),
+        key: Some("k-dashboard-5e1f0a9c3b"),
     };
     let legacy = Caller {
         app: &app,
-        key: Some("k-legacy"),
+        key: Some("k-legacy-5e1f0a9c3b"),
     };
 
     // The worker: its own leases and resources.
@@ -239,7 +239,7 @@ async fn the_daemons_own_leases_are_out_of_every_clients_reach(#[case] backend: 
         // The operator's key may do everything else, but not this.
         let operator = Caller {
             app: &app,
-            key: keys.as_ref().map(|_| "k-operator"),
+            key: keys.as_ref().map(|_| "k-operator-5e1f0a9c3b"),
         };
         for name in [
             "fencewatch%2Falert-evaluator",
@@ -450,7 +450,7 @@ async fn a_write_naming_a_reserved_lease_is_refused_and_changes_nothing(#[case] 
         let app = TestApp::spawn_keyed(&db, Limits::default(), keys.clone()).await;
         let operator = Caller {
             app: &app,
-            key: keys.as_ref().map(|_| "k-operator"),
+            key: keys.as_ref().map(|_| "k-operator-5e1f0a9c3b"),
         };
         // The evaluator holds its lease: its generation is one a write could name.
         let mut evaluator = operator
