@@ -24,10 +24,11 @@ const READ_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Clone)]
 pub struct DaemonClient {
     http: reqwest::Client,
-    base: String,
-    /// `base` as it may be shown: its userinfo masked (`crate::redact`). Every message and
+    /// The daemon's base URL as given, userinfo and all: only requests see it.
+    url: String,
+    /// `url` as it may be shown: its userinfo masked (`crate::redact`). Every message and
     /// every error names the daemon by this; reqwest's errors lose their URL (`quiet`).
-    shown_base: String,
+    shown_url: String,
     api_key: Option<String>,
 }
 
@@ -39,22 +40,22 @@ impl DaemonClient {
         api_key: Option<String>,
         ca_cert: Option<&std::path::Path>,
     ) -> Result<Self, ClientError> {
-        let base = base.trim_end_matches('/').to_owned();
+        let url = base.trim_end_matches('/').to_owned();
         Ok(Self {
             http: crate::tls::http_client(reqwest::Client::builder(), ca_cert)?,
-            shown_base: crate::redact::redact_userinfo(&base),
-            base,
+            shown_url: crate::redact::redact_userinfo(&url),
+            url,
             api_key,
         })
     }
 
     /// The daemon's URL as it may be shown (any userinfo masked).
     pub fn base(&self) -> &str {
-        &self.shown_base
+        &self.shown_url
     }
 
     fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
-        let request = self.http.request(method, format!("{}{path}", self.base));
+        let request = self.http.request(method, format!("{}{path}", self.url));
         match &self.api_key {
             Some(key) => request.bearer_auth(key),
             None => request,
@@ -69,7 +70,7 @@ impl DaemonClient {
             .send()
             .await
             .map_err(|source| ClientError::Unreachable {
-                base: self.shown_base.clone(),
+                base: self.shown_url.clone(),
                 source: quiet(source),
             })
     }

@@ -103,7 +103,10 @@ const PLACEHOLDERS: [&str; 9] = [
 /// one character repeated.
 fn is_placeholder(key: &str) -> bool {
     let lower = key.to_ascii_lowercase();
-    let repeated = key.chars().all(|c| Some(c) == key.chars().next());
+    let repeated = key
+        .chars()
+        .next()
+        .is_some_and(|first| key.chars().all(|c| c == first));
     repeated || PLACEHOLDERS.iter().any(|word| lower.contains(word))
 }
 
