@@ -210,7 +210,9 @@ pub struct ServeArgs {
     #[arg(long, value_parser = humantime::parse_duration)]
     pub audit_retention: Option<Duration>,
 
-    /// Live event subscribers (`/v1/events`) at once; more get 503 until one leaves.
+    /// Live event subscribers (`/v1/events`) at once; more get 503 until one leaves. At most
+    /// half of --max-connections (a higher value is lowered to it, with a warning): subscribers
+    /// are never cut to make room, so they must not be able to hold every connection.
     #[arg(long, default_value_t = 256)]
     pub max_subscribers: usize,
 
@@ -258,7 +260,8 @@ pub struct ServeArgs {
     /// segments: `billing` covers `billing` and `billing/…`, `billing/` what is under it,
     /// neither covers `billingsecrets` or `billing2/…`. A write naming `Fencing-Lease: NAME`
     /// also needs a lease scope covering NAME (`lease=etcd:PREFIX` for etcd locks). A line
-    /// without scopes may do everything.
+    /// without scopes may do everything. Each key at least 16 characters and on one line only
+    /// (`openssl rand -hex 32`); a shorter, repeated or placeholder key stops the daemon at start.
     #[arg(long, env = "FENCEWATCH_API_KEY_FILE")]
     pub api_key_file: Option<PathBuf>,
 

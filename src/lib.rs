@@ -15,6 +15,7 @@ pub mod http;
 pub mod live;
 pub mod metrics;
 pub mod owndb;
+pub mod redact;
 pub mod store;
 pub mod tls;
 pub mod tui;

@@ -1,6 +1,8 @@
 //! Requests refused before the fence, counted in memory (`domain::refusal`) and written as
-//! aggregated rows once per interval, by a task of their own: a refusal costs a map update under
-//! a short lock, never a transaction, a row lock or a row of its own.
+//! aggregated rows every `REFUSAL_FLUSH_EVERY`, by a task of their own: a refusal costs a map
+//! update under a short lock, never a transaction, a row lock or a row of its own. The rows are
+//! bounded per interval (`domain::refusal::MAX_NAMED_REFUSAL_ROWS`) and kept
+//! `REFUSAL_RETENTION`, whatever the audit's retention (`spawn_pruner`).
 
 use crate::domain::refusal::{
     RefusalBudget, RefusalCount, RefusalReason, RefusalSample, RefusalSource, RefusalTally, Spend,
@@ -10,8 +12,15 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-/// How long refusals are counted before their rows are written.
-pub const REFUSAL_INTERVAL: Duration = Duration::from_secs(10);
+/// The interval of one row: refusals of one source and reason within it add up in one row.
+pub const REFUSAL_INTERVAL: Duration = Duration::from_secs(60);
+/// How long refusals are counted in memory before they are added to their rows.
+pub const REFUSAL_FLUSH_EVERY: Duration = Duration::from_secs(10);
+/// How often rows past `REFUSAL_RETENTION` are deleted (and once at start).
+const REFUSAL_PRUNE_EVERY: Duration = Duration::from_secs(10 * 60);
+/// How long refusal rows are kept, whatever the audit's retention: they are a record of
+/// attacks and mistakes, not of writes.
+pub const REFUSAL_RETENTION: Duration = Duration::from_secs(72 * 60 * 60);
 /// Sources (key names or addresses) counted apart in an interval; more share one row.
 pub const MAX_REFUSAL_SOURCES: usize = 4096;
 /// Refusals an address may have at once, and how many more it gets each second: enough for a
@@ -106,12 +115,12 @@ impl RefusalLedger {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Writes the counts every `REFUSAL_INTERVAL`, each flush bounded by `wait`, until the
+    /// Writes the counts every `REFUSAL_FLUSH_EVERY`, each flush bounded by `wait`, until the
     /// ledger is dropped.
     pub fn spawn_flusher(ledger: &Arc<Self>, wait: Duration) -> tokio::task::JoinHandle<()> {
         let ledger: Weak<Self> = Arc::downgrade(ledger);
         tokio::spawn(async move {
-            let mut ticker = tokio::time::interval(REFUSAL_INTERVAL);
+            let mut ticker = tokio::time::interval(REFUSAL_FLUSH_EVERY);
             ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             ticker.tick().await;
             loop {
@@ -129,4 +138,28 @@ impl RefusalLedger {
             }
         })
     }
+}
+
+/// Deletes refusal rows older than `REFUSAL_RETENTION` at once and every
+/// `REFUSAL_PRUNE_EVERY` after, by the database's clock, until aborted.
+pub fn spawn_pruner(store: Store) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let retention_us = i64::try_from(REFUSAL_RETENTION.as_micros()).unwrap_or(i64::MAX);
+        loop {
+            let pruned = match store.retention_clock_us().await {
+                Ok(now_us) => {
+                    store
+                        .prune_refusals(now_us.saturating_sub(retention_us))
+                        .await
+                }
+                Err(error) => Err(error),
+            };
+            match pruned {
+                Ok(0) => {}
+                Ok(rows) => tracing::debug!(rows, "pruned refusal rows past their retention"),
+                Err(error) => tracing::warn!(%error, "failed to prune refusal rows"),
+            }
+            tokio::time::sleep(REFUSAL_PRUNE_EVERY).await;
+        }
+    })
 }

@@ -142,17 +142,20 @@ pub async fn claim_retention(
 }
 
 /// The daemon's pruning of operation records and of the audit, each reading the database's
-/// retention before every prune; both stop when this is dropped.
+/// retention before every prune, and of refusal rows past their own retention
+/// (`app::refusals::REFUSAL_RETENTION`); all stop when this is dropped.
 pub struct RetentionTasks {
     operations: JoinHandle<()>,
     audit: JoinHandle<()>,
+    refusals: JoinHandle<()>,
 }
 
 impl RetentionTasks {
-    /// Starts both on the current tokio runtime.
+    /// Starts them on the current tokio runtime.
     pub fn spawn(store: Store) -> Self {
         Self {
             operations: tokio::spawn(prune_operations(store.clone())),
+            refusals: crate::app::refusals::spawn_pruner(store.clone()),
             audit: tokio::spawn(prune_audit(store)),
         }
     }
@@ -162,6 +165,7 @@ impl Drop for RetentionTasks {
     fn drop(&mut self) {
         self.operations.abort();
         self.audit.abort();
+        self.refusals.abort();
     }
 }
 

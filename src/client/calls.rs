@@ -116,7 +116,7 @@ impl DaemonClient {
             .await
             .map_err(|source| ClientError::Unreadable {
                 path: path.to_owned(),
-                source,
+                source: super::quiet(source),
             })?;
         Ok(Answer { status, body })
     }

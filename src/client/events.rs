@@ -4,7 +4,7 @@
 use super::{AuditQuery, ClientError, DaemonClient};
 use crate::api::events::{AlertView, DaemonEvent, StatsView};
 use crate::domain::{AuditEntry, Overlap};
-use eventsource_stream::Eventsource;
+use eventsource_stream::{EventStreamError, Eventsource};
 use futures_util::StreamExt;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -133,7 +133,14 @@ impl DaemonClient {
         let _ = to.send(StreamUpdate::Attached(attach).into()).await;
         let mut events = response.bytes_stream().eventsource();
         while let Some(event) = events.next().await {
-            let event = event.map_err(ClientError::Stream)?;
+            let event = event.map_err(|error| {
+                ClientError::Stream(match error {
+                    EventStreamError::Transport(source) => {
+                        EventStreamError::Transport(super::quiet(source))
+                    }
+                    other => other,
+                })
+            })?;
             let parsed = match DaemonEvent::parse(&event.event, &event.data) {
                 Ok(parsed) => parsed,
                 Err(error) => {

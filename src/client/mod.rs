@@ -24,7 +24,11 @@ const READ_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Clone)]
 pub struct DaemonClient {
     http: reqwest::Client,
-    base: String,
+    /// The daemon's base URL as given, userinfo and all: only requests see it.
+    url: String,
+    /// `url` as it may be shown: its userinfo masked (`crate::redact`). Every message and
+    /// every error names the daemon by this; reqwest's errors lose their URL (`quiet`).
+    shown_url: String,
     api_key: Option<String>,
 }
 
@@ -36,19 +40,22 @@ impl DaemonClient {
         api_key: Option<String>,
         ca_cert: Option<&std::path::Path>,
     ) -> Result<Self, ClientError> {
+        let url = base.trim_end_matches('/').to_owned();
         Ok(Self {
             http: crate::tls::http_client(reqwest::Client::builder(), ca_cert)?,
-            base: base.trim_end_matches('/').to_owned(),
+            shown_url: crate::redact::redact_userinfo(&url),
+            url,
             api_key,
         })
     }
 
+    /// The daemon's URL as it may be shown (any userinfo masked).
     pub fn base(&self) -> &str {
-        &self.base
+        &self.shown_url
     }
 
     fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
-        let request = self.http.request(method, format!("{}{path}", self.base));
+        let request = self.http.request(method, format!("{}{path}", self.url));
         match &self.api_key {
             Some(key) => request.bearer_auth(key),
             None => request,
@@ -63,8 +70,8 @@ impl DaemonClient {
             .send()
             .await
             .map_err(|source| ClientError::Unreachable {
-                base: self.base.clone(),
-                source,
+                base: self.shown_url.clone(),
+                source: quiet(source),
             })
     }
 
@@ -80,7 +87,7 @@ impl DaemonClient {
             .await
             .map_err(|source| ClientError::Unreadable {
                 path: path.to_owned(),
-                source,
+                source: quiet(source),
             })?;
         if !status.is_success() {
             return Err(ClientError::Status {
@@ -115,6 +122,12 @@ impl DaemonClient {
     pub async fn alerts(&self) -> Result<AlertList, ClientError> {
         self.read("/v1/alerts").await
     }
+}
+
+/// A reqwest error without the URL it would print (`… for url (http://user:secret@…)`): the
+/// client's own messages name the daemon by its shown URL instead.
+fn quiet(error: reqwest::Error) -> reqwest::Error {
+    error.without_url()
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -15,7 +15,8 @@ use crate::live::watch::WatchTarget;
 use crate::live::{Live, LiveConfig};
 use crate::metrics::Metrics;
 use crate::owndb::source_name_of;
-use crate::store::{redact_url, Store, StoreError, StoreOptions};
+use crate::redact::redact_url;
+use crate::store::{Store, StoreError, StoreOptions};
 use crate::tls;
 use anyhow::Context;
 use std::io::Write;
@@ -121,9 +122,24 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         Some(path) => AlertConfig::load(path)?,
         None => AlertConfig::default(),
     };
+    let max_subscribers = match subscriber_cap(args.max_subscribers, args.max_connections) {
+        SubscriberCap::AsGiven(cap) => cap,
+        SubscriberCap::Lowered {
+            to,
+            max_connections,
+        } => {
+            tracing::warn!(
+                "--max-subscribers {} is more than half of --max-connections {max_connections}, \
+                 lowered to {to}: subscribers hold their connection for as long as they follow \
+                 and are never cut to make room (raise --max-connections to serve more)",
+                args.max_subscribers
+            );
+            to
+        }
+    };
     let live = LiveConfig {
         overlap_quiet: args.overlap_quiet,
-        max_subscribers: args.max_subscribers.max(1),
+        max_subscribers,
         alerts: Arc::new(alerts),
         external_url: format!("{scheme}://{address}"),
         watch: watch_targets(&args.watch)?,
@@ -167,6 +183,33 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     store.close().await;
     tracing::info!("stopped");
     served.context("the server failed")
+}
+
+/// How many live event subscribers a daemon serves at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubscriberCap {
+    /// `--max-subscribers` as given (at least 1).
+    AsGiven(usize),
+    /// Lowered to half of `--max-connections`.
+    Lowered { to: usize, max_connections: usize },
+}
+
+/// `--max-subscribers`, at most half of `--max-connections`. A subscriber (`/v1/events`) is a
+/// request served for as long as it follows, and a connection serving a request is never cut to
+/// make room (`http::slots`): subscribers up to the connection cap would leave no slot for
+/// anyone else, `/healthz` included. With one connection, none.
+pub fn subscriber_cap(max_subscribers: usize, max_connections: usize) -> SubscriberCap {
+    let max_connections = max_connections.max(1);
+    let half = max_connections / 2;
+    let wanted = max_subscribers.max(1);
+    if wanted <= half {
+        SubscriberCap::AsGiven(wanted)
+    } else {
+        SubscriberCap::Lowered {
+            to: half,
+            max_connections,
+        }
+    }
 }
 
 /// The databases of `--watch [NAME=]URL`, each named: as given, or as the database calls
@@ -239,7 +282,42 @@ impl ShutdownSignals {
 
 #[cfg(test)]
 mod tests {
-    use super::watch_targets;
+    use super::{subscriber_cap, watch_targets, SubscriberCap};
+
+    #[test]
+    fn subscribers_get_at_most_half_the_connections() {
+        assert_eq!(subscriber_cap(256, 1024), SubscriberCap::AsGiven(256));
+        assert_eq!(subscriber_cap(512, 1024), SubscriberCap::AsGiven(512));
+        assert_eq!(subscriber_cap(0, 1024), SubscriberCap::AsGiven(1));
+        assert_eq!(
+            subscriber_cap(513, 1024),
+            SubscriberCap::Lowered {
+                to: 512,
+                max_connections: 1024
+            }
+        );
+        assert_eq!(
+            subscriber_cap(256, 5),
+            SubscriberCap::Lowered {
+                to: 2,
+                max_connections: 5
+            }
+        );
+        assert_eq!(
+            subscriber_cap(1, 1),
+            SubscriberCap::Lowered {
+                to: 0,
+                max_connections: 1
+            }
+        );
+        assert_eq!(
+            subscriber_cap(1, 0),
+            SubscriberCap::Lowered {
+                to: 0,
+                max_connections: 1
+            }
+        );
+    }
 
     #[test]
     fn watched_databases_are_named_and_two_of_one_name_refused() {

@@ -1,13 +1,34 @@
 //! Requests refused before the fence (no or a wrong API key, a key's scopes, a foreign web
-//! origin or `Host`): what is kept of them. Each used to be audited in a transaction of its own,
-//! which let a caller without a key take a resource's row lock and add rows at the rate it could
-//! send. Now they are counted: per source (the key's name when a key was recognised, else the
-//! client's address), reason and interval, in a map of bounded size (`RefusalTally`), written as
-//! one row each per interval; and each address has a budget of refusals (`RefusalBudget`),
-//! beyond which it is answered `429` at no cost. Pure: the times are given in.
+//! origin or `Host`, a reserved lease): what is kept of them. Each used to be audited in a
+//! transaction of its own, which let a caller without a key take a resource's row lock and add
+//! rows at the rate it could send. Now they are counted: per source (the key's name when a key
+//! was recognised, else the client's address, an IPv6 one by its /64), reason and interval, in
+//! a map of bounded size (`RefusalTally`), written as one row each per interval, at most
+//! `MAX_NAMED_REFUSAL_ROWS` of them naming a source (`keep_largest`); and each address has a
+//! budget of refusals (`RefusalBudget`), beyond which it is answered `429` at no cost. Pure: the
+//! times are given in.
 
-use std::collections::HashMap;
-use std::net::IpAddr;
+use std::collections::{BTreeMap, HashMap};
+use std::net::{IpAddr, Ipv6Addr};
+
+/// Rows naming a source (a key's name or an address) kept per interval in `refusals`; the
+/// smaller counts beyond them are folded into one `other` row per reason. A spray from ever new
+/// addresses thus adds at most this many rows, plus one per reason, per interval.
+pub const MAX_NAMED_REFUSAL_ROWS: usize = 100;
+
+/// The address a refusal is counted and budgeted under: an IPv4 address as it is (an
+/// IPv4-mapped IPv6 address as its IPv4 one), an IPv6 address as its /64 (its low 64 bits
+/// zero). One host is commonly given a whole /64, so counting its addresses apart would let it
+/// spray ever new sources, and spend a fresh budget with each.
+pub fn address_block(address: IpAddr) -> IpAddr {
+    match address {
+        IpAddr::V4(v4) => IpAddr::V4(v4),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6(Ipv6Addr::from(u128::from(v6) & !u128::from(u64::MAX))),
+        },
+    }
+}
 
 /// Why a request was refused before the fence: the problem type it was (or would have been)
 /// answered with. Bounded, so that it can label a metric.
@@ -23,15 +44,18 @@ pub enum RefusalReason {
     MisdirectedRequest,
     /// An address over its budget of refusals.
     TooManyRequests,
+    /// A write naming one of the daemon's own leases (`Fencing-Lease: fencewatch/…`).
+    ReservedName,
 }
 
 impl RefusalReason {
-    pub const ALL: [RefusalReason; 5] = [
+    pub const ALL: [RefusalReason; 6] = [
         RefusalReason::Unauthorized,
         RefusalReason::Forbidden,
         RefusalReason::CrossOrigin,
         RefusalReason::MisdirectedRequest,
         RefusalReason::TooManyRequests,
+        RefusalReason::ReservedName,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -41,6 +65,7 @@ impl RefusalReason {
             RefusalReason::CrossOrigin => "cross-origin",
             RefusalReason::MisdirectedRequest => "misdirected-request",
             RefusalReason::TooManyRequests => "too-many-requests",
+            RefusalReason::ReservedName => "reserved-name",
         }
     }
 
@@ -54,7 +79,8 @@ impl RefusalReason {
 pub enum RefusalSource {
     /// The name of a recognised key.
     Caller(String),
-    /// The client's address (no recognised key, or one without a name).
+    /// The client's address (no recognised key, or one without a name); an IPv6 address stands
+    /// for its /64 (`address_block`).
     Address(IpAddr),
     /// A request whose address is not known (one handed to the router directly).
     Unknown,
@@ -73,12 +99,32 @@ impl RefusalSource {
         }
     }
 
-    /// The caller's name, the address, or `*`: the `source` column.
+    /// The caller's name, the address (an IPv6 one as its block, `2001:db8:1:2::/64`), or `*`:
+    /// the `source` column.
     pub fn name(&self) -> String {
         match self {
             RefusalSource::Caller(name) => name.clone(),
-            RefusalSource::Address(address) => address.to_string(),
+            RefusalSource::Address(address) => match address_block(*address) {
+                IpAddr::V6(block) => format!("{block}/64"),
+                IpAddr::V4(v4) => v4.to_string(),
+            },
             RefusalSource::Unknown | RefusalSource::Other => "*".to_owned(),
+        }
+    }
+
+    /// The address of an `address` row's `source` column (`name`'s output), if it is one.
+    pub fn parse_address(name: &str) -> Option<IpAddr> {
+        match name.strip_suffix("/64") {
+            Some(block) => block.parse::<Ipv6Addr>().ok().map(IpAddr::V6),
+            None => name.parse().ok(),
+        }
+    }
+
+    /// The source as it is counted: an address as its block.
+    fn counted(self) -> Self {
+        match self {
+            RefusalSource::Address(address) => RefusalSource::Address(address_block(address)),
+            other => other,
         }
     }
 }
@@ -158,7 +204,7 @@ impl RefusalTally {
         sample: impl FnOnce() -> RefusalSample,
     ) {
         let interval_start_us = at_us - at_us.rem_euclid(self.interval_us);
-        let mut key = (interval_start_us, source, reason);
+        let mut key = (interval_start_us, source.counted(), reason);
         if !self.counts.contains_key(&key) && self.counts.len() >= self.max_entries {
             key.1 = RefusalSource::Other;
         }
@@ -179,17 +225,12 @@ impl RefusalTally {
         entry.last_at_us = entry.last_at_us.max(at_us);
     }
 
-    /// Everything counted so far, which the tally forgets.
+    /// Everything counted so far, which the tally forgets: per interval, the
+    /// `MAX_NAMED_REFUSAL_ROWS` largest counts by source, the rest folded into `other`
+    /// (`keep_largest`).
     pub fn drain(&mut self) -> Vec<RefusalCount> {
-        let mut counts: Vec<RefusalCount> = self.counts.drain().map(|(_, count)| count).collect();
-        counts.sort_by(|a, b| {
-            (a.interval_start_us, &a.source, a.reason).cmp(&(
-                b.interval_start_us,
-                &b.source,
-                b.reason,
-            ))
-        });
-        counts
+        let counts: Vec<RefusalCount> = self.counts.drain().map(|(_, count)| count).collect();
+        keep_largest(counts, MAX_NAMED_REFUSAL_ROWS)
     }
 
     /// Puts back counts that could not be written, merged with what was counted since, within
@@ -218,6 +259,56 @@ impl RefusalTally {
     pub fn is_empty(&self) -> bool {
         self.counts.is_empty()
     }
+}
+
+/// Per interval, keeps the `max_named` counts with the most refusals (ties by source and
+/// reason, so that the choice does not depend on the order given) and folds every other count
+/// that names a source into that interval's `other` count of the same reason: the refusals all
+/// stay counted, by reason, and at most `max_named` counts plus one per reason remain per
+/// interval. Answers them ordered by interval, source and reason.
+pub fn keep_largest(counts: Vec<RefusalCount>, max_named: usize) -> Vec<RefusalCount> {
+    let mut by_interval: BTreeMap<i64, Vec<RefusalCount>> = BTreeMap::new();
+    for count in counts {
+        by_interval
+            .entry(count.interval_start_us)
+            .or_default()
+            .push(count);
+    }
+    let mut kept = Vec::new();
+    for counts in by_interval.into_values() {
+        let (mut named, others): (Vec<_>, Vec<_>) = counts
+            .into_iter()
+            .partition(|count| count.source != RefusalSource::Other);
+        named.sort_by(|a, b| {
+            b.count
+                .cmp(&a.count)
+                .then_with(|| (&a.source, a.reason).cmp(&(&b.source, b.reason)))
+        });
+        let beyond = named.split_off(named.len().min(max_named));
+        let mut other: BTreeMap<RefusalReason, RefusalCount> = BTreeMap::new();
+        for count in others.into_iter().chain(beyond) {
+            match other.get_mut(&count.reason) {
+                Some(folded) => {
+                    folded.count += count.count;
+                    folded.first_at_us = folded.first_at_us.min(count.first_at_us);
+                    folded.last_at_us = folded.last_at_us.max(count.last_at_us);
+                }
+                None => {
+                    other.insert(
+                        count.reason,
+                        RefusalCount {
+                            source: RefusalSource::Other,
+                            ..count
+                        },
+                    );
+                }
+            }
+        }
+        named.extend(other.into_values());
+        named.sort_by(|a, b| (&a.source, a.reason).cmp(&(&b.source, b.reason)));
+        kept.extend(named);
+    }
+    kept
 }
 
 /// What the budget says of one more refusal from an address.
@@ -267,8 +358,10 @@ impl RefusalBudget {
         }
     }
 
-    /// Charges one refusal to `address` (`None`: unknown, charged to the shared bucket).
+    /// Charges one refusal to `address`'s block (`address_block`: an IPv6 address's /64;
+    /// `None`: unknown, charged to the shared bucket).
     pub fn spend(&mut self, address: Option<IpAddr>, now_us: i64) -> Spend {
+        let address = address.map(address_block);
         let (burst, per_second) = (self.burst, self.per_second);
         let bucket = match address {
             Some(address) => {
@@ -438,11 +531,11 @@ mod tests {
         /// counted, per reason, and no more entries name a source than the bound allows.
         #[test]
         fn counts_add_up_to_the_refusals(
-            refusals in proptest::collection::vec((0i64..60 * SECOND, 0u8..20, 0usize..5), 0..300),
+            refusals in proptest::collection::vec((0i64..60 * SECOND, 0u8..20, 0usize..RefusalReason::ALL.len()), 0..300),
             bound in 1usize..12,
         ) {
             let mut tally = RefusalTally::new(Duration::from_secs(10), bound);
-            let mut sent = [0i64; 5];
+            let mut sent = [0i64; RefusalReason::ALL.len()];
             for (at, source, reason) in &refusals {
                 tally.count(*at, address(*source), RefusalReason::ALL[*reason], sample);
                 sent[*reason] += 1;
@@ -457,6 +550,177 @@ mod tests {
             for count in &counts {
                 prop_assert!(count.first_at_us >= count.interval_start_us);
                 prop_assert!(count.last_at_us < count.interval_start_us + 10 * SECOND);
+            }
+        }
+    }
+
+    #[test]
+    fn ipv6_addresses_are_counted_by_their_64_and_mapped_ones_as_ipv4() {
+        let mut tally = RefusalTally::new(Duration::from_secs(60), 100);
+        for n in 0..50u16 {
+            let address: IpAddr = format!("2001:db8:1:2:{n:x}::{n:x}").parse().unwrap();
+            tally.count(
+                SECOND,
+                RefusalSource::Address(address),
+                RefusalReason::Unauthorized,
+                sample,
+            );
+        }
+        let other_block: IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        let mapped: IpAddr = "::ffff:192.0.2.9".parse().unwrap();
+        for address in [other_block, mapped, "192.0.2.9".parse().unwrap()] {
+            tally.count(
+                SECOND,
+                RefusalSource::Address(address),
+                RefusalReason::Unauthorized,
+                sample,
+            );
+        }
+        let rows: Vec<(String, i64)> = tally
+            .drain()
+            .iter()
+            .map(|c| (c.source.name(), c.count))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("192.0.2.9".to_owned(), 2),
+                ("2001:db8:1:2::/64".to_owned(), 50),
+                ("2001:db8:1:3::/64".to_owned(), 1),
+            ]
+        );
+        for (name, _) in &rows {
+            let parsed = RefusalSource::parse_address(name).unwrap();
+            assert_eq!(RefusalSource::Address(parsed).name(), *name);
+        }
+        assert_eq!(RefusalSource::parse_address("not an address"), None);
+        assert_eq!(RefusalSource::parse_address("2001:db8::/48"), None);
+    }
+
+    #[test]
+    fn an_ipv6_64_shares_one_budget() {
+        let mut budget = RefusalBudget::new(3, 1, 100);
+        for n in 0..3u16 {
+            let address: IpAddr = format!("2001:db8::{n:x}").parse().unwrap();
+            assert_eq!(budget.spend(Some(address), 0), Spend::Within);
+        }
+        let fourth: IpAddr = "2001:db8::ffff:1".parse().unwrap();
+        assert!(matches!(
+            budget.spend(Some(fourth), 0),
+            Spend::Exhausted { .. }
+        ));
+        let next_block: IpAddr = "2001:db8:0:1::1".parse().unwrap();
+        assert_eq!(budget.spend(Some(next_block), 0), Spend::Within);
+    }
+
+    #[test]
+    fn only_the_largest_counts_of_an_interval_keep_their_source() {
+        let count = |interval: i64, n: u8, reason: RefusalReason, count: i64| RefusalCount {
+            interval_start_us: interval,
+            source: address(n),
+            reason,
+            count,
+            first_at_us: interval + i64::from(n),
+            last_at_us: interval + i64::from(n) + 1,
+            sample: sample(),
+        };
+        let minute = 60 * SECOND;
+        let counts = vec![
+            count(0, 1, RefusalReason::Unauthorized, 9),
+            count(0, 2, RefusalReason::Unauthorized, 1),
+            count(0, 3, RefusalReason::CrossOrigin, 5),
+            count(0, 4, RefusalReason::Unauthorized, 2),
+            count(0, 5, RefusalReason::CrossOrigin, 1),
+            count(minute, 6, RefusalReason::Unauthorized, 1),
+        ];
+        let kept: Vec<(i64, String, &str, i64, i64, i64)> = keep_largest(counts, 2)
+            .iter()
+            .map(|c| {
+                (
+                    c.interval_start_us / minute,
+                    c.source.name(),
+                    c.reason.as_str(),
+                    c.count,
+                    c.first_at_us % minute,
+                    c.last_at_us % minute,
+                )
+            })
+            .collect();
+        assert_eq!(
+            kept,
+            [
+                (0, "10.0.0.1".into(), "unauthorized", 9, 1, 2),
+                (0, "10.0.0.3".into(), "cross-origin", 5, 3, 4),
+                (0, "*".into(), "unauthorized", 3, 2, 5),
+                (0, "*".into(), "cross-origin", 1, 5, 6),
+                (1, "10.0.0.6".into(), "unauthorized", 1, 6, 7),
+            ]
+        );
+    }
+
+    proptest! {
+        /// Whatever the counts and bound, `keep_largest` keeps every refusal counted per
+        /// interval and reason, names at most the bound's sources per interval (plus one
+        /// `other` per reason), and keeps by name no count smaller than one it folded.
+        #[test]
+        fn keeping_the_largest_loses_no_refusal(
+            counts in proptest::collection::vec(
+                (0i64..3, 0u8..40, 0usize..RefusalReason::ALL.len(), 1i64..50),
+                0..200,
+            ),
+            bound in 0usize..10,
+        ) {
+            let mut given: HashMap<(i64, RefusalSource, RefusalReason), RefusalCount> =
+                HashMap::new();
+            for (interval, source, reason, count) in counts {
+                let reason = RefusalReason::ALL[reason];
+                let key = (interval * 60 * SECOND, address(source), reason);
+                let entry = given.entry(key.clone()).or_insert_with(|| RefusalCount {
+                    interval_start_us: key.0,
+                    source: key.1.clone(),
+                    reason,
+                    count: 0,
+                    first_at_us: key.0,
+                    last_at_us: key.0,
+                    sample: sample(),
+                });
+                entry.count += count;
+            }
+            let given: Vec<RefusalCount> = given.into_values().collect();
+            let kept = keep_largest(given.clone(), bound);
+            let sum = |counts: &[RefusalCount], interval: i64, reason: RefusalReason| -> i64 {
+                counts
+                    .iter()
+                    .filter(|c| c.interval_start_us == interval && c.reason == reason)
+                    .map(|c| c.count)
+                    .sum()
+            };
+            for interval in 0..3 {
+                let interval = interval * 60 * SECOND;
+                for reason in RefusalReason::ALL {
+                    prop_assert_eq!(sum(&kept, interval, reason), sum(&given, interval, reason));
+                    let others = kept
+                        .iter()
+                        .filter(|c| c.interval_start_us == interval && c.reason == reason)
+                        .filter(|c| c.source == RefusalSource::Other)
+                        .count();
+                    prop_assert!(others <= 1);
+                }
+                let named: Vec<&RefusalCount> = kept
+                    .iter()
+                    .filter(|c| c.interval_start_us == interval && c.source != RefusalSource::Other)
+                    .collect();
+                prop_assert!(named.len() <= bound);
+                let smallest_named = named.iter().map(|c| c.count).min();
+                let folded = given.iter().filter(|g| {
+                    g.interval_start_us == interval
+                        && !named.iter().any(|n| n.source == g.source && n.reason == g.reason)
+                });
+                if let Some(smallest) = smallest_named {
+                    for g in folded {
+                        prop_assert!(g.count <= smallest);
+                    }
+                }
             }
         }
     }

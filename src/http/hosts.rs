@@ -5,15 +5,20 @@
 //! gets `421 misdirected-request` before anything else runs, on every route (`/metrics` too).
 //!
 //! IP literals (`127.0.0.1`, `[::1]`, `10.1.2.3`) are always allowed: a rebinding needs a name,
-//! and a daemon listening on `0.0.0.0` or `[::]` is reached at addresses it cannot list. A
-//! request without `Host` (HTTP/1.0) is served too: every browser sends one.
+//! and a daemon listening on `0.0.0.0` or `[::]` is reached at addresses it cannot list.
+//!
+//! A request must name one host (RFC 9112 §3.2): an HTTP/1.1 request without `Host`, or any
+//! request with two or more, gets `400 invalid-request`, whatever `--allowed-host` says (`*`
+//! too). With two, the check would pass on one name while a proxy or a log behind it reads the
+//! other; without one, there is no name to check. An HTTP/1.0 request without `Host` is served:
+//! that version did not have it.
 
 use super::problem::Problem;
 use super::AppState;
 use axum::extract::{Request, State};
-use axum::http::header;
+use axum::http::{header, Version};
 use axum::middleware::Next;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// The host names the daemon answers to, lower case, without port or trailing dot.
@@ -116,6 +121,9 @@ fn host_part(authority: &str) -> Option<Host> {
 /// Middleware: refuses a request whose `Host`, or whose request target's authority, is not
 /// allowed. The refusal is counted like every refusal before the fence.
 pub(super) async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    if let Some(problem) = not_one_host(&request) {
+        return problem.into_response();
+    }
     let allowed = &state.allowed_hosts;
     let host = request.headers().get(header::HOST);
     let bad_host = host.filter(|value| !value.to_str().is_ok_and(|text| allowed.allows(text)));
@@ -132,6 +140,22 @@ pub(super) async fn guard(State(state): State<AppState>, request: Request, next:
         "this daemon does not answer to the host {shown:?}; serve --allowed-host NAME allows one"
     ));
     super::refusal::refuse(&state, request, problem, None).await
+}
+
+/// The `400` for a request that does not name exactly one host, if it does not.
+fn not_one_host(request: &Request) -> Option<Problem> {
+    let hosts = request.headers().get_all(header::HOST).iter().count();
+    let older = matches!(request.version(), Version::HTTP_09 | Version::HTTP_10);
+    match hosts {
+        1 => None,
+        0 if older => None,
+        0 => Some(Problem::invalid_request(
+            "an HTTP/1.1 request must carry a Host header (RFC 9112, section 3.2)",
+        )),
+        n => Some(Problem::invalid_request(format!(
+            "a request must carry one Host header, not {n} (RFC 9112, section 3.2)"
+        ))),
+    }
 }
 
 #[cfg(test)]
@@ -185,5 +209,32 @@ mod tests {
             InvalidHost("http://x/".into())
         );
         assert!(AllowedHosts::new(&[""], "127.0.0.1:0").is_err());
+    }
+
+    #[test]
+    fn a_request_names_exactly_one_host() {
+        let request = |version: Version, hosts: &[&str]| {
+            let mut builder = axum::http::Request::builder()
+                .uri("/healthz")
+                .version(version);
+            for host in hosts {
+                builder = builder.header(header::HOST, *host);
+            }
+            builder.body(axum::body::Body::empty()).unwrap()
+        };
+        assert!(not_one_host(&request(Version::HTTP_11, &["localhost"])).is_none());
+        assert!(not_one_host(&request(Version::HTTP_10, &[])).is_none());
+        assert!(not_one_host(&request(Version::HTTP_10, &["localhost"])).is_none());
+        let missing = not_one_host(&request(Version::HTTP_11, &[])).unwrap();
+        assert_eq!(
+            (missing.status.as_u16(), missing.kind),
+            (400, "invalid-request")
+        );
+        for version in [Version::HTTP_10, Version::HTTP_11] {
+            let two = not_one_host(&request(version, &["localhost", "evil.example"])).unwrap();
+            assert_eq!((two.status.as_u16(), two.kind), (400, "invalid-request"));
+            assert!(two.detail.contains("not 2"), "{}", two.detail);
+            assert!(not_one_host(&request(version, &["a", "a"])).is_some());
+        }
     }
 }

@@ -2,7 +2,7 @@
 //! clients from exhausting the daemon (`axum::serve` exposes none of them). When every slot is
 //! taken, stalled connections make room for new ones (`slots`).
 
-use super::slots::{Metered, Slots, Watched};
+use super::slots::{Slots, Watched};
 use axum::Router;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -26,8 +26,9 @@ pub struct ServeLimits {
     /// handshake gets as long.
     pub header_read_timeout: Duration,
     /// When every slot is taken and a client waits for one: how long a connection may have
-    /// waited on its client (idle, in headers or a handshake, or for body bytes) without a byte
-    /// before it is cut to make room. A connection serving a request is never cut.
+    /// waited on its client (idle, in headers or a handshake, or for its body, however its
+    /// bytes drip in) before it is cut to make room. A connection serving a request is never
+    /// cut.
     pub overload_grace: Duration,
 }
 
@@ -41,8 +42,9 @@ impl Default for ServeLimits {
     }
 }
 
-/// Serves `app` until `shutdown` completes, then stops accepting and lets every open
-/// connection finish its request.
+/// Serves `app` until `shutdown` completes, then stops accepting, closes every connection not
+/// being served (idle, or waiting on its client for headers or a body) and lets the others
+/// finish their request.
 pub async fn serve(
     listener: TcpListener,
     app: Router,
@@ -91,10 +93,10 @@ pub async fn serve_with(
                 tokio::select! {
                     permit = permits.clone().acquire_owned() => match permit {
                         Ok(permit) => break permit,
-                        Err(_) => return finish(listener, graceful).await,
+                        Err(_) => return finish(listener, graceful, &slots).await,
                     },
                     () = tokio::time::sleep(MAKE_ROOM_EVERY) => {}
-                    () = &mut shutdown => return finish(listener, graceful).await,
+                    () = &mut shutdown => return finish(listener, graceful, &slots).await,
                 }
             },
         };
@@ -104,7 +106,6 @@ pub async fn serve_with(
         let registration = slots.register();
         let activity = registration.activity.clone();
         let service = Watched::new(app.clone(), activity.clone(), peer);
-        let stream = Metered::new(stream, activity.clone());
         let Some(acceptor) = tls.clone() else {
             let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
             tokio::spawn(async move {
@@ -144,12 +145,28 @@ pub async fn serve_with(
             drop(permit);
         });
     }
-    finish(listener, graceful).await
+    finish(listener, graceful, &slots).await
 }
 
-/// Stops accepting and lets every open connection finish its request.
-async fn finish(listener: TcpListener, graceful: GracefulShutdown) -> std::io::Result<()> {
+/// Stops accepting, closes the connections not being served and lets the others finish their
+/// request. A connection whose request is answered goes idle and is closed in its turn; one
+/// whose handler starts waiting for body bytes meanwhile is cut at the next look.
+async fn finish(
+    listener: TcpListener,
+    graceful: GracefulShutdown,
+    slots: &Slots,
+) -> std::io::Result<()> {
     drop(listener);
-    graceful.shutdown().await;
-    Ok(())
+    let drained = graceful.shutdown();
+    tokio::pin!(drained);
+    loop {
+        let cut = slots.cut_all_waiting();
+        if cut > 0 {
+            tracing::debug!(cut, "shutting down: closed connections not being served");
+        }
+        tokio::select! {
+            () = &mut drained => return Ok(()),
+            () = tokio::time::sleep(MAKE_ROOM_EVERY) => {}
+        }
+    }
 }

@@ -14,6 +14,7 @@ pub mod origin;
 pub mod problem;
 mod query;
 mod refusal;
+mod reserved;
 mod reset;
 mod resources;
 pub mod scopes;
@@ -89,6 +90,11 @@ pub fn router(state: AppState) -> Router {
         .merge(events::router())
         .merge(monitoring::router())
         .merge(openapi::router())
+        // Inside the key check: a key's scopes are decided first, whatever the lease.
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            reserved::guard,
+        ))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::require_key,

@@ -1,5 +1,5 @@
 //! Refusals. A request refused before the fence (no or a wrong API key, a key's scopes, a
-//! foreign web origin or `Host`) is counted, never audited row by row: in the metrics and in
+//! foreign web origin or `Host`, a write naming one of the daemon's own leases) is counted, never audited row by row: in the metrics and in
 //! the aggregated `refusals` rows, by source (the key's name, else the client's address),
 //! reason and interval (`app::refusals`). It takes no row lock and adds no row of its own, so a
 //! flood without a key costs a legitimate writer nothing at the database; an address past its
@@ -64,6 +64,7 @@ fn reason_of(problem: &Problem) -> RefusalReason {
         (StatusCode::UNAUTHORIZED, _) => RefusalReason::Unauthorized,
         (StatusCode::MISDIRECTED_REQUEST, _) => RefusalReason::MisdirectedRequest,
         (_, "cross-origin") => RefusalReason::CrossOrigin,
+        (_, "reserved-name") => RefusalReason::ReservedName,
         _ => RefusalReason::Forbidden,
     }
 }

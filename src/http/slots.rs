@@ -1,16 +1,26 @@
 //! Connection slots under overload. `--max-connections` bounds the connections served at once;
 //! beyond it a client waits in the kernel's backlog until one closes. Clients that hold a slot
-//! without sending anything (a body that stalls, a request's headers trickling, a kept-alive
-//! connection left idle) would keep everyone else waiting until their own timeouts end them
-//! (`--body-read-timeout`, `--header-timeout`: seconds). So, as Envoy's overload manager
-//! shortens its timeouts under pressure: when every slot is taken and a new client is waiting,
-//! the connection that has waited longest on its client, past a short grace, is cut to make room.
-//! A connection serving a request (its handler at work, or its answer being sent) is never cut.
+//! without being served (a body that stalls or drips, a request's headers trickling, a
+//! kept-alive connection left idle) would keep everyone else waiting until their own timeouts
+//! end them (`--body-read-timeout`, `--header-timeout`: seconds). So, as Envoy's overload
+//! manager shortens its timeouts under pressure: when every slot is taken and a new client is
+//! waiting, the connection that has waited longest on its client, past a short grace, is cut to
+//! make room. A connection serving a request (its handler at work, or its answer being sent) is
+//! never cut.
 //!
-//! What a connection is doing is kept in its `Activity`: when it last received a byte, how many
-//! requests it is serving, and how many of those are waiting for body bytes. `Metered` (its
-//! socket), `Watched` (its service), `WatchedBody` (a request's body) and `Served` (an answer's
-//! body) keep it up to date.
+//! A connection's wait is counted from when it last began to wait on its client: when it opened,
+//! when its last answer ended (idle, then the next request's headers), or when its current
+//! request's handler was called (its body). Not from its last byte: a client dripping one body
+//! byte at a time, each within the grace, would otherwise never look stalled and could hold
+//! every slot until the body read timeout.
+//!
+//! On shutdown every connection not being served is cut at once (`cut_all_waiting`) instead of
+//! being waited for up to its timeouts; requests being served finish.
+//!
+//! What a connection is doing is kept in its `Activity`: since when it has waited, how many
+//! requests it is serving, and how many of those are waiting for body bytes. `Watched` (its
+//! service), `WatchedBody` (a request's body) and `Served` (an answer's body) keep it up to
+//! date.
 
 use axum::body::{Body, Bytes};
 use axum::extract::ConnectInfo;
@@ -26,7 +36,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::Notify;
 
 /// The open connections, for finding one to cut when every slot is taken.
@@ -40,9 +49,9 @@ pub(super) struct Slots {
 /// What one connection is doing.
 pub(super) struct Activity {
     epoch: Instant,
-    /// When it last received a byte, began or finished answering a request: milliseconds since
-    /// `epoch`.
-    progress_ms: AtomicU64,
+    /// When it began to wait on its client: opened, its last answer ended, or its current
+    /// request's handler was called. Milliseconds since `epoch`.
+    waiting_since_ms: AtomicU64,
     /// Requests being served, from the handler's call to the answer's last byte.
     serving: AtomicUsize,
     /// Of those, the ones whose handler waits for body bytes.
@@ -56,20 +65,28 @@ impl Activity {
         u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
-    fn touch(&self) {
-        self.progress_ms.store(self.now_ms(), Ordering::Relaxed);
+    /// Starts the wait on its client from now.
+    fn start_waiting(&self) {
+        self.waiting_since_ms
+            .store(self.now_ms(), Ordering::Relaxed);
     }
 
-    /// How long it has waited on its client without progress, if it is not serving anything
-    /// but waiting on it: idle, in a request's headers, in a TLS handshake, or in a body.
-    fn stalled_for(&self, now_ms: u64) -> Option<u64> {
+    /// How long it has waited on its client, if it is not serving anything but waiting on it:
+    /// idle, in a request's headers, in a TLS handshake, or in a body; bytes arriving meanwhile
+    /// do not count as being served.
+    fn waiting_for(&self, now_ms: u64) -> Option<u64> {
         if self.cut.load(Ordering::Relaxed) {
             return None;
         }
         let serving = self.serving.load(Ordering::Relaxed);
         let awaiting = self.awaiting_body.load(Ordering::Relaxed);
         (serving <= awaiting)
-            .then(|| now_ms.saturating_sub(self.progress_ms.load(Ordering::Relaxed)))
+            .then(|| now_ms.saturating_sub(self.waiting_since_ms.load(Ordering::Relaxed)))
+    }
+
+    fn cut_now(&self) {
+        self.cut.store(true, Ordering::Relaxed);
+        self.cut_notice.notify_one();
     }
 
     /// Completes when the connection has been cut to make room.
@@ -112,13 +129,13 @@ impl Slots {
     pub(super) fn register(self: &Arc<Self>) -> Registration {
         let activity = Arc::new(Activity {
             epoch: self.epoch,
-            progress_ms: AtomicU64::new(0),
+            waiting_since_ms: AtomicU64::new(0),
             serving: AtomicUsize::new(0),
             awaiting_body: AtomicUsize::new(0),
             cut: AtomicBool::new(false),
             cut_notice: Notify::new(),
         });
-        activity.touch();
+        activity.start_waiting();
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         self.lock().insert(id, activity.clone());
         Registration {
@@ -143,76 +160,33 @@ impl Slots {
         let grace_ms = u64::try_from(self.grace.as_millis()).unwrap_or(u64::MAX);
         let longest = open
             .values()
-            .filter_map(|activity| activity.stalled_for(now_ms).map(|idle| (idle, activity)))
-            .filter(|(idle, _)| *idle >= grace_ms)
-            .max_by_key(|(idle, _)| *idle);
-        let Some((idle, activity)) = longest else {
+            .filter_map(|activity| activity.waiting_for(now_ms).map(|wait| (wait, activity)))
+            .filter(|(wait, _)| *wait >= grace_ms)
+            .max_by_key(|(wait, _)| *wait);
+        let Some((wait, activity)) = longest else {
             return false;
         };
-        activity.cut.store(true, Ordering::Relaxed);
-        activity.cut_notice.notify_one();
+        activity.cut_now();
         tracing::debug!(
-            stalled_ms = idle,
-            "every connection slot is taken: cut the connection stalled longest"
+            waiting_ms = wait,
+            "every connection slot is taken: cut the connection that waited longest on its client"
         );
         true
     }
-}
 
-/// A connection's socket, noting when bytes arrive.
-pub(super) struct Metered<T> {
-    inner: T,
-    activity: Arc<Activity>,
-}
-
-impl<T> Metered<T> {
-    pub(super) fn new(inner: T, activity: Arc<Activity>) -> Self {
-        Self { inner, activity }
-    }
-}
-
-impl<T: AsyncRead + Unpin> AsyncRead for Metered<T> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
-        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
-        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
-            self.activity.touch();
+    /// Cuts every connection that is not serving a request (idle, in its headers or a
+    /// handshake, or waiting for body bytes), whatever its wait: on shutdown. Returns how many.
+    pub(super) fn cut_all_waiting(&self) -> usize {
+        let open = self.lock();
+        let now_ms = u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let mut cut = 0;
+        for activity in open.values() {
+            if activity.waiting_for(now_ms).is_some() {
+                activity.cut_now();
+                cut += 1;
+            }
         }
-        polled
-    }
-}
-
-impl<T: AsyncWrite + Unpin> AsyncWrite for Metered<T> {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, buf)
-    }
-
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[std::io::IoSlice<'_>],
-    ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
+        cut
     }
 }
 
@@ -222,7 +196,8 @@ struct Serving(Arc<Activity>);
 impl Serving {
     fn start(activity: Arc<Activity>) -> Self {
         activity.serving.fetch_add(1, Ordering::Relaxed);
-        activity.touch();
+        // Should its handler wait for body bytes, that wait starts here.
+        activity.start_waiting();
         Self(activity)
     }
 }
@@ -230,7 +205,7 @@ impl Serving {
 impl Drop for Serving {
     fn drop(&mut self) {
         // Idle from now: its wait for the next request starts here.
-        self.0.touch();
+        self.0.start_waiting();
         self.0.serving.fetch_sub(1, Ordering::Relaxed);
     }
 }
@@ -392,6 +367,45 @@ mod tests {
         assert!(second.activity.cut.load(Ordering::Relaxed));
         drop(second);
         assert!(!slots.cut_longest_stalled(), "only a serving one is left");
+    }
+
+    /// Bytes arriving do not reset a connection's wait: a dripping body still waits from its
+    /// request's start, and is cut before a connection that began waiting later.
+    #[test]
+    fn a_dripping_body_waits_from_its_request_start() {
+        let slots = Slots::new(Duration::from_millis(20));
+        let dripping = slots.register();
+        let _request = Serving::start(dripping.activity.clone());
+        dripping
+            .activity
+            .awaiting_body
+            .fetch_add(1, Ordering::Relaxed);
+        std::thread::sleep(Duration::from_millis(30));
+        let idle = slots.register();
+        // Its bytes keep arriving: nothing here moves its wait.
+        std::thread::sleep(Duration::from_millis(30));
+        assert!(slots.cut_longest_stalled());
+        assert!(dripping.activity.cut.load(Ordering::Relaxed));
+        assert!(!idle.activity.cut.load(Ordering::Relaxed));
+    }
+
+    #[test]
+    fn on_shutdown_every_connection_not_serving_is_cut_at_once() {
+        let slots = Slots::new(Duration::from_secs(60));
+        let idle = slots.register();
+        let serving = slots.register();
+        let in_body = slots.register();
+        let _working = Serving::start(serving.activity.clone());
+        let _reading = Serving::start(in_body.activity.clone());
+        in_body
+            .activity
+            .awaiting_body
+            .fetch_add(1, Ordering::Relaxed);
+        assert_eq!(slots.cut_all_waiting(), 2);
+        assert!(idle.activity.cut.load(Ordering::Relaxed));
+        assert!(in_body.activity.cut.load(Ordering::Relaxed));
+        assert!(!serving.activity.cut.load(Ordering::Relaxed));
+        assert_eq!(slots.cut_all_waiting(), 0, "none is cut twice");
     }
 
     #[test]

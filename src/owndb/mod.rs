@@ -4,7 +4,7 @@
 //!
 //! Native pools only (`PgPool`, `SqlitePool`): the objects differ per backend and the user's
 //! database is not the daemon's store. Nothing here creates a user's SQLite file, and URLs are
-//! shown only through `store::redact_url`.
+//! shown only through `redact::redact_url`.
 
 mod audit;
 pub mod migrate;
@@ -17,7 +17,7 @@ pub use postgres::PgFence;
 pub use sqlite::SqliteFence;
 
 use crate::domain::fence_audit::{ChainCheck, FenceAuditRow};
-use crate::store::redact_url;
+use crate::redact::redact_url;
 use serde::Serialize;
 use std::time::Duration;
 

@@ -10,7 +10,7 @@ use super::{
     AutonomousAudit, FenceStatus, InstallOptions, InstallOutcome, OpenOptions, OwnDbError,
     ProtectSpec, ProtectedTable, ScopeSource, UninstallOutcome, UnprotectOutcome,
 };
-use crate::store::redact_url;
+use crate::redact::redact_url;
 use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
 use sqlx::{Connection, SqliteConnection, SqlitePool};
 use std::str::FromStr;

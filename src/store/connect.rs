@@ -1,9 +1,10 @@
 use super::batch::sqlite::CREATE_BATCH_CHECK;
 use super::batch::BatchSessions;
-use super::db_url::{driver_url, redact_url};
+use super::db_url::driver_url;
 use super::wal_sync::WalSync;
 use super::{Store, StoreError};
 use crate::domain::clock::{SharedClock, SystemClock};
+use crate::redact::redact_url;
 use sqlx::any::{install_default_drivers, AnyPoolOptions};
 use sqlx::{AnyPool, Connection, Executor};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -34,7 +34,6 @@ pub use chain::{Breach, PruneReport, VerifyReport};
 pub use connect::{is_sqlite_url, Backend, OpenMode, StoreOptions, DEFAULT_DB_TIMEOUT};
 /// The fence in a user's own database connects to PostgreSQL outside `Store::open`.
 pub(crate) use db_url::driver_url;
-pub use db_url::redact_url;
 pub use error::{within, StoreError};
 pub use leases::{
     AcquireResult, LeaseEvent, LeaseHistoryQuery, LeaseState, ReleaseResult, RenewResult,

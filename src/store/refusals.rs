@@ -1,11 +1,19 @@
 //! Refusals decided before the fence, aggregated: one row per interval, source and reason
-//! (`domain::refusal`), written once per interval in one statement. Nothing here reads or
-//! locks a resource's row or its chain head.
+//! (`domain::refusal`), written in one transaction per flush. Nothing here reads or locks a
+//! resource's row or its chain head.
+//!
+//! The bound on rows naming a source (`MAX_NAMED_REFUSAL_ROWS` per interval) is kept in the
+//! table itself, not only in one flush: several flushes of one interval, or several daemons,
+//! each name sources of their own. After adding its counts, a flush folds the smallest rows of
+//! each interval it wrote beyond the bound into that interval's `other` rows, deleting them
+//! with `RETURNING`, so that a row two daemons both fold is counted once.
 
 use super::batch::rows::to_json;
 use super::error::corrupt;
 use super::{Backend, Store, StoreError};
-use crate::domain::refusal::{RefusalCount, RefusalReason, RefusalSample, RefusalSource};
+use crate::domain::refusal::{
+    keep_largest, RefusalCount, RefusalReason, RefusalSample, RefusalSource, MAX_NAMED_REFUSAL_ROWS,
+};
 use serde::Serialize;
 use sqlx::any::AnyRow;
 use sqlx::Row;
@@ -62,12 +70,54 @@ const POSTGRES_RECORD: &str = concat!(
 const COLUMNS: &str = "interval_start_us, source_kind, source, reason, count, first_at_us, \
      last_at_us, sample_resource, sample_request, detail";
 
+/// Deletes the rows of interval `$1` naming a source beyond the `$2` with the largest counts,
+/// answering them. Both backends take `LIMIT` with `OFFSET` (SQLite has no `LIMIT ALL`).
+const FOLD_BEYOND: &str = "DELETE FROM refusals WHERE id IN (\
+     SELECT id FROM refusals WHERE interval_start_us = $1 AND source_kind <> 'other' \
+     ORDER BY count DESC, source_kind, source, reason LIMIT 9223372036854775807 OFFSET $2) \
+     RETURNING interval_start_us, source_kind, source, reason, count, first_at_us, last_at_us, \
+     sample_resource, sample_request, detail";
+
 impl Store {
-    /// Adds counts to their rows, creating those not there yet, in one statement.
+    /// Adds counts to their rows, creating those not there yet, then folds each interval's
+    /// rows beyond `MAX_NAMED_REFUSAL_ROWS` into its `other` rows: in one transaction.
     pub async fn record_refusals(&self, counts: &[RefusalCount]) -> Result<(), StoreError> {
         if counts.is_empty() {
             return Ok(());
         }
+        let mut tx = self.writer.begin().await?;
+        self.add_refusals(&mut tx, counts).await?;
+        let mut intervals: Vec<i64> = counts.iter().map(|c| c.interval_start_us).collect();
+        intervals.sort_unstable();
+        intervals.dedup();
+        let bound = i64::try_from(MAX_NAMED_REFUSAL_ROWS).unwrap_or(i64::MAX);
+        for interval in intervals {
+            let folded = sqlx::query(FOLD_BEYOND)
+                .bind(interval)
+                .bind(bound)
+                .fetch_all(&mut *tx)
+                .await?;
+            if folded.is_empty() {
+                continue;
+            }
+            let folded = folded
+                .iter()
+                .map(refusal_count)
+                .collect::<Result<Vec<_>, _>>()?;
+            // Named rows beyond a bound of none: all of them go to `other`, by reason.
+            let others = keep_largest(folded, 0);
+            self.add_refusals(&mut tx, &others).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Adds counts to their rows, creating those not there yet, in one statement.
+    async fn add_refusals(
+        &self,
+        conn: &mut sqlx::AnyConnection,
+        counts: &[RefusalCount],
+    ) -> Result<(), StoreError> {
         let rows: Vec<RefusalRow<'_>> = counts
             .iter()
             .map(|count| RefusalRow {
@@ -89,9 +139,19 @@ impl Store {
         };
         sqlx::query(statement)
             .bind(to_json(&rows)?)
-            .execute(&self.writer)
+            .execute(conn)
             .await?;
         Ok(())
+    }
+
+    /// Deletes the rows whose last refusal is older than `before_us` (`REFUSAL_RETENTION`);
+    /// answers how many.
+    pub async fn prune_refusals(&self, before_us: i64) -> Result<u64, StoreError> {
+        let done = sqlx::query("DELETE FROM refusals WHERE last_at_us < $1")
+            .bind(before_us)
+            .execute(&self.writer)
+            .await?;
+        Ok(done.rows_affected())
     }
 
     /// The rows whose refusals fall (at least partly) between `since_us` and `until_us`,
@@ -120,8 +180,8 @@ fn refusal_count(row: &AnyRow) -> Result<RefusalCount, StoreError> {
     let source = match kind.as_str() {
         "caller" => RefusalSource::Caller(name),
         "address" => RefusalSource::Address(
-            name.parse()
-                .map_err(|_| corrupt(format!("refusals: {name:?} is not an address")))?,
+            RefusalSource::parse_address(&name)
+                .ok_or_else(|| corrupt(format!("refusals: {name:?} is not an address")))?,
         ),
         "unknown" => RefusalSource::Unknown,
         "other" => RefusalSource::Other,

@@ -184,3 +184,14 @@ fn the_dashboard_names_nothing_of_the_daemon() {
 fn the_daemon_client_knows_nothing_of_the_dashboard() {
     assert_names_none("src/client", &["crate::tui", "ratatui", "crossterm"], 3);
 }
+
+/// What of a URL may be shown is pure text, used by the store, the client and the commands
+/// alike: it names none of them, nor any runtime, database or web crate.
+#[test]
+fn the_redaction_of_urls_names_no_layer() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/redact.rs");
+    let text = std::fs::read_to_string(&path).unwrap();
+    for forbidden in ["crate::", "sqlx", "tokio", "axum", "reqwest", "hyper"] {
+        assert!(!text.contains(forbidden), "src/redact.rs names {forbidden}");
+    }
+}

@@ -618,10 +618,11 @@ async fn a_lease_fences_only_its_scope(#[case] backend: Backend) {
 async fn api_keys_guard_v1_and_name_the_caller(#[case] backend: Backend) {
     use fencewatch::http::auth::ApiKeys;
     let db = test_db!(backend);
-    let keys =
-        std::sync::Arc::new(ApiKeys::parse("alice:key-of-alice\nkey-without-name\n").unwrap());
+    let keys = std::sync::Arc::new(
+        ApiKeys::parse("alice:key-of-alice-4d8e1b7a\nkey-without-name\n").unwrap(),
+    );
     let app = TestApp::spawn_keyed(&db, Limits::default(), Some(keys)).await;
-    let alice = |request: reqwest::RequestBuilder| request.bearer_auth("key-of-alice");
+    let alice = |request: reqwest::RequestBuilder| request.bearer_auth("key-of-alice-4d8e1b7a");
 
     let none = app
         .put("doc")
@@ -653,7 +654,7 @@ async fn api_keys_guard_v1_and_name_the_caller(#[case] backend: Backend) {
     let written = app
         .put("doc")
         .token(1)
-        .header("Authorization", "Bearer key-of-alice")
+        .header("Authorization", "Bearer key-of-alice-4d8e1b7a")
         .body("x")
         .send()
         .await;
@@ -768,24 +769,46 @@ async fn required_leases_leave_no_token_to_invent(#[case] backend: Backend) {
     );
 }
 
-/// The example key file in `assets/` is one the daemon accepts, and its dashboard key only
-/// reads.
+/// The example key file in `assets/` is refused as shipped (its keys are placeholders); with
+/// each placeholder replaced by a key of its own, as its comments say, the daemon accepts it,
+/// and its dashboard key only reads.
 #[test]
-fn the_example_key_file_parses() {
-    use fencewatch::http::auth::{ApiKeys, Authenticated, Caller};
+fn the_example_key_file_parses_once_its_keys_are_replaced() {
+    use fencewatch::http::auth::{ApiKeys, Authenticated, Caller, KeyFileError, KeyLineError};
     use fencewatch::http::scopes::{Grants, Need, Scope};
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/api-keys.example");
-    let keys = ApiKeys::load(&path).unwrap();
-    let Authenticated::Key { caller, grants } = keys.authenticate("replace-with-a-long-random-key")
-    else {
+    assert!(matches!(
+        ApiKeys::load(&path),
+        Err(KeyFileError::Invalid {
+            problem: KeyLineError::Placeholder(_),
+            ..
+        })
+    ));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let placeholders = [
+        ("replace-with-a-long-random-key", "4b1f0c9e27d86a35e1b4"),
+        (
+            "replace-with-another-long-random-key",
+            "9d2a6e1f0c4b73852ae9",
+        ),
+        (
+            "replace-with-a-third-long-random-key",
+            "e07c3b9a5d1f62848b0c",
+        ),
+    ];
+    let mut replaced = text.clone();
+    for (placeholder, key) in placeholders {
+        assert!(text.contains(placeholder), "{placeholder}");
+        replaced = replaced.replace(&format!(":{placeholder} "), &format!(":{key} "));
+    }
+    let keys = ApiKeys::parse(&replaced).unwrap();
+    let Authenticated::Key { caller, grants } = keys.authenticate(placeholders[0].1) else {
         panic!("the worker's key is in the file");
     };
     assert_eq!(caller, Caller(Some("billing-worker".into())));
     assert!(grants.allows(&Need::WriteResource(b"billing/totals".to_vec())));
     assert!(!grants.allows(&Need::WriteResource(b"payroll".to_vec())));
-    let Authenticated::Key { caller, grants } =
-        keys.authenticate("replace-with-another-long-random-key")
-    else {
+    let Authenticated::Key { caller, grants } = keys.authenticate(placeholders[1].1) else {
         panic!("the dashboard's key is in the file");
     };
     assert_eq!(caller, Caller(Some("ops-dashboard".into())));

@@ -223,13 +223,33 @@ async fn following_events(daemon: &Daemon) -> TcpStream {
 }
 
 /// Connections serving requests are never cut to make room: beyond the cap, a client waits
-/// until one of them ends.
+/// until one of them ends. Here one follows the live stream (subscribers alone may hold only
+/// half the slots) and one is a write whose handler waits for the database, held by another
+/// connection's write lock.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_beyond_the_cap_wait_their_turn() {
+    use sqlx::Connection;
     let db = TestDb::new(Backend::Sqlite).await;
     let daemon = Daemon::spawn(&db, &["--max-connections", "2", "--header-timeout", "60s"]).await;
     let first = following_events(&daemon).await;
-    let second = following_events(&daemon).await;
+    // The database's write lock, held: the next write waits for it in its handler.
+    let mut holder = sqlx::SqliteConnection::connect(&db.url).await.unwrap();
+    sqlx::query("BEGIN IMMEDIATE")
+        .execute(&mut holder)
+        .await
+        .unwrap();
+    let base = daemon.base.clone();
+    let second = tokio::spawn(async move {
+        crate::helpers::http_client()
+            .put(format!("{base}/v1/resources/held"))
+            .header("Fencing-Token", "1")
+            .body("value")
+            .send()
+            .await
+            .map(|response| response.status().as_u16())
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!second.is_finished(), "the write waits for the lock");
     let base = daemon.base.clone();
     let third = tokio::spawn(async move {
         crate::helpers::http_client()
@@ -241,7 +261,7 @@ async fn connections_beyond_the_cap_wait_their_turn() {
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert!(
         !third.is_finished(),
-        "a third connection is not served while two are serving streams"
+        "a third connection is not served while two are being served"
     );
     drop(first);
     let status = tokio::time::timeout(Duration::from_secs(10), third)
@@ -250,7 +270,8 @@ async fn connections_beyond_the_cap_wait_their_turn() {
         .unwrap()
         .unwrap();
     assert_eq!(status, 200);
-    drop(second);
+    sqlx::query("ROLLBACK").execute(&mut holder).await.unwrap();
+    let _ = second.await;
     daemon.kill().await;
 }
 
@@ -329,5 +350,173 @@ async fn oversized_headers_are_refused_without_a_change() {
     )
     .await;
     value.assert_problem(404, "not-found");
+    daemon.kill().await;
+}
+
+/// Opens a connection that sends a write's headers announcing a large body, then drips one
+/// body byte every `every`, for as long as the returned task runs.
+async fn dripper(daemon: &Daemon, n: usize, every: Duration) -> tokio::task::JoinHandle<()> {
+    let mut stream = TcpStream::connect(address(daemon)).await.unwrap();
+    stream
+        .write_all(
+            format!(
+                "PUT /v1/resources/drip-{n} HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+                 Fencing-Token: 1\r\nContent-Length: 1000000\r\n\r\nx"
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(every).await;
+            if stream.write_all(b"x").await.is_err() {
+                return;
+            }
+        }
+    })
+}
+
+/// The drip attack: every `--max-connections` slot held by a client sending one body byte at a
+/// time, each byte sooner than the overload grace (so that, counted from its last byte, no
+/// dripper ever looks stalled) and far within the body read timeout. `/healthz` still answers
+/// within 1 s: a connection's wait is counted from when its request started, not from its last
+/// byte, so the dripper waiting longest is cut to make room.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn healthz_answers_within_a_second_while_every_slot_drips_a_body() {
+    const SLOTS: usize = 8;
+    let db = TestDb::new(Backend::Sqlite).await;
+    let daemon = Daemon::spawn(
+        &db,
+        &[
+            "--max-connections",
+            "8",
+            BODY_READ_TIMEOUT,
+            "60s",
+            "--header-timeout",
+            "60s",
+        ],
+    )
+    .await;
+    let mut drippers = Vec::new();
+    for n in 0..SLOTS {
+        drippers.push(dripper(&daemon, n, Duration::from_millis(200)).await);
+    }
+    // Every slot is taken, each dripper well past the grace since its request started.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let started = Instant::now();
+    let health = tokio::time::timeout(
+        Duration::from_secs(30),
+        crate::helpers::http_client()
+            .get(format!("{}/healthz", daemon.base))
+            .send(),
+    )
+    .await
+    .expect("/healthz answers at all while drippers hold every slot")
+    .unwrap();
+    let took = started.elapsed();
+    println!("/healthz answered in {took:?} with {SLOTS} drippers holding every slot");
+    assert_eq!(health.status().as_u16(), 200);
+    assert!(
+        took < Duration::from_secs(1),
+        "/healthz took {took:?} with every slot held by a dripper"
+    );
+    for dripper in drippers {
+        dripper.abort();
+    }
+    daemon.kill().await;
+}
+
+/// SIGTERM: connections not being served (idle, in their headers, or waiting for body bytes)
+/// are closed at once rather than waited for up to their timeouts; the daemon stops within
+/// seconds, cleanly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_closes_connections_that_are_not_being_served() {
+    let db = TestDb::new(Backend::Sqlite).await;
+    let daemon = Daemon::spawn(&db, &[BODY_READ_TIMEOUT, "60s", "--header-timeout", "60s"]).await;
+    let mut drippers = Vec::new();
+    for n in 0..2 {
+        drippers.push(dripper(&daemon, n, Duration::from_millis(200)).await);
+    }
+    let mut stalled = TcpStream::connect(address(&daemon)).await.unwrap();
+    stalled
+        .write_all(
+            b"POST /v1/leases/jobs/acquire HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+              Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{",
+        )
+        .await
+        .unwrap();
+    let mut in_headers = TcpStream::connect(address(&daemon)).await.unwrap();
+    in_headers
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        .await
+        .unwrap();
+    let _idle = TcpStream::connect(address(&daemon)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let mut daemon = daemon;
+    let started = Instant::now();
+    daemon.signal("TERM");
+    let status = tokio::time::timeout(Duration::from_secs(20), daemon.child.wait())
+        .await
+        .expect("the daemon stops without waiting for the slow clients' timeouts")
+        .unwrap();
+    let took = started.elapsed();
+    println!("stopped {took:?} after SIGTERM");
+    assert!(status.success(), "{status:?}");
+    assert!(took < Duration::from_secs(3), "stopped only after {took:?}");
+    until_closed(&mut stalled, Duration::from_secs(1))
+        .await
+        .expect("the stalled body's connection is closed");
+    for dripper in drippers {
+        dripper.abort();
+    }
+}
+
+/// Live event subscribers are requests served for as long as they last, never cut to make
+/// room: `--max-subscribers` above half of `--max-connections` is lowered to half, with a
+/// warning, so that subscribers can never hold every slot and `/healthz` is still served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscribers_never_hold_more_than_half_the_connection_slots() {
+    let db = TestDb::new(Backend::Sqlite).await;
+    let (daemon, log) =
+        Daemon::spawn_logged(&db, &["--max-connections", "4", "--max-subscribers", "100"]).await;
+    let mut warned = log.lines_with(&["--max-subscribers", "--max-connections"]);
+    for _ in 0..20 {
+        if !warned.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        warned = log.lines_with(&["--max-subscribers", "--max-connections"]);
+    }
+    assert_eq!(warned.len(), 1, "one warning saying both flags: {warned:?}");
+    assert!(warned[0].contains("WARN"), "{}", warned[0]);
+    let _first = following_events(&daemon).await;
+    let _second = following_events(&daemon).await;
+    let mut third = TcpStream::connect(address(&daemon)).await.unwrap();
+    third
+        .write_all(b"GET /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buffer = [0u8; 1024];
+    let n = tokio::time::timeout(Duration::from_secs(10), third.read(&mut buffer))
+        .await
+        .expect("an answer to a third subscriber")
+        .unwrap();
+    let answer = String::from_utf8_lossy(&buffer[..n]).to_string();
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    drop(third);
+    let started = Instant::now();
+    let health = tokio::time::timeout(
+        Duration::from_secs(10),
+        crate::helpers::http_client()
+            .get(format!("{}/healthz", daemon.base))
+            .send(),
+    )
+    .await
+    .expect("/healthz is served beside the subscribers")
+    .unwrap();
+    assert_eq!(health.status().as_u16(), 200);
+    assert!(started.elapsed() < Duration::from_secs(1));
     daemon.kill().await;
 }

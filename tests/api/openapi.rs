@@ -257,7 +257,8 @@ async fn the_description_is_served_as_json_with_the_read_scope() {
         "the embedded description"
     );
 
-    let keys = ApiKeys::parse("dash:k-read read\nworker:k-write write\n").unwrap();
+    let keys =
+        ApiKeys::parse("dash:k-read-5e1f0a9c3b read\nworker:k-write-5e1f0a9c3b write\n").unwrap();
     let db = test_db!(Backend::Sqlite);
     let app = TestApp::spawn_keyed(&db, Limits::default(), Some(Arc::new(keys))).await;
     let get = |key: Option<&'static str>| {
@@ -268,8 +269,10 @@ async fn the_description_is_served_as_json_with_the_read_scope() {
         async move { Reply::from(request.send().await.unwrap()).await }
     };
     get(None).await.assert_problem(401, "unauthorized");
-    get(Some("k-write")).await.assert_problem(403, "forbidden");
-    let reply = get(Some("k-read")).await;
+    get(Some("k-write-5e1f0a9c3b"))
+        .await
+        .assert_problem(403, "forbidden");
+    let reply = get(Some("k-read-5e1f0a9c3b")).await;
     assert_eq!(reply.status, 200);
     assert_eq!(reply.json, spec());
 }

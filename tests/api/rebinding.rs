@@ -163,3 +163,68 @@ async fn allowed_hosts_are_added_on_the_command_line() {
     assert!(absolute.contains("misdirected-request"), "{absolute}");
     daemon.kill().await;
 }
+
+/// Sends `request` on a connection of its own; answers all the daemon sent before closing.
+async fn raw_exchange(base: &str, request: &[u8]) -> String {
+    let address = base.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    stream.write_all(request).await.unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut answer))
+        .await
+        .expect("an answer and a close")
+        .unwrap();
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+/// RFC 9112 §3.2: an HTTP/1.1 request without `Host`, or with more than one, is answered `400`.
+/// Two `Host` headers would let the guard check one name while something behind the daemon (a
+/// proxy, a log) reads the other; a request without one names no host to check. With or
+/// without `--allowed-host` (and with `*`), on every route, as a problem; nothing changes. An
+/// HTTP/1.0 request without `Host` is still served.
+#[rstest]
+#[case::default(&[])]
+#[case::allowed_host(&["--allowed-host", "fencewatch.internal"])]
+#[case::any_host(&["--allowed-host", "*"])]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_without_one_host_is_refused(#[case] flags: &[&str]) {
+    let db = test_db!(Backend::Sqlite);
+    let daemon = Daemon::spawn(&db, flags).await;
+    let requests: [&[u8]; 6] = [
+        b"GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n",
+        b"GET /v1/stats HTTP/1.1\r\nConnection: close\r\n\r\n",
+        b"PUT /v1/resources/doc HTTP/1.1\r\nFencing-Token: 1\r\nContent-Length: 1\r\nConnection: close\r\n\r\nx",
+        b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+        b"PUT /v1/resources/doc HTTP/1.1\r\nHost: localhost\r\nHost: evil.example\r\nFencing-Token: 1\r\nContent-Length: 1\r\nConnection: close\r\n\r\nx",
+        b"GET /metrics HTTP/1.1\r\nHost: fencewatch.internal\r\nhost: localhost\r\nConnection: close\r\n\r\n",
+    ];
+    for request in requests {
+        let answer = raw_exchange(&daemon.base, request).await;
+        let shown = String::from_utf8_lossy(request);
+        assert!(answer.starts_with("HTTP/1.1 400"), "{shown:?}: {answer}");
+        assert!(
+            answer.contains("application/problem+json"),
+            "{shown:?}: {answer}"
+        );
+        assert!(answer.contains("invalid-request"), "{shown:?}: {answer}");
+        assert!(answer.contains("Host"), "{shown:?}: {answer}");
+    }
+    let unchanged = raw_exchange(
+        &daemon.base,
+        b"GET /v1/resources/doc HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert!(unchanged.starts_with("HTTP/1.1 404"), "{unchanged}");
+    let old = raw_exchange(&daemon.base, b"GET /healthz HTTP/1.0\r\n\r\n").await;
+    assert!(
+        old.starts_with("HTTP/1.0 200") || old.starts_with("HTTP/1.1 200"),
+        "{old}"
+    );
+    let one = raw_exchange(
+        &daemon.base,
+        b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert!(one.starts_with("HTTP/1.1 200"), "{one}");
+    daemon.kill().await;
+}

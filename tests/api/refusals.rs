@@ -12,7 +12,7 @@ use sqlx::AnyPool;
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
-const KEYS: &str = "writer:k-writer write=ledger/\nreader:k-reader read\n";
+const KEYS: &str = "writer:k-writer-5e1f0a9c3b write=ledger/\nreader:k-reader-5e1f0a9c3b read\n";
 const RESOURCE: &str = "ledger/main";
 
 /// A daemon with the keys above, and the folder holding its key file.
@@ -45,7 +45,7 @@ async fn write(http: &reqwest::Client, base: &str, n: usize) -> Result<Duration,
     let started = Instant::now();
     let response = http
         .put(format!("{base}/v1/resources/{RESOURCE}"))
-        .bearer_auth("k-writer")
+        .bearer_auth("k-writer-5e1f0a9c3b")
         .header("Fencing-Token", "1")
         .body(format!("value {n}"))
         .send()
@@ -279,7 +279,7 @@ async fn refusals_are_counted_per_source_and_reason_and_add_up(#[case] backend: 
     for _ in 0..5 {
         let reply = send(
             http.put(format!("{base}/v1/resources/agg/x"))
-                .bearer_auth("k-wrong")
+                .bearer_auth("k-wrong-5e1f0a9c3b")
                 .header("Fencing-Token", "1")
                 .body("x"),
         )
@@ -294,7 +294,7 @@ async fn refusals_are_counted_per_source_and_reason_and_add_up(#[case] backend: 
     for _ in 0..3 {
         send(
             http.put(format!("{base}/v1/resources/agg/y"))
-                .bearer_auth("k-reader")
+                .bearer_auth("k-reader-5e1f0a9c3b")
                 .header("Fencing-Token", "1")
                 .body("y"),
         )
@@ -492,4 +492,223 @@ async fn old_refusal_rows_are_pruned_with_the_audit(#[case] backend: Backend) {
     assert_eq!(count(&pool, "SELECT COUNT(*) FROM refusals").await, 1);
     assert_eq!(count(&pool, "SELECT MAX(count) FROM refusals").await, 7);
     pool.close().await;
+}
+
+/// Refused requests from `addresses` distinct client addresses (127.x.y.1: every address of
+/// 127.0.0.0/8 is this machine's), one connection each without a key; answers how many were
+/// refused `401`.
+async fn spray(base: &str, addresses: u16, per_address: usize) -> i64 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let target: std::net::SocketAddr = base.trim_start_matches("http://").parse().unwrap();
+    let mut refused = 0;
+    for n in 0..addresses {
+        let source = std::net::Ipv4Addr::new(127, 1 + (n >> 8) as u8, (n & 0xff) as u8, 1);
+        for _ in 0..per_address {
+            let socket = tokio::net::TcpSocket::new_v4().unwrap();
+            socket.bind((source, 0).into()).unwrap();
+            let mut stream = socket.connect(target).await.unwrap();
+            stream
+                .write_all(
+                    b"GET /v1/stats HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+                )
+                .await
+                .unwrap();
+            let mut answer = Vec::new();
+            stream.read_to_end(&mut answer).await.unwrap();
+            assert!(
+                answer.starts_with(b"HTTP/1.1 401"),
+                "{}",
+                String::from_utf8_lossy(&answer)
+            );
+            refused += 1;
+        }
+    }
+    refused
+}
+
+/// Rows of `refusals` by interval: how many name a source (not `other`), and the total count.
+async fn rows_by_interval(pool: &AnyPool) -> BTreeMap<i64, (i64, i64, i64)> {
+    let rows: Vec<(i64, String, i64)> =
+        sqlx::query_as("SELECT interval_start_us, source_kind, count FROM refusals")
+            .fetch_all(pool)
+            .await
+            .unwrap();
+    let mut by_interval: BTreeMap<i64, (i64, i64, i64)> = BTreeMap::new();
+    for (interval, kind, count) in rows {
+        let entry = by_interval.entry(interval).or_default();
+        match kind.as_str() {
+            "other" => entry.1 += 1,
+            _ => entry.0 += 1,
+        }
+        entry.2 += count;
+    }
+    by_interval
+}
+
+/// A spray of refused requests from many distinct addresses grows `refusals` by a bounded
+/// number of rows: per one-minute interval at most `MAX_NAMED_REFUSAL_ROWS` rows naming a
+/// source, the rest counted together in an `other` row (one per reason), every refusal counted.
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spray_from_many_addresses_adds_a_bounded_number_of_rows(#[case] backend: Backend) {
+    use fencewatch::domain::refusal::MAX_NAMED_REFUSAL_ROWS;
+    let db = test_db!(backend);
+    let (daemon, _keys) = keyed_daemon(&db).await;
+    let sent = spray(&daemon.base, 300, 1).await + spray(&daemon.base, 20, 2).await;
+    assert!(daemon.terminate().await, "the daemon stops cleanly");
+    let pool = raw_pool(&db).await;
+    let by_interval = rows_by_interval(&pool).await;
+    println!("{sent} refusals from 300 addresses: rows by interval {by_interval:?}");
+    for (interval, (named, other, _)) in &by_interval {
+        assert!(
+            *named <= MAX_NAMED_REFUSAL_ROWS as i64,
+            "interval {interval}: {named} rows name a source"
+        );
+        assert!(
+            *other <= 1,
+            "interval {interval}: {other} other rows (one reason)"
+        );
+    }
+    let total: i64 = by_interval.values().map(|(_, _, count)| count).sum();
+    assert_eq!(total, sent, "every refusal is counted");
+    assert!(
+        by_interval.len() <= 2,
+        "one-minute intervals: {by_interval:?}"
+    );
+    pool.close().await;
+}
+
+/// The bound holds in the table, not only in one daemon's memory: counts of one interval
+/// written in several flushes (or by several daemons), each naming other sources, leave at most
+/// `MAX_NAMED_REFUSAL_ROWS` rows naming a source, the largest counts kept by name, and every
+/// refusal counted.
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn refusal_rows_of_an_interval_stay_bounded_across_flushes(#[case] backend: Backend) {
+    use fencewatch::domain::refusal::{
+        RefusalCount, RefusalReason, RefusalSample, RefusalSource, MAX_NAMED_REFUSAL_ROWS,
+    };
+    let db = test_db!(backend);
+    let store = db.store().await;
+    let interval_us = 1_700_000_040_000_000;
+    let row = |n: u32, count: i64, reason: RefusalReason| RefusalCount {
+        interval_start_us: interval_us,
+        source: RefusalSource::Address(std::net::IpAddr::from((0x0a00_0000 + n).to_be_bytes())),
+        reason,
+        count,
+        first_at_us: interval_us + i64::from(n),
+        last_at_us: interval_us + i64::from(n),
+        sample: RefusalSample::new(None, "GET /v1/stats".into(), "no key".into()),
+    };
+    let mut sent = 0;
+    for flush in 0..4u32 {
+        let batch: Vec<RefusalCount> = (0..80u32)
+            .map(|n| {
+                let reason = match n % 2 {
+                    0 => RefusalReason::Unauthorized,
+                    _ => RefusalReason::CrossOrigin,
+                };
+                row(flush * 80 + n, 1, reason)
+            })
+            .collect();
+        sent += batch.len() as i64;
+        store.record_refusals(&batch).await.unwrap();
+    }
+    // One source far above the rest keeps its own row.
+    store
+        .record_refusals(&[row(9999, 500, RefusalReason::Unauthorized)])
+        .await
+        .unwrap();
+    sent += 500;
+    let rows = store.refusals(None, None).await.unwrap();
+    let named = rows
+        .iter()
+        .filter(|r| r.source != RefusalSource::Other)
+        .count();
+    let others = rows.len() - named;
+    assert!(
+        named <= MAX_NAMED_REFUSAL_ROWS,
+        "{named} rows name a source"
+    );
+    assert!(others <= 2, "{others} other rows: one per reason");
+    assert_eq!(rows.iter().map(|r| r.count).sum::<i64>(), sent);
+    for reason in [RefusalReason::Unauthorized, RefusalReason::CrossOrigin] {
+        let counted: i64 = rows
+            .iter()
+            .filter(|r| r.reason == reason)
+            .map(|r| r.count)
+            .sum();
+        let expected = match reason {
+            RefusalReason::Unauthorized => 160 + 500,
+            _ => 160,
+        };
+        assert_eq!(counted, expected, "{reason:?}");
+    }
+    assert!(
+        rows.iter()
+            .any(|r| r.count == 500 && r.source != RefusalSource::Other),
+        "the largest source keeps its row"
+    );
+    store.close().await;
+}
+
+/// Refusal rows have a short retention of their own (`REFUSAL_RETENTION`), whatever the
+/// audit's: a daemon whose database keeps the audit for ever still deletes refusal rows older
+/// than it, and keeps newer ones.
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusal_rows_are_pruned_past_their_own_retention(#[case] backend: Backend) {
+    use fencewatch::app::refusals::REFUSAL_RETENTION;
+    use fencewatch::domain::refusal::{RefusalCount, RefusalReason, RefusalSample, RefusalSource};
+    let db = test_db!(backend);
+    let store = db.store().await;
+    let now_us = chrono::Utc::now().timestamp_micros();
+    let retention_us = REFUSAL_RETENTION.as_micros() as i64;
+    let row = |at_us: i64| RefusalCount {
+        interval_start_us: at_us - at_us.rem_euclid(60_000_000),
+        source: RefusalSource::Address("192.0.2.7".parse().unwrap()),
+        reason: RefusalReason::Unauthorized,
+        count: 1,
+        first_at_us: at_us,
+        last_at_us: at_us,
+        sample: RefusalSample::new(None, "GET /v1/stats".into(), "no key".into()),
+    };
+    store
+        .record_refusals(&[row(now_us - retention_us - 3_600_000_000), row(now_us)])
+        .await
+        .unwrap();
+    store.close().await;
+    let daemon = Daemon::spawn(&db, &[]).await;
+    let pool = raw_pool(&db).await;
+    let mut left = count(&pool, "SELECT COUNT(*) FROM refusals").await;
+    for _ in 0..100 {
+        if left == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        left = count(&pool, "SELECT COUNT(*) FROM refusals").await;
+    }
+    assert_eq!(left, 1, "the old row is pruned, the new one kept");
+    let kept = count(&pool, "SELECT MAX(last_at_us) FROM refusals").await;
+    assert_eq!(kept, now_us);
+    pool.close().await;
+    daemon.kill().await;
 }

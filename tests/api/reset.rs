@@ -14,9 +14,9 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 
 const KEYS: &str = "\
-operator:k-operator admin
-worker:k-worker write lease read
-legacy:k-legacy
+operator:k-operator-5e1f0a9c3b admin
+worker:k-worker-5e1f0a9c3b write lease read
+legacy:k-legacy-5e1f0a9c3b
 ";
 
 async fn reset(app: &TestApp, key: Option<&str>, resource: &str, body: Value) -> Reply {
@@ -42,7 +42,7 @@ async fn get(app: &TestApp, path: &str) -> Reply {
     let request = app
         .http
         .get(format!("{}{path}", app.base))
-        .bearer_auth("k-operator");
+        .bearer_auth("k-operator-5e1f0a9c3b");
     Reply::from(request.send().await.unwrap()).await
 }
 
@@ -78,7 +78,7 @@ async fn an_admin_resets_a_runaway_token(#[case] backend: Backend) {
     let db = test_db!(backend);
     let keys = Some(Arc::new(ApiKeys::parse(KEYS).unwrap()));
     let app = TestApp::spawn_keyed(&db, Limits::default(), keys).await;
-    let worker = Some("k-worker");
+    let worker = Some("k-worker-5e1f0a9c3b");
 
     // The runaway: one write with the highest token there is, and the resource is locked.
     assert_eq!(put(&app, worker, "ledger", i64::MAX).await.status, 201);
@@ -103,7 +103,7 @@ async fn an_admin_resets_a_runaway_token(#[case] backend: Backend) {
         Some(i64::MAX.to_string().as_str())
     );
 
-    let done = reset(&app, Some("k-operator"), "ledger", body).await;
+    let done = reset(&app, Some("k-operator-5e1f0a9c3b"), "ledger", body).await;
     assert_eq!(done.status, 200, "{}", done.json);
     assert_eq!(done.content_type(), "application/json");
     assert_eq!(done.json["resource"], "ledger");
@@ -187,7 +187,7 @@ async fn an_admin_resets_a_runaway_token(#[case] backend: Backend) {
     // An unscoped key line counts as admin, as everywhere.
     let again = reset(
         &app,
-        Some("k-legacy"),
+        Some("k-legacy-5e1f0a9c3b"),
         "ledger",
         json!({"highest_token": 9, "reason": "raise it past a zombie"}),
     )

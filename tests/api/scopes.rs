@@ -75,10 +75,10 @@ fn keyed(keys: &str) -> Option<Arc<ApiKeys>> {
 async fn a_write_cannot_borrow_another_teams_lease_generation(#[case] backend: Backend) {
     let db = test_db!(backend);
     let keys = keyed(
-        "billing:k-billing write=billing/ lease=billing/\n\
-         intruder:k-intruder write=billing/\n\
-         payroll:k-payroll write=payroll/ lease=payroll/\n\
-         operator:k-operator admin\n",
+        "billing:k-billing-5e1f0a9c3b write=billing/ lease=billing/\n\
+         intruder:k-intruder-5e1f0a9c3b write=billing/\n\
+         payroll:k-payroll-5e1f0a9c3b write=payroll/ lease=payroll/\n\
+         operator:k-operator-5e1f0a9c3b admin\n",
     );
     let limits = Limits {
         leases: LeasePolicy {
@@ -90,19 +90,19 @@ async fn a_write_cannot_borrow_another_teams_lease_generation(#[case] backend: B
     let app = TestApp::spawn_keyed(&db, limits, keys).await;
     let billing = Key {
         app: &app,
-        key: "k-billing",
+        key: "k-billing-5e1f0a9c3b",
     };
     let intruder = Key {
         app: &app,
-        key: "k-intruder",
+        key: "k-intruder-5e1f0a9c3b",
     };
     let payroll = Key {
         app: &app,
-        key: "k-payroll",
+        key: "k-payroll-5e1f0a9c3b",
     };
     let operator = Key {
         app: &app,
-        key: "k-operator",
+        key: "k-operator-5e1f0a9c3b",
     };
 
     let ours = billing.acquire("billing/leader", "b1").await;
@@ -165,22 +165,22 @@ async fn a_write_cannot_borrow_another_teams_lease_generation(#[case] backend: B
 async fn write_and_lease_prefixes_match_whole_segments(#[case] backend: Backend) {
     let db = test_db!(backend);
     let keys = keyed(
-        "narrow:k-narrow write=billing lease=jobs\n\
-         slashed:k-slashed write=billing/ lease=jobs/\n\
-         legacy:k-legacy\n",
+        "narrow:k-narrow-5e1f0a9c3b write=billing lease=jobs\n\
+         slashed:k-slashed-5e1f0a9c3b write=billing/ lease=jobs/\n\
+         legacy:k-legacy-5e1f0a9c3b\n",
     );
     let app = TestApp::spawn_keyed(&db, Limits::default(), keys).await;
     let narrow = Key {
         app: &app,
-        key: "k-narrow",
+        key: "k-narrow-5e1f0a9c3b",
     };
     let slashed = Key {
         app: &app,
-        key: "k-slashed",
+        key: "k-slashed-5e1f0a9c3b",
     };
     let legacy = Key {
         app: &app,
-        key: "k-legacy",
+        key: "k-legacy-5e1f0a9c3b",
     };
 
     for (key, resource, status) in [
@@ -246,23 +246,23 @@ async fn write_and_lease_prefixes_match_whole_segments(#[case] backend: Backend)
 async fn an_external_lock_needs_a_lease_scope_naming_its_authority(#[case] backend: Backend) {
     let db = test_db!(backend);
     let keys = keyed(
-        "daemon-leases:k-daemon write=locks/ lease=locks/\n\
-         etcd-jobs:k-etcd write=locks/ lease=etcd:/locks/jobs\n\
-         any-etcd:k-any-etcd write=locks/ lease=etcd:\n\
-         all-leases:k-all write=locks/ lease\n",
+        "daemon-leases:k-daemon-5e1f0a9c3b write=locks/ lease=locks/\n\
+         etcd-jobs:k-etcd-5e1f0a9c3b write=locks/ lease=etcd:/locks/jobs\n\
+         any-etcd:k-any-etcd-5e1f0a9c3b write=locks/ lease=etcd:\n\
+         all-leases:k-all-5e1f0a9c3b write=locks/ lease\n",
     );
     let app = TestApp::spawn_keyed(&db, Limits::default(), keys).await;
     let key = |key| Key { app: &app, key };
     for (caller, lock, status) in [
-        ("k-daemon", "etcd:/locks/jobs", 403),
-        ("k-daemon", "etcd:locks/jobs", 403),
-        ("k-etcd", "etcd:/locks/jobs", 400),
-        ("k-etcd", "etcd:/locks/jobs/7", 400),
-        ("k-etcd", "etcd:/locks/jobs2", 403),
-        ("k-etcd", "etcd:/locks/other", 403),
-        ("k-any-etcd", "etcd:/locks/other", 400),
-        ("k-any-etcd", "etcd:other", 400),
-        ("k-all", "etcd:/locks/other", 400),
+        ("k-daemon-5e1f0a9c3b", "etcd:/locks/jobs", 403),
+        ("k-daemon-5e1f0a9c3b", "etcd:locks/jobs", 403),
+        ("k-etcd-5e1f0a9c3b", "etcd:/locks/jobs", 400),
+        ("k-etcd-5e1f0a9c3b", "etcd:/locks/jobs/7", 400),
+        ("k-etcd-5e1f0a9c3b", "etcd:/locks/jobs2", 403),
+        ("k-etcd-5e1f0a9c3b", "etcd:/locks/other", 403),
+        ("k-any-etcd-5e1f0a9c3b", "etcd:/locks/other", 400),
+        ("k-any-etcd-5e1f0a9c3b", "etcd:other", 400),
+        ("k-all-5e1f0a9c3b", "etcd:/locks/other", 400),
     ] {
         let reply = key(caller).put("locks/jobs", 5, Some(lock)).await;
         assert_eq!(
@@ -279,7 +279,7 @@ async fn an_external_lock_needs_a_lease_scope_naming_its_authority(#[case] backe
         reply.assert_problem(status, expected);
     }
     // A `lease=etcd:…` scope is about etcd's locks, not the daemon's leases of that name.
-    key("k-any-etcd")
+    key("k-any-etcd-5e1f0a9c3b")
         .acquire("locks/jobs", "w")
         .await
         .assert_problem(403, "forbidden");

@@ -15,7 +15,7 @@ const PASSWORD: &str = "fw-Pw-5eCr3t";
 /// A password that has to be percent-encoded in a URL: neither form may show.
 const SPECIAL_PASSWORD: &str = "fw:P@ss/w?rd#1 +";
 const SPECIAL_ENCODED: &str = "fw%3AP%40ss%2Fw%3Frd%231%20%2B";
-const API_KEY: &str = "fw-key-Kq81Zr";
+const API_KEY: &str = "fw-key-Kq81Zr-7c2e5a";
 const WRONG_KEY: &str = "fw-wrong-Tm4Yq";
 
 fn secrets() -> [&'static str; 5] {
@@ -359,4 +359,130 @@ async fn a_serving_daemon_shows_no_password_or_key() {
         assert_no_secret("an answer", answer);
     }
     assert_no_secret("the daemon's log", &logs);
+}
+
+/// A secret in the daemon's URL given to a client command (`--url http://user:SECRET@host`, or
+/// a token in the user's place): every client command that fails to reach the daemon, or gets
+/// an answer it cannot use, says why without it, on stdout and stderr, at `debug`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_command_shows_no_secret_of_its_url() {
+    const URL_PASSWORD: &str = "fw-UrlPw-7hQx2";
+    const URL_TOKEN: &str = "fw-UrlTok-3mVb8";
+    let mut runs = Vec::new();
+    for server in [refusing_address().await, wrong_server().await] {
+        for url in [
+            format!("http://fwuser:{URL_PASSWORD}@{server}"),
+            format!("http://{URL_TOKEN}@{server}/"),
+            format!("http://{URL_TOKEN}:{URL_PASSWORD}@{server}"),
+        ] {
+            for args in [
+                &["lease", "acquire", "jobs", "--holder", "w1", "--ttl", "5s"][..],
+                &["lease", "show", "jobs"][..],
+                &["write", "jobs/a", "--token", "1"][..],
+                &["tui", "--once"][..],
+            ] {
+                let url = url.clone();
+                runs.push(tokio::spawn(async move {
+                    let mut all = args.to_vec();
+                    all.extend(["--url", url.as_str()]);
+                    let (ok, shown) = run(&all, &[]).await;
+                    (format!("{args:?} --url {url}"), ok, shown)
+                }));
+            }
+        }
+    }
+    for run in runs {
+        let (what, ok, shown) = run.await.unwrap();
+        assert!(!ok, "{what} failed: {shown}");
+        for secret in [URL_PASSWORD, URL_TOKEN] {
+            assert!(
+                !shown.contains(secret),
+                "{what} shows the secret {secret:?}:\n{shown}"
+            );
+        }
+    }
+}
+
+/// `serve --api-key-file` with a key file that would leave the daemon open to guessing: the
+/// daemon refuses to start, exits non-zero, names the line and what is wrong, and never prints
+/// the key. Checked: the same key twice, a key shorter than 16 characters, placeholders (the
+/// example file's values), and the example file itself as shipped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_weak_api_key_file_is_refused_without_showing_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let database = format!("sqlite://{}", dir.path().join("fw.db").display());
+    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/api-keys.example");
+    let example_text = std::fs::read_to_string(&example).unwrap();
+    let example_key = example_text
+        .lines()
+        .find(|line| !line.starts_with('#') && !line.trim().is_empty())
+        .and_then(|line| line.split_whitespace().next())
+        .and_then(|credential| credential.split_once(':'))
+        .map(|(_, key)| key.to_owned())
+        .unwrap();
+    let cases: Vec<(&str, String, String, &str)> = vec![
+        (
+            "a duplicate",
+            "a:5f0c2e9b7d41a8e36c2b\nb:5f0c2e9b7d41a8e36c2b read\n".into(),
+            "5f0c2e9b7d41a8e36c2b".into(),
+            "line 2",
+        ),
+        (
+            "a short key",
+            "ok:8d1f3a6c9e2b5f7a0c4d\nshort:fw-Sh0rtKey-15\n".into(),
+            "fw-Sh0rtKey-15".into(),
+            "line 2",
+        ),
+        (
+            "a placeholder",
+            "worker:change-me-change-me-now write\n".into(),
+            "change-me-change-me-now".into(),
+            "line 1",
+        ),
+        (
+            "the example's placeholder",
+            "worker:replace-with-a-long-random-key write=billing/\n".into(),
+            "replace-with-a-long-random-key".into(),
+            "line 1",
+        ),
+        (
+            "the example file as shipped",
+            example_text.clone(),
+            example_key.clone(),
+            "line ",
+        ),
+    ];
+    for (what, text, key, line) in cases {
+        let path = dir.path().join("keys");
+        std::fs::write(&path, &text).unwrap();
+        let output = tokio::time::timeout(
+            Duration::from_secs(20),
+            Command::new(env!("CARGO_BIN_EXE_fencewatch"))
+                .args(["serve", "--listen", "127.0.0.1:0", "--database", &database])
+                .arg("--api-key-file")
+                .arg(&path)
+                .env("FENCEWATCH_LOG", "debug")
+                .env("NO_COLOR", "1")
+                .stdin(Stdio::null())
+                .kill_on_drop(true)
+                .output(),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{what}: the daemon started with this key file"))
+        .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{what}: {stdout}{stderr}");
+        assert!(!stdout.contains("listening on"), "{what}: {stdout}");
+        assert!(stderr.contains("error"), "{what}: {stderr}");
+        assert!(stderr.contains(line), "{what}: names the line: {stderr}");
+        assert!(
+            stderr.contains("openssl rand -hex 32"),
+            "{what}: says how to make a key: {stderr}"
+        );
+        assert!(
+            !stdout.contains(&key) && !stderr.contains(&key),
+            "{what}: shows the key {key:?}: {stdout}{stderr}"
+        );
+    }
 }

@@ -15,10 +15,10 @@ use std::sync::Arc;
 
 const KEYS: &str = "\
 # a worker, a dashboard, an operator, and a key from before scopes
-billing-worker:k-worker write=billing/ lease=billing/
-ops-dashboard:k-dashboard read
-operator:k-operator admin
-legacy:k-legacy
+billing-worker:k-worker-5e1f0a9c3b write=billing/ lease=billing/
+ops-dashboard:k-dashboard-5e1f0a9c3b read
+operator:k-operator-5e1f0a9c3b admin
+legacy:k-legacy-5e1f0a9c3b
 ";
 
 struct Caller<'a> {
@@ -68,7 +68,7 @@ async fn keyed_app(db: &crate::helpers::TestDb) -> TestApp {
 async fn audit_rows(app: &TestApp, resource: &str) -> Vec<Value> {
     let operator = Caller {
         app,
-        key: Some("k-operator"),
+        key: Some("k-operator-5e1f0a9c3b"),
     };
     let reply = operator
         .get(&format!(
@@ -104,15 +104,15 @@ async fn each_key_does_what_its_scopes_allow_and_nothing_more(#[case] backend: B
     let app = keyed_app(&db).await;
     let worker = Caller {
         app: &app,
-        key: Some("k-worker"),
+        key: Some("k-worker-5e1f0a9c3b"),
     };
     let dashboard = Caller {
         app: &app,
-        key: Some("k-dashboard"),
+        key: Some("k-dashboard-5e1f0a9c3b"),
     };
     let legacy = Caller {
         app: &app,
-        key: Some("k-legacy"),
+        key: Some("k-legacy-5e1f0a9c3b"),
     };
 
     // The worker: its own leases and resources.
@@ -239,7 +239,7 @@ async fn the_daemons_own_leases_are_out_of_every_clients_reach(#[case] backend: 
         // The operator's key may do everything else, but not this.
         let operator = Caller {
             app: &app,
-            key: keys.as_ref().map(|_| "k-operator"),
+            key: keys.as_ref().map(|_| "k-operator-5e1f0a9c3b"),
         };
         for name in [
             "fencewatch%2Falert-evaluator",
@@ -429,4 +429,79 @@ async fn foreign_origins_are_refused_and_allowed_ones_get_cors(#[case] backend: 
     // Requests without an Origin (curl, workers, Prometheus) are not affected.
     assert_eq!(app.get("/v1/stats").await.status, 200);
     assert_eq!(app.get("/metrics").await.status, 200);
+}
+
+/// A write naming one of the daemon's own leases (`Fencing-Lease: fencewatch/…`) would be
+/// fenced by the alert evaluator's generation: any caller could write with it (the daemon's
+/// token, which it never hands out, is 1 for the first evaluator). Refused `403 reserved-name`
+/// before the fence, whatever the key or token: a plain problem (no token, no `audit_id`), no
+/// audit row, nothing written, the daemon's lease untouched.
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn a_write_naming_a_reserved_lease_is_refused_and_changes_nothing(#[case] backend: Backend) {
+    let db = test_db!(backend);
+    for keys in [None, Some(Arc::new(ApiKeys::parse(KEYS).unwrap()))] {
+        let app = TestApp::spawn_keyed(&db, Limits::default(), keys.clone()).await;
+        let operator = Caller {
+            app: &app,
+            key: keys.as_ref().map(|_| "k-operator-5e1f0a9c3b"),
+        };
+        // The evaluator holds its lease: its generation is one a write could name.
+        let mut evaluator = operator
+            .get("/v1/leases/fencewatch%2Falert-evaluator")
+            .await;
+        for _ in 0..100 {
+            if evaluator.status == 200 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            evaluator = operator
+                .get("/v1/leases/fencewatch%2Falert-evaluator")
+                .await;
+        }
+        assert_eq!(evaluator.status, 200, "{}", evaluator.json);
+        let generation = evaluator.json["token"].as_i64().unwrap();
+        for lease in ["fencewatch/alert-evaluator", "fencewatch/anything"] {
+            for token in [generation, generation + 1, 1] {
+                let request = app
+                    .http
+                    .put(format!("{}/v1/resources/reserved/doc", app.base))
+                    .header("Fencing-Token", token.to_string())
+                    .header("Fencing-Lease", lease)
+                    .body("value");
+                let reply = Reply::from(operator.with(request).send().await.unwrap()).await;
+                reply.assert_problem(403, "reserved-name");
+                assert!(
+                    reply.json.get("token").is_none() && reply.json.get("audit_id").is_none(),
+                    "{}",
+                    reply.json
+                );
+                counted_not_audited(&reply);
+            }
+        }
+        operator
+            .get("/v1/resources/reserved/doc")
+            .await
+            .assert_problem(404, "not-found");
+        assert!(audit_rows(&app, "reserved/doc").await.is_empty());
+        let after = operator
+            .get("/v1/leases/fencewatch%2Falert-evaluator")
+            .await;
+        assert_eq!(
+            after.json["token"], evaluator.json["token"],
+            "{}",
+            after.json
+        );
+        assert_eq!(
+            after.json["holder"], evaluator.json["holder"],
+            "{}",
+            after.json
+        );
+    }
 }

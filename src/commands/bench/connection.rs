@@ -18,10 +18,10 @@ impl Endpoint {
     pub(super) fn of(base: &str, ca_cert: Option<&std::path::Path>) -> anyhow::Result<Self> {
         let uri = base
             .parse::<axum::http::Uri>()
-            .with_context(|| format!("{base:?} is not a URL"))?;
+            .with_context(|| format!("{:?} is not a URL", crate::redact::redact_userinfo(base)))?;
         let authority = uri
             .authority()
-            .with_context(|| format!("no host:port in {base}"))?;
+            .with_context(|| format!("no host:port in {}", crate::redact::redact_userinfo(base)))?;
         let tls = match uri.scheme_str() {
             Some("https") => Some((
                 tokio_rustls::TlsConnector::from(crate::tls::client_config(ca_cert)?),

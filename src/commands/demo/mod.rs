@@ -169,7 +169,7 @@ pub async fn run(options: DemoOptions) -> anyhow::Result<()> {
             incidents,
             alerts,
             DatabaseNote {
-                url: crate::store::redact_url(&url),
+                url: crate::redact::redact_url(&url),
                 kept: options.database.is_some(),
             },
         ))

@@ -45,7 +45,7 @@ pub struct AlertRecord {
 /// Where the demo's database is after the run.
 #[derive(Debug, Clone, Serialize)]
 pub struct DatabaseNote {
-    /// Its URL, any password masked (`crate::store::redact_url`).
+    /// Its URL, any password masked (`crate::redact::redact_url`).
     pub url: String,
     /// False for the temporary file, deleted as the demo ends.
     pub kept: bool,

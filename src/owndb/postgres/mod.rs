@@ -13,7 +13,8 @@ use super::{
     AutonomousAudit, FenceStatus, InstallOptions, InstallOutcome, OpenOptions, OwnDbError,
     ProtectSpec, ProtectedTable, ScopeSource, UnprotectOutcome,
 };
-use crate::store::{driver_url, redact_url};
+use crate::redact::redact_url;
+use crate::store::driver_url;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgConnection, PgPool};
 use std::collections::HashMap;
