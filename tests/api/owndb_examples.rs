@@ -68,9 +68,6 @@ fn rust_example() -> PathBuf {
                 .arg("--target-dir")
                 .arg(target_dir)
                 .current_dir(env!("CARGO_MANIFEST_DIR"));
-            if cfg!(feature = "etcd") {
-                build.args(["--features", "etcd"]);
-            }
             let status = build.status().unwrap();
             assert!(status.success(), "cargo build --example reconcile failed");
             profile_dir.join("examples").join("reconcile")
@@ -258,7 +255,8 @@ async fn reconcile_run(example: Example) {
     let UserConn::Pg(pg) = &mut conn else {
         unreachable!("a PostgreSQL database");
     };
-    let rows: Vec<(String, i64, i64, Option<i64>, Option<String>)> = sqlx::query_as(
+    type RegionRow = (String, i64, i64, Option<i64>, Option<String>);
+    let rows: Vec<RegionRow> = sqlx::query_as(
         "SELECT region, total_cents, accounts, fence_token, worker FROM region_totals \
          ORDER BY region",
     )
@@ -282,12 +280,12 @@ async fn reconcile_run(example: Example) {
 
     // The fence's audit holds both attempts: the newer's two rows, the older's refusal.
     let fence = db.fence().await;
-    let audit: Vec<(String, Option<i64>, Option<String>, Option<String>)> =
-        audit_of_scope(&fence, "totals")
-            .await
-            .into_iter()
-            .map(|row| (row.outcome, row.token, row.owner, row.table_name))
-            .collect();
+    type AuditRow = (String, Option<i64>, Option<String>, Option<String>);
+    let audit: Vec<AuditRow> = audit_of_scope(&fence, "totals")
+        .await
+        .into_iter()
+        .map(|row| (row.outcome, row.token, row.owner, row.table_name))
+        .collect();
     let row = |outcome: &str, token: i64, owner: &str| {
         (
             outcome.to_owned(),

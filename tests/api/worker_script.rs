@@ -310,7 +310,7 @@ async fn a_worker_that_lost_its_lease_stops_and_the_next_applies_its_batches() {
     let relay = Relay::start(&daemon.base, HashMap::from([(2, Fault::Hold)])).await;
     let batches = spool(&["total=10", "total=20", "total=30"]);
 
-    let mut first = worker(batches.path(), &relay.url, "w1", "1s")
+    let first = worker(batches.path(), &relay.url, "w1", "1s")
         .spawn()
         .unwrap();
     relay.held().await;
