@@ -98,7 +98,9 @@ async fn relay_one(
     let read = client.read(&mut first).await?;
     first.truncate(read);
     let fault = if first.starts_with(b"PUT ") {
-        faults.get(&(puts.fetch_add(1, Ordering::SeqCst) + 1)).cloned()
+        faults
+            .get(&(puts.fetch_add(1, Ordering::SeqCst) + 1))
+            .cloned()
     } else {
         None
     };
@@ -148,7 +150,9 @@ fn left_in(spool: &Path) -> Vec<String> {
 /// `sh worker.sh SPOOL jobs jobs/totals` as `owner`, talking to `url`, with this build's
 /// `fencewatch` first on the PATH.
 fn worker(spool: &Path, url: &str, owner: &str, ttl: &str) -> Command {
-    let bin = Path::new(env!("CARGO_BIN_EXE_fencewatch")).parent().unwrap();
+    let bin = Path::new(env!("CARGO_BIN_EXE_fencewatch"))
+        .parent()
+        .unwrap();
     let path = format!(
         "{}:{}",
         bin.display(),
@@ -190,7 +194,10 @@ async fn audit(base: &str) -> Vec<(String, String, i64, String)> {
         .map(|row| {
             (
                 row["outcome"].as_str().unwrap().to_owned(),
-                row["idempotency_key"].as_str().unwrap_or_default().to_owned(),
+                row["idempotency_key"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
                 row["token"].as_i64().unwrap(),
                 row["owner"].as_str().unwrap_or_default().to_owned(),
             )
@@ -303,7 +310,7 @@ async fn a_worker_that_lost_its_lease_stops_and_the_next_applies_its_batches() {
     let relay = Relay::start(&daemon.base, HashMap::from([(2, Fault::Hold)])).await;
     let batches = spool(&["total=10", "total=20", "total=30"]);
 
-    let mut first = worker(batches.path(), &relay.url, "w1", "1s")
+    let first = worker(batches.path(), &relay.url, "w1", "1s")
         .spawn()
         .unwrap();
     relay.held().await;
@@ -323,7 +330,10 @@ async fn a_worker_that_lost_its_lease_stops_and_the_next_applies_its_batches() {
             break;
         }
         assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
-        assert!(tokio::time::Instant::now() < deadline, "w1's lease never lapsed");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "w1's lease never lapsed"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     relay.release();
@@ -358,7 +368,9 @@ async fn a_worker_that_lost_its_lease_stops_and_the_next_applies_its_batches() {
 /// The lines `doc` shows of the loop in its section `heading`: from the line that acquires the
 /// lease to the end of that code block.
 fn shown_loop(doc: &str, heading: &str) -> Vec<String> {
-    let section = &doc[doc.find(heading).unwrap_or_else(|| panic!("no {heading:?}"))..];
+    let section = &doc[doc
+        .find(heading)
+        .unwrap_or_else(|| panic!("no {heading:?}"))..];
     let start = section
         .find("\ntoken=$(fencewatch lease acquire")
         .unwrap_or_else(|| panic!("no worker loop after {heading:?}"))
@@ -373,8 +385,10 @@ fn shown_loop(doc: &str, heading: &str) -> Vec<String> {
 fn the_docs_show_the_scripts_own_loop() {
     let script = std::fs::read_to_string(SCRIPT).unwrap();
     let script_lines: Vec<&str> = script.lines().collect();
-    for (doc, heading) in [("README.md", "## A worker loop"), ("docs/api.md", "#### A worker loop")]
-    {
+    for (doc, heading) in [
+        ("README.md", "## A worker loop"),
+        ("docs/api.md", "#### A worker loop"),
+    ] {
         let text =
             std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(doc)).unwrap();
         let excerpt = shown_loop(&text, heading);
