@@ -13,7 +13,7 @@ that the fence can check the lease):
 
     export DATABASE_URL=postgres://USER@HOST/shop
     psql "$DATABASE_URL" -v ON_ERROR_STOP=1 -f assets/examples/schema.sql
-    fencewatch serve --database "$DATABASE_URL" &        # the lease authority, on :7420
+    fencewatch serve --database "$DATABASE_URL" 2>fencewatch.log & sleep 2   # the lease authority
     fencewatch fence install --database "$DATABASE_URL"
     fencewatch fence protect --database "$DATABASE_URL" region_totals --token-column fence_token \
         --scope totals --owner-column worker --lease reconcile

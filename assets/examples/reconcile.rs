@@ -14,7 +14,13 @@
 //! export DATABASE_URL=postgres://USER@HOST/shop
 //! cargo run --example reconcile                          # takes a generation of lease reconcile
 //! cargo run --example reconcile -- --token 8             # a generation from your own authority
-//! cargo run --example reconcile -- --ttl 2 --pause-after-read   # reads, then stops itself; fg
+//! ```
+//!
+//! To see the fence stop a paused worker, run the binary itself (under `cargo run` the shell
+//! would not see it stop), then a second worker, then `fg`:
+//!
+//! ```sh
+//! cargo build --example reconcile && target/debug/examples/reconcile --ttl 2 --pause-after-read
 //! ```
 //!
 //! Options: `--database URL` (default `$DATABASE_URL`), `--url URL` of the daemon (default

@@ -68,6 +68,25 @@ fn rust_example() -> PathBuf {
                 .arg("--target-dir")
                 .arg(target_dir)
                 .current_dir(env!("CARGO_MANIFEST_DIR"));
+            // What cargo set for this test's run, not for a build: a dependency's build script
+            // that watches one (ring's watches CARGO_MANIFEST_DIR) would be rebuilt, and then
+            // again by the next plain build.
+            for (name, _) in std::env::vars_os() {
+                let name = name.to_string_lossy();
+                let set_for_the_run = ["CARGO_MANIFEST_", "CARGO_PKG_", "CARGO_BIN_EXE_"]
+                    .iter()
+                    .any(|prefix| name.starts_with(prefix))
+                    || [
+                        "CARGO_CRATE_NAME",
+                        "CARGO_PRIMARY_PACKAGE",
+                        "CARGO_TARGET_TMPDIR",
+                    ]
+                    .contains(&name.as_ref())
+                    || name == "OUT_DIR";
+                if set_for_the_run {
+                    build.env_remove(name.as_ref());
+                }
+            }
             let status = build.status().unwrap();
             assert!(status.success(), "cargo build --example reconcile failed");
             profile_dir.join("examples").join("reconcile")
@@ -145,6 +164,11 @@ fn stopped(pid: u32) -> bool {
         })
         == Some('T')
 }
+
+/// A row of `region_totals`: region, total, accounts, generation, worker.
+type TotalsRow = (String, i64, i64, Option<i64>, Option<String>);
+/// A fence audit row: outcome, token, owner, table.
+type AuditRow = (String, Option<i64>, Option<String>, Option<String>);
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
@@ -255,8 +279,7 @@ async fn reconcile_run(example: Example) {
     let UserConn::Pg(pg) = &mut conn else {
         unreachable!("a PostgreSQL database");
     };
-    type RegionRow = (String, i64, i64, Option<i64>, Option<String>);
-    let rows: Vec<RegionRow> = sqlx::query_as(
+    let rows: Vec<TotalsRow> = sqlx::query_as(
         "SELECT region, total_cents, accounts, fence_token, worker FROM region_totals \
          ORDER BY region",
     )
@@ -280,7 +303,6 @@ async fn reconcile_run(example: Example) {
 
     // The fence's audit holds both attempts: the newer's two rows, the older's refusal.
     let fence = db.fence().await;
-    type AuditRow = (String, Option<i64>, Option<String>, Option<String>);
     let audit: Vec<AuditRow> = audit_of_scope(&fence, "totals")
         .await
         .into_iter()
@@ -291,7 +313,7 @@ async fn reconcile_run(example: Example) {
             outcome.to_owned(),
             Some(token),
             Some(owner.to_owned()),
-            Some("region_totals".to_owned()),
+            Some("public.region_totals".to_owned()),
         )
     };
     assert_eq!(

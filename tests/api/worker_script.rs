@@ -2,8 +2,8 @@
 //! daemon: every batch of its folder is applied exactly once, in order, through a write that
 //! never reached the daemon and one whose answer was lost on the way back (a relay between the
 //! two cuts them); a batch the daemon refuses as it is, or a lease lost to a newer owner, stops
-//! the worker with the batch still in its folder, and the next worker applies it. The README's
-//! and docs/api.md's excerpts of the loop are the script's own lines.
+//! the worker with the batch still in its folder, and the next worker applies it. docs/api.md's
+//! excerpt of the loop is the script's own lines.
 
 use crate::helpers::{audit_of, http_client, Backend, Daemon};
 use crate::test_db;
@@ -379,16 +379,13 @@ fn shown_loop(doc: &str, heading: &str) -> Vec<String> {
     section[start..end].lines().map(str::to_owned).collect()
 }
 
-/// What the README and docs/api.md show of the loop is the script's, line for line: the copy a
-/// reader sees is the one these tests run.
+/// What docs/api.md shows of the loop is the script's, line for line: the copy a reader sees is
+/// the one these tests run (the README runs the script itself).
 #[test]
 fn the_docs_show_the_scripts_own_loop() {
     let script = std::fs::read_to_string(SCRIPT).unwrap();
     let script_lines: Vec<&str> = script.lines().collect();
-    for (doc, heading) in [
-        ("README.md", "## A worker loop"),
-        ("docs/api.md", "#### A worker loop"),
-    ] {
+    for (doc, heading) in [("docs/api.md", "#### A worker loop")] {
         let text =
             std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(doc)).unwrap();
         let excerpt = shown_loop(&text, heading);
