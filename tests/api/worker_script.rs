@@ -385,19 +385,17 @@ fn shown_loop(doc: &str, heading: &str) -> Vec<String> {
 fn the_docs_show_the_scripts_own_loop() {
     let script = std::fs::read_to_string(SCRIPT).unwrap();
     let script_lines: Vec<&str> = script.lines().collect();
-    for (doc, heading) in [("docs/api.md", "#### A worker loop")] {
-        let text =
-            std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(doc)).unwrap();
-        let excerpt = shown_loop(&text, heading);
-        let at = script_lines
-            .iter()
-            .position(|line| *line == excerpt[0])
-            .unwrap();
-        assert!(excerpt.len() > 10, "{doc}: {excerpt:?}");
-        assert_eq!(
-            excerpt,
-            script_lines[at..(at + excerpt.len()).min(script_lines.len())],
-            "{doc}'s loop differs from worker.sh"
-        );
-    }
+    let (doc, heading) = ("docs/api.md", "#### A worker loop");
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(doc)).unwrap();
+    let excerpt = shown_loop(&text, heading);
+    let at = script_lines
+        .iter()
+        .position(|line| *line == excerpt[0])
+        .unwrap();
+    assert!(excerpt.len() > 10, "{doc}: {excerpt:?}");
+    assert_eq!(
+        excerpt,
+        script_lines[at..(at + excerpt.len()).min(script_lines.len())],
+        "{doc}'s loop differs from worker.sh"
+    );
 }
