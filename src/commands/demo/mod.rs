@@ -4,6 +4,7 @@
 //! telling what happened (`summary.rs`).
 
 pub mod etcd;
+mod locked;
 mod story;
 mod summary;
 pub mod zookeeper;

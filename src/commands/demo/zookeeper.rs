@@ -43,72 +43,13 @@ async fn run_with(
     folder: &std::path::Path,
     hosts: &str,
 ) -> anyhow::Result<()> {
-    let database = args
-        .database
-        .clone()
-        .unwrap_or_else(|| format!("sqlite://{}", folder.join("demo.db").display()));
-    let serve_args = ["--zookeeper".to_owned(), hosts.to_owned()];
-    let (base, mut daemon) = crate::commands::bench::start_daemon(&database, &serve_args).await?;
-    let client = DaemonClient::new(&base, None, None)?;
-    let (stop_workers, stopped) = watch::channel(false);
-    let resources: Vec<String> = (0..args.resources.max(1))
-        .map(|i| format!("demo/ledger-{i}"))
-        .collect();
-    let workers: Vec<_> = (0..args.workers.max(1))
-        .map(|id| {
-            tokio::spawn(worker(
-                id,
-                hosts.to_owned(),
-                client.clone(),
-                resources.clone(),
-                stopped.clone(),
-            ))
-        })
-        .collect();
-    let outcome = if args.headless {
-        tokio::time::sleep(args.duration).await;
-        Ok(())
-    } else {
-        let theme = crate::tui::view::Theme { color };
-        crate::tui::run(client.clone(), theme)
-            .await
-            .map_err(Into::into)
+    let service = super::locked::LockService {
+        authority: "zookeeper",
+        locks: "ZooKeeper locks",
+        serve_flag: "--zookeeper",
+        endpoint: hosts,
     };
-    let _ = stop_workers.send(true);
-    for worker in workers {
-        let _ = worker.await;
-    }
-    if args.headless && outcome.is_ok() {
-        let stats = client.stats().await?;
-        let summary = serde_json::json!({
-            "authority": "zookeeper",
-            "seconds": args.duration.as_secs_f64(),
-            "workers": args.workers,
-            "resources": args.resources,
-            "writes": stats.totals,
-            "open_overlaps": stats.open_overlaps,
-            "firing_alerts": stats.firing_alerts,
-        });
-        if args.json {
-            crate::commands::print_line(&summary.to_string())?;
-        } else {
-            let writes: Vec<String> = stats
-                .totals
-                .iter()
-                .filter(|(_, n)| **n > 0)
-                .map(|(outcome, n)| format!("{outcome} {n}"))
-                .collect();
-            println!(
-                "demo ran {}s with {} workers taking ZooKeeper locks on {} resources",
-                args.duration.as_secs_f64(),
-                args.workers,
-                args.resources
-            );
-            println!("writes: {}", writes.join(", "));
-        }
-    }
-    let _ = daemon.kill().await;
-    outcome
+    super::locked::run_workers(args, color, folder, service, worker).await
 }
 
 fn jar() -> String {
