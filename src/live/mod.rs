@@ -4,6 +4,7 @@
 pub mod alerts;
 mod bus;
 mod feed;
+mod order;
 mod stats;
 mod tail;
 pub mod watch;

@@ -3,12 +3,7 @@
 //! several daemons writing to one PostgreSQL database.
 //!
 //! Ids are taken from a sequence, so on PostgreSQL a row can commit after a row with a higher
-//! id. The tail stops at the first missing id and waits until it is final: every write
-//! transaction takes its transaction id before its audit id, so the owner of a missing id is
-//! older than the snapshot taken after the gap was first seen; once that snapshot's xmax is
-//! below the current xmin, the owner has ended and, if its row is still missing, it rolled
-//! back. SQLite's single writer assigns ids in commit order, so a gap there only waits out a
-//! timeout.
+//! id; which rows are final is `live/order.rs`'s judgement.
 //!
 //! This daemon's own rows need no reading: group commit hands them over once durable
 //! (`CommitFeed`), and the tail publishes them straight away when they continue its cursor.
@@ -17,6 +12,7 @@
 
 use super::bus::{Event, EventBus};
 use super::feed::CommitFeed;
+use super::order::{FinalOrder, Xids};
 use super::stats::StatsWindow;
 use crate::domain::clock::SharedClock;
 use crate::domain::AuditEntry;
@@ -34,9 +30,6 @@ const POLL: Duration = Duration::from_millis(100);
 const FEED_GRACE: Duration = Duration::from_millis(5);
 /// Rows read per query.
 const PAGE: u32 = 1000;
-/// A gap older than this is skipped even if not provably final: on SQLite (where gaps do not
-/// occur) and on PostgreSQL when a foreign long transaction holds the snapshot xmin back.
-const GAP_PATIENCE: Duration = Duration::from_secs(30);
 
 /// The tail's handle: its progress and the means to feed and wake it.
 #[derive(Clone)]
@@ -46,14 +39,6 @@ pub struct TailHandle {
     /// Where writers hand over what they committed, so local writes appear at once.
     pub feed: Arc<CommitFeed>,
     pub stats: Arc<Mutex<StatsWindow>>,
-}
-
-struct Gap {
-    /// The first missing id.
-    id: i64,
-    seen: Instant,
-    /// `xmax` of the first snapshot taken after the gap was seen.
-    xmax: Option<i64>,
 }
 
 /// Starts the tail from the current end of the audit.
@@ -80,13 +65,13 @@ pub async fn spawn_tail(
             clock: store.clock().clone(),
         };
         let mut cursor = start;
-        let mut gap: Option<Gap> = None;
+        let mut order = FinalOrder::default();
         let mut last_read = Instant::now();
         // Since when the feed has held rows beyond a missing one.
         let mut feed_gap_since: Option<Instant> = None;
         loop {
             let read_due = match feed_gap_since {
-                Some(since) if !audit_waits_on(&gap, cursor) => {
+                Some(since) if !order.waits_on(cursor + 1) => {
                     (since + FEED_GRACE).min(last_read + POLL)
                 }
                 _ => last_read + POLL,
@@ -101,11 +86,14 @@ pub async fn spawn_tail(
                 (true, since) => Some(since.unwrap_or(now)),
                 (false, _) => None,
             };
-            let grace_over = !audit_waits_on(&gap, cursor)
+            let grace_over = !order.waits_on(cursor + 1)
                 && feed_gap_since.is_some_and(|since| now >= since + FEED_GRACE);
             if grace_over || now >= last_read + POLL {
                 last_read = now;
-                match publisher.publish_read(&store, &mut cursor, &mut gap).await {
+                match publisher
+                    .publish_read(&store, &mut cursor, &mut order)
+                    .await
+                {
                     // A gap still there waits out another grace, not a busy loop.
                     Ok(()) => {
                         feed_gap_since = publisher.publish_fed(&feed, &mut cursor).then_some(now);
@@ -124,12 +112,6 @@ pub async fn spawn_tail(
         }
     });
     Ok((handle, task))
-}
-
-/// Whether the next id is a gap the audit is already waiting on (a foreign transaction not yet
-/// ended): it is looked at again at the poll, as without the feed, not after the feed's grace.
-fn audit_waits_on(gap: &Option<Gap>, cursor: i64) -> bool {
-    gap.as_ref().is_some_and(|pending| pending.id == cursor + 1)
 }
 
 /// Counts of published rows by where the tail took them from (exported metrics).
@@ -175,57 +157,35 @@ impl Publisher {
         &self,
         store: &Store,
         cursor: &mut i64,
-        gap: &mut Option<Gap>,
+        order: &mut FinalOrder,
     ) -> Result<(), crate::store::StoreError> {
         loop {
             // The snapshot first, then the rows: a transaction that ended before the snapshot has
             // its row visible to the read that follows.
-            let snapshot = store.snapshot().await?;
-            if let (Some(pending), Some(now)) = (gap.as_mut(), snapshot) {
-                // This snapshot is later than the read that first saw the gap.
-                pending.xmax.get_or_insert(now.xmax);
-            }
+            let snapshot = store.snapshot().await?.map(|at| Xids {
+                xmin: at.xmin,
+                xmax: at.xmax,
+            });
             let rows = store.audit_after(*cursor, None, PAGE).await?;
             // Nothing is published before it is on disk.
             if !rows.is_empty() {
                 store.settle().await?;
             }
-            let full_page = rows.len() == PAGE as usize;
-            for row in rows {
-                let missing = *cursor + 1;
-                if row.id != missing {
-                    match gap {
-                        Some(pending) if pending.id == missing => {
-                            let proven = matches!(
-                                (snapshot, pending.xmax),
-                                (Some(now), Some(xmax)) if now.xmin >= xmax
-                            );
-                            if !proven && pending.seen.elapsed() < GAP_PATIENCE {
-                                return Ok(());
-                            }
-                            if !proven {
-                                tracing::warn!(
-                                    from = missing,
-                                    to = row.id - 1,
-                                    "skipping audit ids not committed within the patience window"
-                                );
-                            }
-                            *gap = None;
-                        }
-                        _ => {
-                            *gap = Some(Gap {
-                                id: missing,
-                                seen: Instant::now(),
-                                xmax: None,
-                            });
-                            return Ok(());
-                        }
-                    }
-                }
+            let ids: Vec<i64> = rows.iter().map(|row| row.id).collect();
+            let judged = order.final_prefix(*cursor, &ids, snapshot, Instant::now());
+            for skipped in &judged.skipped {
+                tracing::warn!(
+                    from = skipped.start,
+                    to = skipped.end - 1,
+                    "skipping audit ids not committed within the patience window"
+                );
+            }
+            let more = rows.len() == PAGE as usize && judged.taken == rows.len();
+            for row in rows.into_iter().take(judged.taken) {
                 self.sources.audit.inc();
                 self.publish(Arc::new(row), cursor);
             }
-            if !full_page {
+            if !more {
                 return Ok(());
             }
         }

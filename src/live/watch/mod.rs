@@ -11,9 +11,10 @@
 //! than with it. A watched database that stops answering is retried with backoff and resumed
 //! from the stored position; the daemon's readiness does not depend on it.
 
-mod order;
+mod late;
 
 use super::bus::{Event, EventBus};
+use super::order::{FinalOrder, Xids};
 use super::stats::StatsWindow;
 use crate::api::events::SourceStats;
 use crate::domain::backoff::doubling;
@@ -25,7 +26,7 @@ use crate::metrics::{Metrics, WatchedSource};
 use crate::owndb::{OpenOptions, OwnDb, OwnDbError};
 use crate::redact::redact_url;
 use crate::store::{Store, StoreError, WatchAdvance};
-use order::{FinalOrder, Late};
+use late::Late;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -300,10 +301,17 @@ impl Watcher {
         }
         let ids: Vec<i64> = rows.iter().map(|row| row.id).collect();
         let now = Instant::now();
-        let taken =
-            progress
-                .order
-                .final_prefix(progress.cursor, &ids, snapshot, now, &mut progress.late);
+        let snapshot = snapshot.map(|at| Xids {
+            xmin: at.xmin,
+            xmax: at.xmax,
+        });
+        let judged = progress
+            .order
+            .final_prefix(progress.cursor, &ids, snapshot, now);
+        for skipped in judged.skipped {
+            progress.late.add(skipped, now);
+        }
+        let taken = judged.taken;
         // More may follow at once, unless the page stopped at a gap that must wait.
         let more = rows.len() == PAGE as usize && taken == rows.len();
         rows.truncate(taken);
