@@ -143,6 +143,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         alerts: Arc::new(alerts),
         external_url: format!("{scheme}://{address}"),
         watch: watch_targets(&args.watch)?,
+        db_timeout: args.db_timeout,
     };
     let access = Access {
         api_keys,

@@ -62,6 +62,9 @@ pub struct LiveConfig {
     pub external_url: String,
     /// Databases whose fence audit to follow (`serve --watch`).
     pub watch: Vec<watch::WatchTarget>,
+    /// How long the live tail waits for a read of the audit before it gives that connection up
+    /// and reads again (`serve --db-timeout`).
+    pub db_timeout: Duration,
 }
 
 impl Default for LiveConfig {
@@ -72,6 +75,7 @@ impl Default for LiveConfig {
             alerts: Arc::new(AlertConfig::default()),
             external_url: "http://127.0.0.1:7420".into(),
             watch: Vec::new(),
+            db_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -114,7 +118,8 @@ impl Live {
             feed: metrics.live_rows_from("feed"),
             audit: metrics.live_rows_from("audit"),
         };
-        let (tail, tail_task) = spawn_tail(store.clone(), bus.clone(), sources).await?;
+        let (tail, tail_task) =
+            spawn_tail(store.clone(), bus.clone(), sources, config.db_timeout).await?;
         let (watched, watch_tasks) = watch::spawn_watchers(&config.watch, &store, &bus, &metrics);
         let open = OpenGauges {
             metrics: metrics.clone(),

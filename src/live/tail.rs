@@ -46,6 +46,7 @@ pub async fn spawn_tail(
     store: Store,
     bus: EventBus,
     sources: TailSources,
+    db_timeout: Duration,
 ) -> Result<(TailHandle, tokio::task::JoinHandle<()>), crate::store::StoreError> {
     let start = store.max_audit_id().await?;
     let totals = store.outcome_totals(start).await?;
@@ -90,10 +91,11 @@ pub async fn spawn_tail(
                 && feed_gap_since.is_some_and(|since| now >= since + FEED_GRACE);
             if grace_over || now >= last_read + POLL {
                 last_read = now;
-                match publisher
-                    .publish_read(&store, &mut cursor, &mut order)
-                    .await
-                {
+                // Bounded: a connection that stopped answering without closing (a stalled
+                // network) would hold the stream up until TCP gives up; given up, it is
+                // dropped and the next read takes another.
+                let read = publisher.publish_read(&store, &mut cursor, &mut order);
+                match crate::store::within(db_timeout, read).await {
                     // A gap still there waits out another grace, not a busy loop.
                     Ok(()) => {
                         feed_gap_since = publisher.publish_fed(&feed, &mut cursor).then_some(now);

@@ -86,7 +86,7 @@ pub async fn run(options: DemoOptions) -> anyhow::Result<()> {
         max_subscribers: 16,
         alerts: Arc::new(demo_alerts()),
         external_url: base.clone(),
-        watch: Vec::new(),
+        ..LiveConfig::default()
     };
     let state = super::serve::start(
         FenceService::new(store.clone(), Limits::default()),
