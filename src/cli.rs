@@ -153,6 +153,11 @@ pub struct ServeArgs {
     )]
     pub database: String,
 
+    /// PostgreSQL: keep the daemon's tables in this schema, created if missing, instead of the
+    /// connection's first (`public`); every daemon sharing the fence gives the same one.
+    #[arg(long, env = "FENCEWATCH_SCHEMA", value_name = "NAME")]
+    pub schema: Option<crate::store::PgSchema>,
+
     /// The largest value a write may carry, in bytes.
     #[arg(long, default_value_t = 1024 * 1024)]
     pub max_value_bytes: usize,
@@ -484,8 +489,9 @@ pub struct AuditArgs {
     /// tables is read as a fence, and one with both as the daemon's.
     #[arg(long, global = true)]
     pub fence: bool,
-    /// PostgreSQL: the schema of the fence (default `fencewatch`).
-    #[arg(long, global = true, value_name = "NAME")]
+    /// PostgreSQL: the schema of the daemon's tables (`serve --schema`) or of the fence
+    /// (default: the connection's search path for the daemon's, `fencewatch` for a fence).
+    #[arg(long, env = "FENCEWATCH_SCHEMA", global = true, value_name = "NAME")]
     pub schema: Option<String>,
     #[command(subcommand)]
     pub command: AuditCommand,

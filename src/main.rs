@@ -49,9 +49,19 @@ fn main() -> ExitCode {
     };
     match runtime.block_on(fencewatch::run(cli)) {
         Ok(code) => code,
+        // The reader of a list went away (`| head`): it has what it wanted, nothing failed.
+        Err(error) if reader_went_away(&error) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {error:#}");
             ExitCode::FAILURE
         }
     }
+}
+
+fn reader_went_away(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }

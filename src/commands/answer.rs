@@ -32,18 +32,18 @@ pub fn document(answer: &Answer) -> Value {
 
 /// Prints the answer (on stdout when it was a success, else on stderr) and returns its exit
 /// code.
-pub fn report(answer: &Answer) -> u8 {
+pub fn report(answer: &Answer) -> anyhow::Result<u8> {
     let code = exit_code(answer.status, answer.problem().kind.as_deref());
     let body = document(answer);
     if !body.is_null() {
         let line = body.to_string();
         if code == 0 {
-            println!("{line}");
+            super::print_line(&line)?;
         } else {
             eprintln!("{line}");
         }
     }
-    code
+    Ok(code)
 }
 
 #[cfg(test)]

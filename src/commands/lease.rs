@@ -20,7 +20,7 @@ pub async fn run(args: LeaseArgs) -> anyhow::Result<ExitCode> {
             };
             let answer = client.acquire(&name, &request).await?;
             if token_only && answer.is_success() {
-                println!("{}", document(&answer)["token"]);
+                super::print_line(&document(&answer)["token"].to_string())?;
                 return Ok(ExitCode::SUCCESS);
             }
             answer
@@ -49,5 +49,5 @@ pub async fn run(args: LeaseArgs) -> anyhow::Result<ExitCode> {
         }
         LeaseAction::Show { name } => client.show_lease(&name).await?,
     };
-    Ok(ExitCode::from(report(&answer)))
+    Ok(ExitCode::from(report(&answer)?))
 }

@@ -100,7 +100,7 @@ fn connect(connection: &Connection) -> Result<client::DaemonClient, client::Clie
 
 /// Prints one line of a command's answer. A reader that went away (`| head`) is not an error:
 /// the command has nothing more to say to it.
-fn print_line(text: &str) -> anyhow::Result<()> {
+pub(crate) fn print_line(text: &str) -> anyhow::Result<()> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     match writeln!(out, "{text}").and_then(|()| out.flush()) {

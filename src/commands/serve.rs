@@ -58,6 +58,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         &StoreOptions {
             max_connections: args.db_max_connections,
             db_timeout: args.db_timeout,
+            schema: args.schema.clone(),
             ..StoreOptions::default()
         },
     )

@@ -23,5 +23,5 @@ pub async fn run(args: WriteArgs) -> anyhow::Result<ExitCode> {
         body: value,
     };
     let answer = client.write(&args.key, request).await?;
-    Ok(ExitCode::from(report(&answer)))
+    Ok(ExitCode::from(report(&answer)?))
 }

@@ -2,7 +2,7 @@ use super::batch::sqlite::CREATE_BATCH_CHECK;
 use super::batch::BatchSessions;
 use super::db_url::driver_url;
 use super::wal_sync::WalSync;
-use super::{Store, StoreError};
+use super::{PgSchema, Store, StoreError};
 use crate::domain::clock::{SharedClock, SystemClock};
 use crate::redact::redact_url;
 use sqlx::any::{install_default_drivers, AnyPoolOptions};
@@ -58,6 +58,9 @@ pub struct StoreOptions {
     pub mode: OpenMode,
     /// Where "now" comes from (see `domain::clock`).
     pub clock: SharedClock,
+    /// PostgreSQL: the schema of the daemon's tables (`serve --schema`); `None` keeps to the
+    /// connection's search path. SQLite refuses one.
+    pub schema: Option<PgSchema>,
 }
 
 impl Default for StoreOptions {
@@ -68,6 +71,7 @@ impl Default for StoreOptions {
             db_timeout: DEFAULT_DB_TIMEOUT,
             mode: OpenMode::CreateAndMigrate,
             clock: Arc::new(SystemClock),
+            schema: None,
         }
     }
 }
@@ -106,6 +110,11 @@ impl Store {
     pub async fn open(url: &str, options: &StoreOptions) -> Result<Store, StoreError> {
         install_default_drivers();
         if let Some(path) = sqlite_path(url) {
+            if let Some(schema) = &options.schema {
+                return Err(StoreError::Open(format!(
+                    "--schema {schema} is for PostgreSQL; a SQLite file holds one daemon's tables"
+                )));
+            }
             open_sqlite(path, options).await
         } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             open_postgres(url, options).await
@@ -271,6 +280,9 @@ async fn open_postgres(shown_url: &str, options: &StoreOptions) -> Result<Store,
     }
     let url = driver.url.as_str();
     let read_only = options.mode == OpenMode::ReadOnly;
+    if let (Some(schema), OpenMode::CreateAndMigrate) = (&options.schema, options.mode) {
+        create_schema(url, shown_url, schema).await?;
+    }
     // Read-only: every transaction of the session, implicit ones included, is read-only, so the
     // server itself refuses any write.
     let pool = postgres_pool(
@@ -308,15 +320,37 @@ async fn open_postgres(shown_url: &str, options: &StoreOptions) -> Result<Store,
     })
 }
 
-/// A PostgreSQL pool whose sessions end a transaction left idle past `--db-timeout`, and run
-/// `session` first.
+/// `--schema`'s schema, made before anything connects with it as its search path (the
+/// migrations would otherwise find no schema to create their tables in).
+async fn create_schema(url: &str, shown_url: &str, schema: &PgSchema) -> Result<(), StoreError> {
+    let mut conn = sqlx::AnyConnection::connect(url).await.map_err(|e| {
+        StoreError::Open(format!("cannot connect to {}: {e}", redact_url(shown_url)))
+    })?;
+    conn.execute(QUIET_SESSION).await?;
+    conn.execute(schema.create().as_str()).await?;
+    conn.close().await?;
+    Ok(())
+}
+
+/// Notices (`relation "_sqlx_migrations" already exists, skipping` on every start) are not the
+/// daemon's to log: warnings and errors still arrive.
+const QUIET_SESSION: &str = "SET client_min_messages = warning";
+
+/// A PostgreSQL pool whose sessions end a transaction left idle past `--db-timeout`, keep to
+/// `--schema`, and run `session` first.
 fn postgres_pool(options: &StoreOptions, session: Option<&'static str>) -> AnyPoolOptions {
     let orphaned_after_ms = options.db_timeout.as_millis().max(1);
+    let search_path = options.schema.as_ref().map(PgSchema::search_path);
     AnyPoolOptions::new()
         .max_connections(options.max_connections)
         .acquire_timeout(options.acquire_timeout)
         .after_connect(move |conn, _| {
+            let search_path = search_path.clone();
             Box::pin(async move {
+                conn.execute(QUIET_SESSION).await?;
+                if let Some(search_path) = search_path {
+                    conn.execute(search_path.as_str()).await?;
+                }
                 let orphaned_after =
                     format!("SET idle_in_transaction_session_timeout = {orphaned_after_ms}");
                 conn.execute(orphaned_after.as_str()).await?;

@@ -16,6 +16,7 @@ mod error;
 mod incident;
 mod leases;
 mod overlaps;
+mod pg_schema;
 mod reads;
 mod refusals;
 mod refused;
@@ -39,6 +40,7 @@ pub use leases::{
     AcquireResult, LeaseEvent, LeaseHistoryQuery, LeaseState, ReleaseResult, RenewResult,
 };
 pub use overlaps::OverlapQuery;
+pub use pg_schema::{InvalidSchema, PgSchema};
 pub use reads::{AuditQuery, StoredValue};
 pub use retention::{Retention, RetentionClaim, StoreRetention};
 pub use tail::Snapshot;
@@ -133,10 +135,21 @@ impl Store {
         }
     }
 
-    /// Waits for connections to finish and closes them (SQLite then checkpoints its WAL).
+    /// Waits for connections to finish and closes them. On SQLite the readers go first and the
+    /// writer copies the whole WAL into the database and truncates it before it closes: SQLite
+    /// only removes the WAL when the last connection to close can write, and a read-only
+    /// connection closing last left it behind at its full size beside the database.
     pub async fn close(&self) {
-        self.writer.close().await;
-        self.batch_sessions.close().await;
         self.reader.close().await;
+        if self.wal.is_some() {
+            if let Err(error) = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+                .execute(&self.writer)
+                .await
+            {
+                tracing::warn!(%error, "could not checkpoint the SQLite WAL on shutdown");
+            }
+        }
+        self.batch_sessions.close().await;
+        self.writer.close().await;
     }
 }

@@ -401,13 +401,8 @@ pub(crate) struct Alertmanager {
 impl Alertmanager {
     /// `None` (the test is skipped) when Alertmanager is not installed.
     pub(crate) async fn start(hook: &str, resolve_timeout: &str) -> Option<Alertmanager> {
-        let binary = peer(ALERTMANAGER)?;
-        let dir = tempfile::tempdir().unwrap();
-        let config = dir.path().join("alertmanager.yml");
-        std::fs::write(
-            &config,
-            format!(
-                r#"
+        Self::start_with(&format!(
+            r#"
 global:
   resolve_timeout: {resolve_timeout}
 route:
@@ -422,9 +417,16 @@ receivers:
       - url: "{hook}"
         send_resolved: true
 "#
-            ),
-        )
-        .unwrap();
+        ))
+        .await
+    }
+
+    /// The real Alertmanager with `config` as its `alertmanager.yml`.
+    pub(crate) async fn start_with(config_text: &str) -> Option<Alertmanager> {
+        let binary = peer(ALERTMANAGER)?;
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("alertmanager.yml");
+        std::fs::write(&config, config_text).unwrap();
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()

@@ -420,3 +420,85 @@ async fn logs_are_plain_off_a_terminal_and_json_on_request() {
         }
     }
 }
+
+/// A daemon stopped with SIGTERM leaves its SQLite file whole on its own: the WAL is copied in
+/// and removed, so that the file can be copied, kept or mailed without its `-wal` beside it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clean_stop_leaves_no_sqlite_wal_behind() {
+    let db = crate::helpers::TestDb::new(crate::helpers::Backend::Sqlite).await;
+    let daemon = crate::helpers::Daemon::spawn(&db, &[]).await;
+    let client = crate::helpers::http_client();
+    for token in 1..=200 {
+        let reply = crate::helpers::Put::new(
+            &client,
+            format!("{}/v1/resources/wal/{}", daemon.base, token % 20),
+        )
+        .token(token)
+        .body("x".repeat(2000))
+        .send()
+        .await;
+        assert!(reply.status.is_success());
+    }
+    let file = db.url.strip_prefix("sqlite://").unwrap().to_owned();
+    let wal = std::path::PathBuf::from(format!("{file}-wal"));
+    assert!(wal.exists(), "the running daemon writes through a WAL");
+    assert!(daemon.terminate().await);
+    let left = std::fs::metadata(&wal).map_or(0, |m| m.len());
+    assert_eq!(left, 0, "{} bytes of WAL left behind", left);
+    // Everything acknowledged is in the file itself, read as if no WAL could exist.
+    use sqlx::Connection;
+    let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{file}?immutable=1"))
+        .await
+        .unwrap();
+    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM audit")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(rows, 200);
+    conn.close().await.ok();
+}
+
+/// `fencewatch audit log | head`: a reader that goes away is not an error. Each command that
+/// prints a list stops quietly with exit 0, whether the reader closed before the first line or
+/// after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_commands_stop_quietly_when_their_reader_goes_away() {
+    let db = crate::helpers::TestDb::new(crate::helpers::Backend::Sqlite).await;
+    let daemon = crate::helpers::Daemon::spawn(&db, &[]).await;
+    let client = crate::helpers::http_client();
+    for token in [2, 1, 3, 1] {
+        let put = crate::helpers::Put::new(&client, format!("{}/v1/resources/piped", daemon.base));
+        put.token(token).body("x").send().await;
+    }
+    assert!(daemon.terminate().await);
+    let database = ["--database", db.url.as_str()];
+    let commands: [&[&str]; 8] = [
+        &["audit", "log"],
+        &["audit", "timeline", "piped"],
+        &["audit", "export", "--format", "csv"],
+        &["audit", "incidents"],
+        &["audit", "verify"],
+        &["audit", "summary", "--since", "1d"],
+        &["completions", "bash"],
+        &["man"],
+    ];
+    for command in commands {
+        let (reader, writer) = std::io::pipe().unwrap();
+        // Closed before the command starts: its first write meets a pipe with no reader.
+        drop(reader);
+        let mut run = Command::new(env!("CARGO_BIN_EXE_fencewatch"));
+        run.args(command);
+        if command[0] == "audit" {
+            run.args(database);
+        }
+        let output = run
+            .stdout(Stdio::from(writer))
+            .stderr(Stdio::piped())
+            .output()
+            .await
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{command:?}: {stderr}");
+        assert!(stderr.is_empty(), "{command:?}: {stderr}");
+    }
+}

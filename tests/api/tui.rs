@@ -173,6 +173,23 @@ async fn the_headless_demo_produces_overlaps_and_a_firing_alert() {
     );
     assert_eq!(summary["database"]["url"], database.as_str());
     assert_eq!(summary["database"]["kept"], true);
+    // The demo's rules are said beside the built-in ones they differ from.
+    let rules = &summary["rules"];
+    assert!(
+        rules["demo"][0].as_str().unwrap().contains("more than 2 "),
+        "{rules}"
+    );
+    assert!(
+        rules["built_in"][0]
+            .as_str()
+            .unwrap()
+            .contains("more than 20 "),
+        "{rules}"
+    );
+    // The kept file is whole on its own: the WAL was copied into it and removed at the end.
+    let wal = dir.path().join("demo.db-wal");
+    let wal_bytes = std::fs::metadata(&wal).map_or(0, |m| m.len());
+    assert_eq!(wal_bytes, 0, "{} left behind", wal.display());
 
     // Looked at again afterwards, from the database it kept.
     let again = Command::new(BIN)
@@ -204,6 +221,10 @@ async fn the_demo_says_where_its_database_went() {
     assert!(output.status.success());
     let text = String::from_utf8_lossy(&output.stdout);
     assert!(text.contains("was temporary and is deleted now"), "{text}");
+    assert!(
+        text.contains("alert rules: the demo's") && text.contains("serve's built-in rules"),
+        "{text}"
+    );
     assert!(
         text.contains("fencewatch audit incidents --database sqlite://demo.db"),
         "{text}"

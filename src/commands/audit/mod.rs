@@ -21,7 +21,7 @@ use crate::domain::audit::format_rfc3339_micros;
 use crate::domain::Outcome;
 use crate::owndb::{OpenOptions, OwnDb};
 use crate::redact::redact_url;
-use crate::store::{AuditFilter, OpenMode, Store, StoreError, StoreOptions};
+use crate::store::{is_sqlite_url, AuditFilter, OpenMode, Store, StoreError, StoreOptions};
 use anyhow::Context;
 use chrono::{DateTime, Utc};
 use std::process::ExitCode;
@@ -172,6 +172,13 @@ async fn open(args: &AuditArgs, mode: OpenMode) -> anyhow::Result<Audited> {
     let options = StoreOptions {
         max_connections: 2,
         mode,
+        // A SQLite file has no schemas, and a name the daemon would refuse can only be a
+        // fence's: either way the daemon's tables are looked for where they would be.
+        schema: args
+            .schema
+            .as_deref()
+            .filter(|_| !is_sqlite_url(&args.database))
+            .and_then(|name| name.parse().ok()),
         ..StoreOptions::default()
     };
     match Store::open(&args.database, &options).await {

@@ -21,7 +21,7 @@ use anyhow::Context;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use summary::{AlertLog, DatabaseNote, Summary};
+use summary::{AlertLog, DatabaseNote, RulesNote, Summary};
 use tokio::sync::watch;
 
 #[derive(Debug, Clone)]
@@ -169,6 +169,7 @@ pub async fn run(options: DemoOptions) -> anyhow::Result<()> {
             writes,
             incidents,
             alerts,
+            RulesNote::new(&demo_alerts().rules),
             DatabaseNote {
                 url: crate::redact::redact_url(&url),
                 kept: options.database.is_some(),
@@ -183,9 +184,9 @@ pub async fn run(options: DemoOptions) -> anyhow::Result<()> {
     store.close().await;
     let summary = told?;
     if options.json {
-        println!("{}", serde_json::to_string(&summary)?);
+        crate::commands::print_line(&serde_json::to_string(&summary)?)?;
     } else {
-        println!("{}", summary.text());
+        crate::commands::print_line(&summary.text())?;
     }
     outcome
 }

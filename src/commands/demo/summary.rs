@@ -5,6 +5,7 @@ use crate::api::events::AlertEvent;
 use crate::domain::alert::AlertState;
 use crate::domain::audit::{serialize_optional_rfc3339_micros, serialize_rfc3339_micros};
 use crate::domain::{Overlap, OverlapState};
+use crate::live::alerts::{default_rules, Rule};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -28,7 +29,38 @@ pub struct Summary {
     pub alerts: Vec<String>,
     /// Each firing, with when it fired and resolved.
     pub alert_history: Vec<AlertRecord>,
+    /// The rules the demo ran with, and `serve`'s built-in ones they differ from.
+    pub rules: RulesNote,
     pub database: DatabaseNote,
+}
+
+/// The demo pages on a burst of a few refused writes within seconds, so that a minute of demo
+/// shows an alert fire and resolve; `serve`'s built-in rules wait for a sustained spike.
+#[derive(Debug, Clone, Serialize)]
+pub struct RulesNote {
+    pub demo: Vec<String>,
+    pub built_in: Vec<String>,
+}
+
+impl RulesNote {
+    pub fn new(demo: &[Rule]) -> Self {
+        Self {
+            demo: demo.iter().map(Rule::describe).collect(),
+            built_in: default_rules().iter().map(Rule::describe).collect(),
+        }
+    }
+
+    /// The lines the summary prints (the dashboard's header says the same in short).
+    pub fn lines(&self) -> Vec<String> {
+        let mut lines =
+            vec!["alert rules: the demo's, tuned to page on a burst within seconds:".to_owned()];
+        lines.extend(self.demo.iter().map(|rule| format!("  {rule}")));
+        lines.push(
+            "  serve's built-in rules (a sustained spike; yours with --config FILE):".to_owned(),
+        );
+        lines.extend(self.built_in.iter().map(|rule| format!("  {rule}")));
+        lines
+    }
 }
 
 /// One firing of an alert.
@@ -84,6 +116,7 @@ impl Summary {
         writes: BTreeMap<String, u64>,
         mut incidents: Vec<Overlap>,
         alerts: Vec<AlertRecord>,
+        rules: RulesNote,
         database: DatabaseNote,
     ) -> Self {
         incidents.sort_by_key(|o| (o.first_seen, o.id));
@@ -103,6 +136,7 @@ impl Summary {
             alerts_resolved: alerts.iter().filter(|a| a.resolved_at.is_some()).count() as u64,
             alerts: alerts.iter().map(alert_name).collect(),
             alert_history: alerts,
+            rules,
             database,
         }
     }
@@ -153,6 +187,7 @@ impl Summary {
                 a.fired_at.format("%H:%M:%S")
             ));
         }
+        lines.extend(self.rules.lines());
         let url = &self.database.url;
         if self.database.kept {
             lines.push(format!("database: kept at {url}"));
@@ -231,6 +266,7 @@ mod tests {
             BTreeMap::from([("accepted".to_owned(), 10), ("stale".to_owned(), 0)]),
             Vec::new(),
             log.records,
+            RulesNote::new(&[]),
             DatabaseNote {
                 url: "sqlite://demo.db".into(),
                 kept: true,
@@ -239,6 +275,11 @@ mod tests {
         assert_eq!((summary.alerts_fired, summary.alerts_resolved), (3, 1));
         let text = summary.text();
         assert!(text.contains("writes: accepted 10\n"), "{text}");
+        assert!(
+            text.contains("serve's built-in rules")
+                && text.contains("StaleOwnerSpike: more than 20 stale or superseded writes"),
+            "{text}"
+        );
         assert!(text.contains("StaleOwnerSpike on a fired"), "{text}");
         assert!(
             text.contains("fencewatch audit incidents --database sqlite://demo.db"),

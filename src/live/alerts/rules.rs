@@ -56,6 +56,27 @@ pub struct Rule {
     pub summary: String,
 }
 
+impl Rule {
+    /// The rule in one line, as the demo states the rules it runs with.
+    pub fn describe(&self) -> String {
+        let outcomes: Vec<&str> = self.outcomes.iter().map(|o| o.as_str()).collect();
+        let scope = match self.per_resource {
+            true => "to one resource",
+            false => "over all resources",
+        };
+        let span = |d: Duration| humantime::format_duration(d).to_string();
+        format!(
+            "{}: more than {} {} writes {scope} in {}, for {}, kept firing {} after",
+            self.name,
+            self.threshold,
+            outcomes.join(" or "),
+            span(self.window),
+            span(self.for_),
+            span(self.keep_firing_for),
+        )
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Webhook {
     pub url: String,
@@ -261,6 +282,19 @@ impl AlertConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rule_says_what_fires_it() {
+        let rules = default_rules();
+        assert_eq!(
+            rules[0].describe(),
+            "StaleOwnerSpike: more than 20 stale or superseded writes over all resources in \
+             1m, for 15s, kept firing 1m after"
+        );
+        assert!(rules[1]
+            .describe()
+            .contains("more than 10 stale or superseded writes to one resource"));
+    }
 
     #[test]
     fn the_example_config_parses() {
