@@ -21,6 +21,8 @@ fn main() {
         ("fencewatch_etcd", Some("etcd")),
         ("fencewatch_systemd_analyze", Some("systemd-analyze")),
         ("fencewatch_schemathesis", Some("schemathesis")),
+        // The Debian package's test (tests/api/deploy.rs) also reads it with dpkg-deb.
+        ("fencewatch_cargo_deb", Some("cargo-deb")),
     ];
     zookeeper(required("FENCEWATCH_REQUIRE_PEERS"));
     for (cfg, program) in peers {
