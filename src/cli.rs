@@ -102,8 +102,12 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print the manual page (roff), e.g. `fencewatch man | man -l -`.
-    Man,
+    /// Print the manual page (roff), e.g. `fencewatch man | man -l -`; with `--dir DIR`, write
+    /// it and one page per subcommand (`fencewatch-serve.1`, …) into DIR instead.
+    Man {
+        #[arg(long, value_name = "DIR")]
+        dir: Option<std::path::PathBuf>,
+    },
 }
 
 #[derive(Debug, Clone, Args)]

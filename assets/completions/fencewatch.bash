@@ -2020,12 +2020,16 @@ _fencewatch() {
             return 0
             ;;
         fencewatch__subcmd__man)
-            opts="-h --log-format --help"
+            opts="-h --dir --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
@@ -2038,7 +2042,7 @@ _fencewatch() {
             return 0
             ;;
         fencewatch__subcmd__serve)
-            opts="-h --listen --database --max-value-bytes --idempotency-retention --set-retention --db-max-connections --strict-leases --etcd --zookeeper --require-lease --lease-scope --config --audit-retention --max-subscribers --max-connections --header-timeout --body-read-timeout --db-timeout --overlap-quiet --watch --api-key-file --allow-origin --allowed-host --tls-cert --tls-key --http-workers --log-format --help"
+            opts="-h --listen --database --schema --max-value-bytes --idempotency-retention --set-retention --db-max-connections --strict-leases --etcd --zookeeper --require-lease --lease-scope --config --audit-retention --max-subscribers --max-connections --header-timeout --body-read-timeout --db-timeout --overlap-quiet --watch --api-key-file --allow-origin --allowed-host --tls-cert --tls-key --http-workers --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2049,6 +2053,10 @@ _fencewatch() {
                     return 0
                     ;;
                 --database)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --schema)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -38,10 +38,11 @@ complete -c fencewatch -n "__fish_fencewatch_needs_command" -f -a "write" -d 'Wr
 complete -c fencewatch -n "__fish_fencewatch_needs_command" -f -a "lock" -d 'Hold an etcd or ZooKeeper lock while a command runs (like `etcdctl lock`): the command gets FENCEWATCH_TOKEN and FENCEWATCH_LEASE, so `fencewatch write` in it needs no flags'
 complete -c fencewatch -n "__fish_fencewatch_needs_command" -f -a "fence" -d 'Fence your own database: install, protect tables, status, seal, uninstall (PostgreSQL or SQLite)'
 complete -c fencewatch -n "__fish_fencewatch_needs_command" -f -a "completions" -d 'Print a shell completion script (e.g. `fencewatch completions bash > /etc/bash_completion.d/fencewatch`)'
-complete -c fencewatch -n "__fish_fencewatch_needs_command" -f -a "man" -d 'Print the manual page (roff), e.g. `fencewatch man | man -l -`'
+complete -c fencewatch -n "__fish_fencewatch_needs_command" -f -a "man" -d 'Print the manual page (roff), e.g. `fencewatch man | man -l -`; with `--dir DIR`, write it and one page per subcommand (`fencewatch-serve.1`, …) into DIR instead'
 complete -c fencewatch -n "__fish_fencewatch_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand serve" -l listen -d 'Address to listen on; port 0 picks a free port (printed on the first line of stdout)' -r
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand serve" -l database -d '`sqlite://PATH` (created on first start) or `postgres://USER@HOST/DB`' -r
+complete -c fencewatch -n "__fish_fencewatch_using_subcommand serve" -l schema -d 'PostgreSQL: keep the daemon\'s tables in this schema, created if missing, instead of the connection\'s first (`public`); every daemon sharing the fence gives the same one' -r
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand serve" -l max-value-bytes -d 'The largest value a write may carry, in bytes' -r
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand serve" -l idempotency-retention -d 'How long an accepted operation\'s result is kept for replay by its Idempotency-Key (e.g. 24h, 90m; default 24h). A retry after that is decided afresh; see the README. A setting of the database: the first daemon on it stores it, later ones keep to the stored value (see --set-retention)' -r
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand serve" -l db-max-connections -d 'PostgreSQL connections per daemon' -r
@@ -142,7 +143,7 @@ complete -c fencewatch -n "__fish_fencewatch_using_subcommand demo" -l json -d '
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand demo" -l no-color -d 'No colours in the dashboard (also when NO_COLOR is set)'
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand demo" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and not __fish_seen_subcommand_from report summary verify log export incidents timeline refusals prune help" -l database -d '`sqlite://PATH` or `postgres://…`: the daemon\'s database, or one with a fence installed' -r
-complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and not __fish_seen_subcommand_from report summary verify log export incidents timeline refusals prune help" -l schema -d 'PostgreSQL: the schema of the fence (default `fencewatch`)' -r
+complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and not __fish_seen_subcommand_from report summary verify log export incidents timeline refusals prune help" -l schema -d 'PostgreSQL: the schema of the daemon\'s tables (`serve --schema`) or of the fence (default: the connection\'s search path for the daemon\'s, `fencewatch` for a fence)' -r
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and not __fish_seen_subcommand_from report summary verify log export incidents timeline refusals prune help" -l log-format -d 'How logs on stderr look: plain text (coloured only on a terminal) or one JSON object a line, for a log collector' -r -f -a "text\t''
 json\t''"
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and not __fish_seen_subcommand_from report summary verify log export incidents timeline refusals prune help" -l fence -d 'Read the fence installed in the database (`fencewatch fence install`) even where the daemon\'s tables are there too. Without it, a database with a fence and no daemon tables is read as a fence, and one with both as the daemon\'s'
@@ -163,21 +164,21 @@ json\t''
 html\t'A self-contained page with an SVG timeline'"
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from report" -s o -l output -d 'Write to this file instead of standard output' -r -F
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from report" -l database -d '`sqlite://PATH` or `postgres://…`: the daemon\'s database, or one with a fence installed' -r
-complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from report" -l schema -d 'PostgreSQL: the schema of the fence (default `fencewatch`)' -r
+complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from report" -l schema -d 'PostgreSQL: the schema of the daemon\'s tables (`serve --schema`) or of the fence (default: the connection\'s search path for the daemon\'s, `fencewatch` for a fence)' -r
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from report" -l log-format -d 'How logs on stderr look: plain text (coloured only on a terminal) or one JSON object a line, for a log collector' -r -f -a "text\t''
 json\t''"
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from report" -l fence -d 'Read the fence installed in the database (`fencewatch fence install`) even where the daemon\'s tables are there too. Without it, a database with a fence and no daemon tables is read as a fence, and one with both as the daemon\'s'
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from report" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from summary" -l since -d 'RFC 3339 or a duration ago (`7d`)' -r
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from summary" -l database -d '`sqlite://PATH` or `postgres://…`: the daemon\'s database, or one with a fence installed' -r
-complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from summary" -l schema -d 'PostgreSQL: the schema of the fence (default `fencewatch`)' -r
+complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from summary" -l schema -d 'PostgreSQL: the schema of the daemon\'s tables (`serve --schema`) or of the fence (default: the connection\'s search path for the daemon\'s, `fencewatch` for a fence)' -r
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from summary" -l log-format -d 'How logs on stderr look: plain text (coloured only on a terminal) or one JSON object a line, for a log collector' -r -f -a "text\t''
 json\t''"
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from summary" -l json
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from summary" -l fence -d 'Read the fence installed in the database (`fencewatch fence install`) even where the daemon\'s tables are there too. Without it, a database with a fence and no daemon tables is read as a fence, and one with both as the daemon\'s'
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from summary" -s h -l help -d 'Print help'
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from verify" -l database -d '`sqlite://PATH` or `postgres://…`: the daemon\'s database, or one with a fence installed' -r
-complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from verify" -l schema -d 'PostgreSQL: the schema of the fence (default `fencewatch`)' -r
+complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from verify" -l schema -d 'PostgreSQL: the schema of the daemon\'s tables (`serve --schema`) or of the fence (default: the connection\'s search path for the daemon\'s, `fencewatch` for a fence)' -r
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from verify" -l log-format -d 'How logs on stderr look: plain text (coloured only on a terminal) or one JSON object a line, for a log collector' -r -f -a "text\t''
 json\t''"
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from verify" -l json
@@ -191,7 +192,7 @@ complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from log" -l until -r
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from log" -l limit -r
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from log" -l database -d '`sqlite://PATH` or `postgres://…`: the daemon\'s database, or one with a fence installed' -r
-complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from log" -l schema -d 'PostgreSQL: the schema of the fence (default `fencewatch`)' -r
+complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from log" -l schema -d 'PostgreSQL: the schema of the daemon\'s tables (`serve --schema`) or of the fence (default: the connection\'s search path for the daemon\'s, `fencewatch` for a fence)' -r
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from log" -l log-format -d 'How logs on stderr look: plain text (coloured only on a terminal) or one JSON object a line, for a log collector' -r -f -a "text\t''
 json\t''"
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from log" -l json
@@ -207,7 +208,7 @@ complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from export" -l until -r
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from export" -l output -d 'Write here instead of stdout' -r -F
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from export" -l database -d '`sqlite://PATH` or `postgres://…`: the daemon\'s database, or one with a fence installed' -r
-complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from export" -l schema -d 'PostgreSQL: the schema of the fence (default `fencewatch`)' -r
+complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from export" -l schema -d 'PostgreSQL: the schema of the daemon\'s tables (`serve --schema`) or of the fence (default: the connection\'s search path for the daemon\'s, `fencewatch` for a fence)' -r
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from export" -l log-format -d 'How logs on stderr look: plain text (coloured only on a terminal) or one JSON object a line, for a log collector' -r -f -a "text\t''
 json\t''"
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from export" -l fence -d 'Read the fence installed in the database (`fencewatch fence install`) even where the daemon\'s tables are there too. Without it, a database with a fence and no daemon tables is read as a fence, and one with both as the daemon\'s'
@@ -216,7 +217,7 @@ complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from incidents" -l until -r
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from incidents" -l resource -r
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from incidents" -l database -d '`sqlite://PATH` or `postgres://…`: the daemon\'s database, or one with a fence installed' -r
-complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from incidents" -l schema -d 'PostgreSQL: the schema of the fence (default `fencewatch`)' -r
+complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from incidents" -l schema -d 'PostgreSQL: the schema of the daemon\'s tables (`serve --schema`) or of the fence (default: the connection\'s search path for the daemon\'s, `fencewatch` for a fence)' -r
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from incidents" -l log-format -d 'How logs on stderr look: plain text (coloured only on a terminal) or one JSON object a line, for a log collector' -r -f -a "text\t''
 json\t''"
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from incidents" -l json
@@ -226,7 +227,7 @@ complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from timeline" -l since -r
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from timeline" -l until -r
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from timeline" -l database -d '`sqlite://PATH` or `postgres://…`: the daemon\'s database, or one with a fence installed' -r
-complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from timeline" -l schema -d 'PostgreSQL: the schema of the fence (default `fencewatch`)' -r
+complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from timeline" -l schema -d 'PostgreSQL: the schema of the daemon\'s tables (`serve --schema`) or of the fence (default: the connection\'s search path for the daemon\'s, `fencewatch` for a fence)' -r
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from timeline" -l log-format -d 'How logs on stderr look: plain text (coloured only on a terminal) or one JSON object a line, for a log collector' -r -f -a "text\t''
 json\t''"
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from timeline" -l json
@@ -235,7 +236,7 @@ complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from refusals" -l since -d 'RFC 3339 or a duration ago (`1h`)' -r
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from refusals" -l until -r
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from refusals" -l database -d '`sqlite://PATH` or `postgres://…`: the daemon\'s database, or one with a fence installed' -r
-complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from refusals" -l schema -d 'PostgreSQL: the schema of the fence (default `fencewatch`)' -r
+complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from refusals" -l schema -d 'PostgreSQL: the schema of the daemon\'s tables (`serve --schema`) or of the fence (default: the connection\'s search path for the daemon\'s, `fencewatch` for a fence)' -r
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from refusals" -l log-format -d 'How logs on stderr look: plain text (coloured only on a terminal) or one JSON object a line, for a log collector' -r -f -a "text\t''
 json\t''"
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from refusals" -l json
@@ -243,7 +244,7 @@ complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from refusals" -s h -l help -d 'Print help'
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from prune" -l before -d 'RFC 3339 or a duration ago (`30d`)' -r
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from prune" -l database -d '`sqlite://PATH` or `postgres://…`: the daemon\'s database, or one with a fence installed' -r
-complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from prune" -l schema -d 'PostgreSQL: the schema of the fence (default `fencewatch`)' -r
+complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from prune" -l schema -d 'PostgreSQL: the schema of the daemon\'s tables (`serve --schema`) or of the fence (default: the connection\'s search path for the daemon\'s, `fencewatch` for a fence)' -r
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from prune" -l log-format -d 'How logs on stderr look: plain text (coloured only on a terminal) or one JSON object a line, for a log collector' -r -f -a "text\t''
 json\t''"
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from prune" -l json
@@ -357,6 +358,7 @@ complete -c fencewatch -n "__fish_fencewatch_using_subcommand fence; and __fish_
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand completions" -l log-format -d 'How logs on stderr look: plain text (coloured only on a terminal) or one JSON object a line, for a log collector' -r -f -a "text\t''
 json\t''"
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand completions" -s h -l help -d 'Print help'
+complete -c fencewatch -n "__fish_fencewatch_using_subcommand man" -l dir -r -F
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand man" -l log-format -d 'How logs on stderr look: plain text (coloured only on a terminal) or one JSON object a line, for a log collector' -r -f -a "text\t''
 json\t''"
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand man" -s h -l help -d 'Print help'
@@ -370,7 +372,7 @@ complete -c fencewatch -n "__fish_fencewatch_using_subcommand help; and not __fi
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand help; and not __fish_seen_subcommand_from serve lease tui demo audit bench write lock fence completions man help" -f -a "lock" -d 'Hold an etcd or ZooKeeper lock while a command runs (like `etcdctl lock`): the command gets FENCEWATCH_TOKEN and FENCEWATCH_LEASE, so `fencewatch write` in it needs no flags'
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand help; and not __fish_seen_subcommand_from serve lease tui demo audit bench write lock fence completions man help" -f -a "fence" -d 'Fence your own database: install, protect tables, status, seal, uninstall (PostgreSQL or SQLite)'
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand help; and not __fish_seen_subcommand_from serve lease tui demo audit bench write lock fence completions man help" -f -a "completions" -d 'Print a shell completion script (e.g. `fencewatch completions bash > /etc/bash_completion.d/fencewatch`)'
-complete -c fencewatch -n "__fish_fencewatch_using_subcommand help; and not __fish_seen_subcommand_from serve lease tui demo audit bench write lock fence completions man help" -f -a "man" -d 'Print the manual page (roff), e.g. `fencewatch man | man -l -`'
+complete -c fencewatch -n "__fish_fencewatch_using_subcommand help; and not __fish_seen_subcommand_from serve lease tui demo audit bench write lock fence completions man help" -f -a "man" -d 'Print the manual page (roff), e.g. `fencewatch man | man -l -`; with `--dir DIR`, write it and one page per subcommand (`fencewatch-serve.1`, …) into DIR instead'
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand help; and not __fish_seen_subcommand_from serve lease tui demo audit bench write lock fence completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand help; and __fish_seen_subcommand_from lease" -f -a "acquire" -d 'Take the lease: prints it with its new generation (the fencing token)'
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand help; and __fish_seen_subcommand_from lease" -f -a "renew" -d 'Extend the current grant'

@@ -33,6 +33,7 @@ _fencewatch() {
 _arguments "${_arguments_options[@]}" : \
 '--listen=[Address to listen on; port 0 picks a free port (printed on the first line of stdout)]:LISTEN:_default' \
 '--database=[\`sqlite\://PATH\` (created on first start) or \`postgres\://USER@HOST/DB\`]:DATABASE:_default' \
+'--schema=[PostgreSQL\: keep the daemon'\''s tables in this schema, created if missing, instead of the connection'\''s first (\`public\`); every daemon sharing the fence gives the same one]:NAME:_default' \
 '--max-value-bytes=[The largest value a write may carry, in bytes]:MAX_VALUE_BYTES:_default' \
 '--idempotency-retention=[How long an accepted operation'\''s result is kept for replay by its Idempotency-Key (e.g. 24h, 90m; default 24h). A retry after that is decided afresh; see the README. A setting of the database\: the first daemon on it stores it, later ones keep to the stored value (see --set-retention)]:IDEMPOTENCY_RETENTION:_default' \
 '--db-max-connections=[PostgreSQL connections per daemon]:DB_MAX_CONNECTIONS:_default' \
@@ -207,7 +208,7 @@ zookeeper\:"ZooKeeper locks (\`Fencing-Lease\: zk\:/RESOURCE\`)"))' \
 (audit)
 _arguments "${_arguments_options[@]}" : \
 '--database=[\`sqlite\://PATH\` or \`postgres\://…\`\: the daemon'\''s database, or one with a fence installed]:DATABASE:_default' \
-'--schema=[PostgreSQL\: the schema of the fence (default \`fencewatch\`)]:NAME:_default' \
+'--schema=[PostgreSQL\: the schema of the daemon'\''s tables (\`serve --schema\`) or of the fence (default\: the connection'\''s search path for the daemon'\''s, \`fencewatch\` for a fence)]:NAME:_default' \
 '--log-format=[How logs on stderr look\: plain text (coloured only on a terminal) or one JSON object a line, for a log collector]:LOG_FORMAT:(text json)' \
 '--fence[Read the fence installed in the database (\`fencewatch fence install\`) even where the daemon'\''s tables are there too. Without it, a database with a fence and no daemon tables is read as a fence, and one with both as the daemon'\''s]' \
 '-h[Print help]' \
@@ -231,7 +232,7 @@ html\:"A self-contained page with an SVG timeline"))' \
 '-o+[Write to this file instead of standard output]:PATH:_files' \
 '--output=[Write to this file instead of standard output]:PATH:_files' \
 '--database=[\`sqlite\://PATH\` or \`postgres\://…\`\: the daemon'\''s database, or one with a fence installed]:DATABASE:_default' \
-'--schema=[PostgreSQL\: the schema of the fence (default \`fencewatch\`)]:NAME:_default' \
+'--schema=[PostgreSQL\: the schema of the daemon'\''s tables (\`serve --schema\`) or of the fence (default\: the connection'\''s search path for the daemon'\''s, \`fencewatch\` for a fence)]:NAME:_default' \
 '--log-format=[How logs on stderr look\: plain text (coloured only on a terminal) or one JSON object a line, for a log collector]:LOG_FORMAT:(text json)' \
 '--fence[Read the fence installed in the database (\`fencewatch fence install\`) even where the daemon'\''s tables are there too. Without it, a database with a fence and no daemon tables is read as a fence, and one with both as the daemon'\''s]' \
 '-h[Print help (see more with '\''--help'\'')]' \
@@ -243,7 +244,7 @@ html\:"A self-contained page with an SVG timeline"))' \
 _arguments "${_arguments_options[@]}" : \
 '--since=[RFC 3339 or a duration ago (\`7d\`)]:SINCE:_default' \
 '--database=[\`sqlite\://PATH\` or \`postgres\://…\`\: the daemon'\''s database, or one with a fence installed]:DATABASE:_default' \
-'--schema=[PostgreSQL\: the schema of the fence (default \`fencewatch\`)]:NAME:_default' \
+'--schema=[PostgreSQL\: the schema of the daemon'\''s tables (\`serve --schema\`) or of the fence (default\: the connection'\''s search path for the daemon'\''s, \`fencewatch\` for a fence)]:NAME:_default' \
 '--log-format=[How logs on stderr look\: plain text (coloured only on a terminal) or one JSON object a line, for a log collector]:LOG_FORMAT:(text json)' \
 '--json[]' \
 '--fence[Read the fence installed in the database (\`fencewatch fence install\`) even where the daemon'\''s tables are there too. Without it, a database with a fence and no daemon tables is read as a fence, and one with both as the daemon'\''s]' \
@@ -254,7 +255,7 @@ _arguments "${_arguments_options[@]}" : \
 (verify)
 _arguments "${_arguments_options[@]}" : \
 '--database=[\`sqlite\://PATH\` or \`postgres\://…\`\: the daemon'\''s database, or one with a fence installed]:DATABASE:_default' \
-'--schema=[PostgreSQL\: the schema of the fence (default \`fencewatch\`)]:NAME:_default' \
+'--schema=[PostgreSQL\: the schema of the daemon'\''s tables (\`serve --schema\`) or of the fence (default\: the connection'\''s search path for the daemon'\''s, \`fencewatch\` for a fence)]:NAME:_default' \
 '--log-format=[How logs on stderr look\: plain text (coloured only on a terminal) or one JSON object a line, for a log collector]:LOG_FORMAT:(text json)' \
 '--json[]' \
 '--fence[Read the fence installed in the database (\`fencewatch fence install\`) even where the daemon'\''s tables are there too. Without it, a database with a fence and no daemon tables is read as a fence, and one with both as the daemon'\''s]' \
@@ -272,7 +273,7 @@ _arguments "${_arguments_options[@]}" : \
 '--until=[]:UNTIL:_default' \
 '--limit=[]:LIMIT:_default' \
 '--database=[\`sqlite\://PATH\` or \`postgres\://…\`\: the daemon'\''s database, or one with a fence installed]:DATABASE:_default' \
-'--schema=[PostgreSQL\: the schema of the fence (default \`fencewatch\`)]:NAME:_default' \
+'--schema=[PostgreSQL\: the schema of the daemon'\''s tables (\`serve --schema\`) or of the fence (default\: the connection'\''s search path for the daemon'\''s, \`fencewatch\` for a fence)]:NAME:_default' \
 '--log-format=[How logs on stderr look\: plain text (coloured only on a terminal) or one JSON object a line, for a log collector]:LOG_FORMAT:(text json)' \
 '--json[]' \
 '--fence[Read the fence installed in the database (\`fencewatch fence install\`) even where the daemon'\''s tables are there too. Without it, a database with a fence and no daemon tables is read as a fence, and one with both as the daemon'\''s]' \
@@ -291,7 +292,7 @@ _arguments "${_arguments_options[@]}" : \
 '--until=[]:UNTIL:_default' \
 '--output=[Write here instead of stdout]:OUTPUT:_files' \
 '--database=[\`sqlite\://PATH\` or \`postgres\://…\`\: the daemon'\''s database, or one with a fence installed]:DATABASE:_default' \
-'--schema=[PostgreSQL\: the schema of the fence (default \`fencewatch\`)]:NAME:_default' \
+'--schema=[PostgreSQL\: the schema of the daemon'\''s tables (\`serve --schema\`) or of the fence (default\: the connection'\''s search path for the daemon'\''s, \`fencewatch\` for a fence)]:NAME:_default' \
 '--log-format=[How logs on stderr look\: plain text (coloured only on a terminal) or one JSON object a line, for a log collector]:LOG_FORMAT:(text json)' \
 '--fence[Read the fence installed in the database (\`fencewatch fence install\`) even where the daemon'\''s tables are there too. Without it, a database with a fence and no daemon tables is read as a fence, and one with both as the daemon'\''s]' \
 '-h[Print help]' \
@@ -304,7 +305,7 @@ _arguments "${_arguments_options[@]}" : \
 '--until=[]:UNTIL:_default' \
 '--resource=[]:RESOURCE:_default' \
 '--database=[\`sqlite\://PATH\` or \`postgres\://…\`\: the daemon'\''s database, or one with a fence installed]:DATABASE:_default' \
-'--schema=[PostgreSQL\: the schema of the fence (default \`fencewatch\`)]:NAME:_default' \
+'--schema=[PostgreSQL\: the schema of the daemon'\''s tables (\`serve --schema\`) or of the fence (default\: the connection'\''s search path for the daemon'\''s, \`fencewatch\` for a fence)]:NAME:_default' \
 '--log-format=[How logs on stderr look\: plain text (coloured only on a terminal) or one JSON object a line, for a log collector]:LOG_FORMAT:(text json)' \
 '--json[]' \
 '--fence[Read the fence installed in the database (\`fencewatch fence install\`) even where the daemon'\''s tables are there too. Without it, a database with a fence and no daemon tables is read as a fence, and one with both as the daemon'\''s]' \
@@ -318,7 +319,7 @@ _arguments "${_arguments_options[@]}" : \
 '--since=[]:SINCE:_default' \
 '--until=[]:UNTIL:_default' \
 '--database=[\`sqlite\://PATH\` or \`postgres\://…\`\: the daemon'\''s database, or one with a fence installed]:DATABASE:_default' \
-'--schema=[PostgreSQL\: the schema of the fence (default \`fencewatch\`)]:NAME:_default' \
+'--schema=[PostgreSQL\: the schema of the daemon'\''s tables (\`serve --schema\`) or of the fence (default\: the connection'\''s search path for the daemon'\''s, \`fencewatch\` for a fence)]:NAME:_default' \
 '--log-format=[How logs on stderr look\: plain text (coloured only on a terminal) or one JSON object a line, for a log collector]:LOG_FORMAT:(text json)' \
 '--json[]' \
 '--fence[Read the fence installed in the database (\`fencewatch fence install\`) even where the daemon'\''s tables are there too. Without it, a database with a fence and no daemon tables is read as a fence, and one with both as the daemon'\''s]' \
@@ -332,7 +333,7 @@ _arguments "${_arguments_options[@]}" : \
 '--since=[RFC 3339 or a duration ago (\`1h\`)]:SINCE:_default' \
 '--until=[]:UNTIL:_default' \
 '--database=[\`sqlite\://PATH\` or \`postgres\://…\`\: the daemon'\''s database, or one with a fence installed]:DATABASE:_default' \
-'--schema=[PostgreSQL\: the schema of the fence (default \`fencewatch\`)]:NAME:_default' \
+'--schema=[PostgreSQL\: the schema of the daemon'\''s tables (\`serve --schema\`) or of the fence (default\: the connection'\''s search path for the daemon'\''s, \`fencewatch\` for a fence)]:NAME:_default' \
 '--log-format=[How logs on stderr look\: plain text (coloured only on a terminal) or one JSON object a line, for a log collector]:LOG_FORMAT:(text json)' \
 '--json[]' \
 '--fence[Read the fence installed in the database (\`fencewatch fence install\`) even where the daemon'\''s tables are there too. Without it, a database with a fence and no daemon tables is read as a fence, and one with both as the daemon'\''s]' \
@@ -344,7 +345,7 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 '--before=[RFC 3339 or a duration ago (\`30d\`)]:BEFORE:_default' \
 '--database=[\`sqlite\://PATH\` or \`postgres\://…\`\: the daemon'\''s database, or one with a fence installed]:DATABASE:_default' \
-'--schema=[PostgreSQL\: the schema of the fence (default \`fencewatch\`)]:NAME:_default' \
+'--schema=[PostgreSQL\: the schema of the daemon'\''s tables (\`serve --schema\`) or of the fence (default\: the connection'\''s search path for the daemon'\''s, \`fencewatch\` for a fence)]:NAME:_default' \
 '--log-format=[How logs on stderr look\: plain text (coloured only on a terminal) or one JSON object a line, for a log collector]:LOG_FORMAT:(text json)' \
 '--json[]' \
 '--fence[Read the fence installed in the database (\`fencewatch fence install\`) even where the daemon'\''s tables are there too. Without it, a database with a fence and no daemon tables is read as a fence, and one with both as the daemon'\''s]' \
@@ -604,6 +605,7 @@ _arguments "${_arguments_options[@]}" : \
 ;;
 (man)
 _arguments "${_arguments_options[@]}" : \
+'--dir=[]:DIR:_files' \
 '--log-format=[How logs on stderr look\: plain text (coloured only on a terminal) or one JSON object a line, for a log collector]:LOG_FORMAT:(text json)' \
 '-h[Print help]' \
 '--help[Print help]' \
@@ -803,7 +805,7 @@ _fencewatch_commands() {
 'lock:Hold an etcd or ZooKeeper lock while a command runs (like \`etcdctl lock\`)\: the command gets FENCEWATCH_TOKEN and FENCEWATCH_LEASE, so \`fencewatch write\` in it needs no flags' \
 'fence:Fence your own database\: install, protect tables, status, seal, uninstall (PostgreSQL or SQLite)' \
 'completions:Print a shell completion script (e.g. \`fencewatch completions bash > /etc/bash_completion.d/fencewatch\`)' \
-'man:Print the manual page (roff), e.g. \`fencewatch man | man -l -\`' \
+'man:Print the manual page (roff), e.g. \`fencewatch man | man -l -\`; with \`--dir DIR\`, write it and one page per subcommand (\`fencewatch-serve.1\`, …) into DIR instead' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'fencewatch commands' commands "$@"
@@ -1054,7 +1056,7 @@ _fencewatch__subcmd__help_commands() {
 'lock:Hold an etcd or ZooKeeper lock while a command runs (like \`etcdctl lock\`)\: the command gets FENCEWATCH_TOKEN and FENCEWATCH_LEASE, so \`fencewatch write\` in it needs no flags' \
 'fence:Fence your own database\: install, protect tables, status, seal, uninstall (PostgreSQL or SQLite)' \
 'completions:Print a shell completion script (e.g. \`fencewatch completions bash > /etc/bash_completion.d/fencewatch\`)' \
-'man:Print the manual page (roff), e.g. \`fencewatch man | man -l -\`' \
+'man:Print the manual page (roff), e.g. \`fencewatch man | man -l -\`; with \`--dir DIR\`, write it and one page per subcommand (\`fencewatch-serve.1\`, …) into DIR instead' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'fencewatch help commands' commands "$@"

@@ -12,6 +12,7 @@ pub mod write;
 
 use crate::cli::{Cli, Command, Connection};
 use crate::{client, tls, tui};
+use anyhow::Context;
 
 use std::process::ExitCode;
 
@@ -52,14 +53,21 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut command, "fencewatch", &mut script);
             std::io::Write::write_all(&mut std::io::stdout(), &script)
-                .map_err(|e| anyhow::anyhow!("failed to write the completion script: {e}"))?;
+                .context("failed to write the completion script")?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Man => {
-            let command = Cli::command_without_secrets();
+        Command::Man { dir: None } => {
+            // As `generate_to` renders the main page among the others.
+            let command = Cli::command_without_secrets().disable_help_subcommand(true);
             clap_mangen::Man::new(command)
                 .render(&mut std::io::stdout())
-                .map_err(|e| anyhow::anyhow!("failed to write the manual page: {e}"))?;
+                .context("failed to write the manual page")?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man { dir: Some(dir) } => {
+            clap_mangen::generate_to(Cli::command_without_secrets(), &dir).with_context(|| {
+                format!("failed to write the manual pages into {}", dir.display())
+            })?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Demo(args) if args.authority == crate::cli::DemoAuthority::ZooKeeper => {

@@ -491,10 +491,13 @@ async fn list_commands_stop_quietly_when_their_reader_goes_away() {
         if command[0] == "audit" {
             run.args(database);
         }
+        // Spawned, not `output()`: that would capture stdout in a pipe of its own.
         let output = run
             .stdout(Stdio::from(writer))
             .stderr(Stdio::piped())
-            .output()
+            .spawn()
+            .unwrap()
+            .wait_with_output()
             .await
             .unwrap();
         let stderr = String::from_utf8_lossy(&output.stderr);

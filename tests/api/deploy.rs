@@ -123,6 +123,39 @@ fn the_committed_man_page_and_completions_are_what_the_binary_prints() {
             args.join(" ")
         );
     }
+    // One page per subcommand beside the main one, which names them (`fencewatch-serve(1)`).
+    let dir = tempfile::tempdir().unwrap();
+    run(Command::new(env!("CARGO_BIN_EXE_fencewatch"))
+        .args(["man", "--dir"])
+        .arg(dir.path()));
+    let names = |folder: &Path| {
+        let mut names: Vec<String> = std::fs::read_dir(folder)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort_unstable();
+        names
+    };
+    let written = names(dir.path());
+    assert!(
+        written.iter().any(|n| n == "fencewatch-serve.1"),
+        "{written:?}"
+    );
+    assert!(
+        written.iter().any(|n| n == "fencewatch-audit-verify.1"),
+        "{written:?}"
+    );
+    assert_eq!(
+        written,
+        names(&root().join("assets/man")),
+        "assets/man/ is not what `fencewatch man --dir` writes now; regenerate it (docs/operations.md)"
+    );
+    for name in &written {
+        assert!(
+            read(dir.path().join(name)) == read(root().join("assets/man").join(name)),
+            "assets/man/{name} is not what `fencewatch man --dir` writes now"
+        );
+    }
 }
 
 /// The package, built by cargo-deb from the binary under test (`--no-build`, the binary copied
@@ -169,6 +202,7 @@ async fn the_debian_package_holds_the_service_and_its_binary_serves() {
         ("/usr/bin/fencewatch", "-rwxr-xr-x"),
         ("/usr/lib/systemd/system/fencewatch.service", "-rw-r--r--"),
         ("/usr/share/man/man1/fencewatch.1.gz", "-rw-r--r--"),
+        ("/usr/share/man/man1/fencewatch-serve.1.gz", "-rw-r--r--"),
         (
             "/usr/share/bash-completion/completions/fencewatch",
             "-rw-r--r--",
