@@ -151,11 +151,17 @@ where
 /// Turns a key press into a message: typed text while the filter is being edited, else the
 /// bound action; `None` for a key that means nothing here.
 fn key_message(model: &Model, key: crossterm::event::KeyEvent) -> Option<Msg> {
-    if model.editing_filter {
+    let ctrl_c = key
+        .modifiers
+        .contains(crossterm::event::KeyModifiers::CONTROL)
+        && key.code == KeyCode::Char('c');
+    // Ctrl-C quits even while typing, where every other character goes into the filter.
+    if model.editing_filter && !ctrl_c {
         return match key.code {
             KeyCode::Char(c) => Some(Msg::FilterInput(c)),
             KeyCode::Backspace => Some(Msg::FilterBackspace),
-            KeyCode::Enter | KeyCode::Esc => Some(Msg::Key(model::Action::Back)),
+            KeyCode::Enter => Some(Msg::FilterApply),
+            KeyCode::Esc => Some(Msg::Key(model::Action::Back)),
             _ => None,
         };
     }

@@ -53,6 +53,11 @@ impl Rates {
         }
     }
 
+    /// The oldest second with a write still held.
+    pub fn oldest_second(&self) -> Option<i64> {
+        self.seconds.keys().next().copied()
+    }
+
     /// `columns` columns ending at the second `now`, each covering enough seconds for the
     /// whole chart to span at least `window` seconds. A column shows its busiest second, so
     /// that a one-second spike keeps its height when columns are merged.

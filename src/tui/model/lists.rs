@@ -71,6 +71,24 @@ impl Model {
             .collect()
     }
 
+    /// Who holds the higher generation that refused `row`, as far as the dashboard knows:
+    /// the newer owner its overlap (its resource and generation) names, as long as that overlap
+    /// is still about the generation the row was refused by.
+    pub fn holder_of(&self, row: &WriteEvent) -> Option<&str> {
+        let token = row.token?;
+        self.overlaps
+            .values()
+            .map(|o| &o.overlap)
+            .find(|o| {
+                o.resource == row.resource
+                    && o.source == row.source
+                    && o.stale_token == token
+                    && o.superseding_token == row.highest_token
+            })?
+            .superseding_owner
+            .as_deref()
+    }
+
     /// Whether any overlap or rejection came from a watched database: the lists then show
     /// each row's source.
     pub fn shows_sources(&self) -> bool {

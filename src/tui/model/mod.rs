@@ -20,6 +20,8 @@ use timeline::{Anchor, Fetch, LeaseFetch, Page, Timeline};
 pub const REJECTION_LOG: usize = 2000;
 /// The chart's time windows, in seconds.
 pub const WINDOWS: [u64; 4] = [30, 60, 120, 300];
+/// Seconds a notice stays in the footer: long enough to read, short enough not to linger.
+pub const NOTICE_SECONDS: i64 = 3;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum View {
@@ -38,6 +40,11 @@ impl View {
         View::Rejections,
         View::Alerts,
     ];
+
+    /// Whether the filter narrows what this view lists (elsewhere it is kept but unused).
+    pub fn filtered(self) -> bool {
+        matches!(self, View::Overview | View::Overlaps | View::Rejections)
+    }
 
     pub fn title(self) -> &'static str {
         match self {
@@ -86,6 +93,20 @@ impl OverlapSort {
             OverlapSort::Resource => "resource",
         }
     }
+}
+
+/// What the last key did, or why it did nothing: said briefly in the footer, for the keys
+/// whose effect is otherwise hard to see.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Notice {
+    /// `+` or `-` changed the window (on a wide screen the chart may look the same).
+    Zoomed,
+    /// `+` at the narrowest window.
+    ClosestZoom,
+    /// `-` at the widest window.
+    WidestZoom,
+    /// `/` on a view the filter does not narrow.
+    NoFilterHere,
 }
 
 /// What a key asks of the dashboard; `keys` binds keys to these.
@@ -154,6 +175,8 @@ pub enum Msg {
     /// Typed into the filter while it is being edited.
     FilterInput(char),
     FilterBackspace,
+    /// Enter while editing: keep the filter and stop editing (Esc, `Action::Back`, clears it).
+    FilterApply,
 }
 
 /// What the daemon showed at attach: totals through `stats.through_audit_id`, and the audit's
@@ -207,6 +230,8 @@ pub struct Model {
     pub help: bool,
     pub filter: String,
     pub editing_filter: bool,
+    /// The latest notice and the second it stops showing.
+    pub notice: Option<(Notice, i64)>,
     pub window_index: usize,
     pub sort: OverlapSort,
     pub selected: usize,
@@ -229,6 +254,9 @@ pub struct Model {
     pub replaying_from: Option<i64>,
     pub timeline: Option<Timeline>,
     pub writes_seen: u64,
+    /// The second the dashboard was first live: the charts hold no data from before it but
+    /// what the daemon's snapshot replayed.
+    pub attached_at: Option<i64>,
 }
 
 impl Default for Model {
@@ -250,6 +278,7 @@ impl Model {
             help: false,
             filter: String::new(),
             editing_filter: false,
+            notice: None,
             window_index: 1,
             sort: OverlapSort::LastSeen,
             selected: 0,
@@ -265,6 +294,7 @@ impl Model {
             replaying_from: None,
             timeline: None,
             writes_seen: 0,
+            attached_at: None,
         }
     }
 
@@ -285,6 +315,33 @@ impl Model {
     pub fn series(&self, columns: usize) -> Series {
         self.rates
             .series(self.chart_now(), self.window_seconds(), columns)
+    }
+
+    /// Seconds before the charts' right edge that the dashboard has data for: since it was
+    /// first live, or since the oldest write it holds if the snapshot reached further back.
+    /// `None` before either. A chart wider than this shows empty seconds it knows nothing of.
+    pub fn charted_seconds(&self) -> Option<u64> {
+        let since = match (self.attached_at, self.rates.oldest_second()) {
+            (Some(attached), Some(oldest)) => attached.min(oldest),
+            (since, None) | (None, since) => since?,
+        };
+        Some(self.chart_now().saturating_sub(since).max(0) as u64)
+    }
+
+    /// The notice to show now, if one is still fresh.
+    pub fn notice(&self) -> Option<Notice> {
+        self.notice
+            .filter(|(_, until)| self.now < *until)
+            .map(|(notice, _)| notice)
+    }
+
+    fn notify(&mut self, notice: Notice) {
+        self.notice = Some((notice, self.now + NOTICE_SECONDS));
+    }
+
+    /// Whether the filter narrows the current view: the footer then says it is on.
+    pub fn filter_applies(&self) -> bool {
+        !self.filter.is_empty() && self.view.filtered()
     }
 
     /// Applies a message; returns what the outside world must do, if anything.
@@ -365,14 +422,21 @@ impl Model {
                     });
                 }
             }
-            Msg::Tick { now } => self.now = now,
+            Msg::Tick { now } => {
+                self.now = now;
+                if self.attached_at.is_none() && self.connection == Connection::Live {
+                    self.attached_at = Some(now);
+                }
+            }
             Msg::FilterInput(c) => {
                 self.filter.push(c);
                 self.selected = 0;
             }
             Msg::FilterBackspace => {
                 self.filter.pop();
+                self.selected = 0;
             }
+            Msg::FilterApply => self.editing_filter = false,
             Msg::Key(action) => return self.act(action),
         }
         None
@@ -477,6 +541,8 @@ impl Model {
         if self.help && !matches!(action, Action::Help | Action::Quit | Action::Back) {
             return None;
         }
+        // A notice answers the key before it; the next key replaces or clears it.
+        self.notice = None;
         match action {
             Action::Quit => return Some(Command::Quit),
             Action::Help => self.help = !self.help,
@@ -484,13 +550,17 @@ impl Model {
                 if self.help {
                     self.help = false;
                 } else if self.editing_filter {
+                    // Esc while typing cancels: the filter is cleared, as Esc after Enter does.
                     self.editing_filter = false;
+                    self.filter.clear();
+                    self.selected = 0;
                 } else if self.view == View::Timeline {
                     self.view = self.previous;
                     self.timeline = None;
                     self.selected = 0;
-                } else if !self.filter.is_empty() {
+                } else if self.filter_applies() {
                     self.filter.clear();
+                    self.selected = 0;
                 }
             }
             Action::NextView | Action::PreviousView => {
@@ -520,9 +590,28 @@ impl Model {
                     self.paused_at = Some(self.now);
                 }
             }
-            Action::ZoomIn => self.window_index = self.window_index.saturating_sub(1),
-            Action::ZoomOut => self.window_index = (self.window_index + 1).min(WINDOWS.len() - 1),
-            Action::Filter => self.editing_filter = true,
+            Action::ZoomIn => match self.window_index.checked_sub(1) {
+                Some(closer) => {
+                    self.window_index = closer;
+                    self.notify(Notice::Zoomed);
+                }
+                None => self.notify(Notice::ClosestZoom),
+            },
+            Action::ZoomOut => {
+                if self.window_index + 1 < WINDOWS.len() {
+                    self.window_index += 1;
+                    self.notify(Notice::Zoomed);
+                } else {
+                    self.notify(Notice::WidestZoom);
+                }
+            }
+            Action::Filter => {
+                if self.view.filtered() {
+                    self.editing_filter = true;
+                } else {
+                    self.notify(Notice::NoFilterHere);
+                }
+            }
             Action::Sort => self.sort = self.sort.next(),
             Action::Up => return self.move_by(-1),
             Action::Down => return self.move_by(1),
@@ -800,6 +889,110 @@ mod tests {
         assert_eq!(model.visible_rejections()[0].token, Some(7));
         model.update(Msg::Key(Action::Back));
         assert!(model.filter.is_empty());
+    }
+
+    /// Enter keeps the filter on the views it narrows (and says so there), Esc clears it,
+    /// whether typing or after; where it narrows nothing, `/` says so instead of editing.
+    #[test]
+    fn a_filter_is_applied_by_enter_and_cleared_by_esc_where_it_narrows() {
+        let mut model = incident();
+        model.update(Msg::Key(Action::Show(View::Rejections)));
+        model.update(Msg::Key(Action::Filter));
+        for c in "bill".chars() {
+            model.update(Msg::FilterInput(c));
+        }
+        model.update(Msg::FilterApply);
+        assert!(!model.editing_filter);
+        assert_eq!(model.filter, "bill");
+        assert!(model.filter_applies());
+        assert_eq!(model.visible_rejections().len(), 1);
+        model.update(Msg::Key(Action::Show(View::Overview)));
+        assert!(model.filter_applies(), "the latest rejections are filtered");
+        model.update(Msg::Key(Action::Show(View::Alerts)));
+        assert!(!model.filter_applies(), "alerts are not filtered");
+        model.update(Msg::Key(Action::Back));
+        assert_eq!(
+            model.filter, "bill",
+            "Esc clears only where the filter is on"
+        );
+        model.update(Msg::Key(Action::Filter));
+        assert!(!model.editing_filter);
+        assert_eq!(model.notice(), Some(Notice::NoFilterHere));
+        model.update(Msg::Key(Action::Show(View::Overlaps)));
+        model.update(Msg::Key(Action::Back));
+        assert!(model.filter.is_empty());
+        // Typing, Esc cancels: nothing is left filtered.
+        model.update(Msg::Key(Action::Filter));
+        model.update(Msg::FilterInput('x'));
+        model.update(Msg::Key(Action::Back));
+        assert!(!model.editing_filter && model.filter.is_empty());
+    }
+
+    /// Zooming says so, and `+` at the closest zoom and `-` at the widest say that they did
+    /// nothing, for a few seconds; the next key clears the notice.
+    #[test]
+    fn zooming_past_either_end_leaves_a_notice() {
+        let mut model = incident();
+        model.update(Msg::Key(Action::ZoomIn));
+        assert_eq!(model.window_seconds(), 30);
+        assert_eq!(model.notice(), Some(Notice::Zoomed));
+        model.update(Msg::Key(Action::ZoomIn));
+        assert_eq!(model.window_seconds(), 30);
+        assert_eq!(model.notice(), Some(Notice::ClosestZoom));
+        model.update(Msg::Tick {
+            now: NOW + NOTICE_SECONDS - 1,
+        });
+        assert_eq!(model.notice(), Some(Notice::ClosestZoom));
+        model.update(Msg::Tick {
+            now: NOW + NOTICE_SECONDS,
+        });
+        assert_eq!(model.notice(), None, "gone after {NOTICE_SECONDS} s");
+        for _ in 0..WINDOWS.len() {
+            model.update(Msg::Key(Action::ZoomOut));
+        }
+        assert_eq!(model.window_seconds(), 300);
+        assert_eq!(model.notice(), Some(Notice::WidestZoom));
+        model.update(Msg::Key(Action::Sort));
+        assert_eq!(model.notice(), None, "the next key clears it");
+    }
+
+    /// A rejection's `owner` is its own writer's; the holder of the higher generation comes
+    /// from the overlap of the same resource and generation, while it names that generation.
+    #[test]
+    fn the_holder_of_the_higher_generation_comes_from_the_overlap() {
+        let mut model = incident();
+        let stale = row(7, "stale", "accounts/totals", 7, 8, "worker-7");
+        assert_eq!(stale.owner.as_deref(), Some("worker-7"));
+        assert_eq!(model.holder_of(&stale), Some("worker-8"));
+        let elsewhere = row(9, "stale", "other", 7, 8, "worker-7");
+        assert_eq!(model.holder_of(&elsewhere), None);
+        // The overlap moved on to generation 9: it no longer says who held 8.
+        let moved = crate::tui::fixtures::overlap(1, "accounts/totals", 7, 9, 5, "open");
+        model.update(Msg::Event(DaemonEvent::Overlap(Arc::new(moved))));
+        assert_eq!(model.holder_of(&stale), None);
+    }
+
+    /// The charts know how much of their width they have data for: since the dashboard was
+    /// live, or since the oldest write the snapshot brought if that is older.
+    #[test]
+    fn the_charts_know_how_long_their_data_covers() {
+        let mut model = Model::new();
+        assert_eq!(model.charted_seconds(), None);
+        model.update(Msg::Tick { now: NOW - 100 });
+        model.update(Msg::Connected {
+            replayed_from: None,
+        });
+        assert_eq!(model.charted_seconds(), None, "live from the next tick");
+        model.update(Msg::Tick { now: NOW - 40 });
+        model.update(Msg::Tick { now: NOW });
+        assert_eq!(model.charted_seconds(), Some(40));
+        let mut old = (*row(1, "accepted", "a", 1, 1, "w")).clone();
+        old.at = chrono::DateTime::from_timestamp(NOW - 90, 0).unwrap_or_default();
+        model.update(Msg::Event(DaemonEvent::Write(Arc::new(old))));
+        assert_eq!(model.charted_seconds(), Some(90));
+        model.update(Msg::Key(Action::Pause));
+        model.update(Msg::Tick { now: NOW + 30 });
+        assert_eq!(model.charted_seconds(), Some(90), "as of the pause");
     }
 
     #[test]

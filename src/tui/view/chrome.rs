@@ -1,9 +1,10 @@
 //! What every screen shares: the header (daemon, connection, freshness), the tabs, and the
-//! footer (the keys, or the filter being typed).
+//! footer (the keys; the filter, being typed or on; or a notice about the last key).
 
+use super::overview::span_label;
 use super::{second_clock, Theme};
 use crate::tui::keys::BINDINGS;
-use crate::tui::model::{Connection, Model, View};
+use crate::tui::model::{Connection, Model, Notice, View};
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -104,20 +105,64 @@ pub fn tabs(frame: &mut Frame, area: Rect, model: &Model, theme: Theme) {
 }
 
 pub fn footer(frame: &mut Frame, area: Rect, model: &Model, theme: Theme) {
-    if model.editing_filter || !model.filter.is_empty() {
-        let cursor = if model.editing_filter { "_" } else { "" };
-        let line = Line::from(vec![
+    let line = if let Some(notice) = model.notice() {
+        Line::from(Span::styled(
+            notice_text(notice, model, area),
+            theme.fg(Color::Yellow).add_modifier(Modifier::BOLD),
+        ))
+    } else if model.editing_filter {
+        Line::from(vec![
             Span::styled("filter: ", theme.bold()),
-            Span::raw(format!("{}{cursor}", model.filter)),
-            Span::raw("  (Enter/Esc to finish, Esc again to clear)"),
-        ]);
-        frame.render_widget(Paragraph::new(line), area);
-        return;
+            Span::raw(format!("{}_ · ", model.filter)),
+            Span::styled("Enter", theme.bold()),
+            Span::raw(" apply · "),
+            Span::styled("Esc", theme.bold()),
+            Span::raw(" clear"),
+        ])
+    } else if model.filter_applies() {
+        // Said on every view the filter narrows, so that it never narrows one silently.
+        Line::from(vec![
+            Span::styled("filter: ", theme.bold()),
+            Span::raw(format!("\"{}\" · ", model.filter)),
+            Span::styled("/", theme.bold()),
+            Span::raw(" edit · "),
+            Span::styled("Esc", theme.bold()),
+            Span::raw(" clear"),
+        ])
+    } else {
+        let mut spans = Vec::new();
+        for binding in BINDINGS.iter().filter(|b| b.footer) {
+            spans.push(Span::styled(binding.label, theme.bold()));
+            spans.push(Span::raw(format!(" {}  ", binding.description)));
+        }
+        Line::from(spans)
+    };
+    frame.render_widget(Paragraph::new(line), area);
+}
+
+/// What the last key did, or why it did nothing, in words.
+fn notice_text(notice: Notice, model: &Model, area: Rect) -> String {
+    let window = span_label(model.window_seconds());
+    let said = match notice {
+        Notice::Zoomed => format!("zoom: {window} window"),
+        Notice::ClosestZoom => format!("already at the closest zoom ({window})"),
+        Notice::WidestZoom => format!("already at the widest zoom ({window})"),
+        Notice::NoFilterHere => {
+            return "/ filters the overview, overlaps and rejections, not this view".to_owned()
+        }
+    };
+    // The overview's charts span the screen inside their border, at least a second per
+    // column: on a wide screen wider than the window, so a zoom may change nothing drawn.
+    let series = model.series(usize::from(area.width.saturating_sub(2)));
+    if series.span == model.window_seconds() {
+        return said;
     }
-    let mut spans = Vec::new();
-    for binding in BINDINGS.iter().filter(|b| b.footer) {
-        spans.push(Span::styled(binding.label, theme.bold()));
-        spans.push(Span::raw(format!(" {}  ", binding.description)));
-    }
-    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+    let per = match series.step {
+        1 => "one second".to_owned(),
+        step => format!("{step}s"),
+    };
+    format!(
+        "{said}, drawn {} wide at {per} per column",
+        span_label(series.span)
+    )
 }

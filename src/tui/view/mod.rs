@@ -139,6 +139,35 @@ fn outcome_label(outcome: Outcome) -> &'static str {
     }
 }
 
+/// Whose write was refused, with which generation, and who has the higher one when the
+/// dashboard knows: "worker-7 wrote gen 7 < worker-8's 8". `owner` is the refused write's own
+/// `Fencing-Owner`, never the resource's.
+fn refused_write(
+    owner: Option<&str>,
+    token: Option<i64>,
+    highest: i64,
+    holder: Option<&str>,
+) -> String {
+    let writer = owner.unwrap_or("an unnamed writer");
+    match (token, holder) {
+        (Some(token), Some(holder)) if token < highest => {
+            format!("{writer} wrote gen {token} < {holder}'s {highest}")
+        }
+        (Some(token), None) if token < highest => format!("{writer} wrote gen {token} < {highest}"),
+        (Some(token), _) => format!("{writer} wrote gen {token}"),
+        (None, _) => format!("{writer} wrote without a generation"),
+    }
+}
+
+/// `1 of 2 matching "acc"` when the filter narrows the list, else just how many it holds.
+fn filtered_count(model: &Model, shown: usize, all: usize) -> String {
+    if model.filter_applies() {
+        format!("{shown} of {all} matching \"{}\"", model.filter)
+    } else {
+        shown.to_string()
+    }
+}
+
 /// "61 < 62": the generation written with, against the highest accepted.
 fn generations(token: Option<i64>, highest: i64) -> String {
     match token {

@@ -1,6 +1,8 @@
 //! The overlaps screen: every ownership overlap, sortable; Enter opens its timeline.
 
-use super::{clock, or_dash, source_column, source_label, table, table_state, wide, Theme};
+use super::{
+    clock, filtered_count, or_dash, source_column, source_label, table, table_state, wide, Theme,
+};
 use crate::tui::model::Model;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::widgets::{Cell, Row};
@@ -56,7 +58,7 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, theme: Theme) {
     columns.push(("LAST", Constraint::Length(8)));
     let title = format!(
         " Ownership overlaps: {} (sorted by {}; Enter: timeline) ",
-        rows.len(),
+        filtered_count(model, rows.len(), model.overlaps.len()),
         model.sort.label()
     );
     frame.render_stateful_widget(

@@ -1,6 +1,6 @@
 //! The overview: totals, the two rate charts, the latest rejections.
 
-use super::{clock, generations, or_dash, outcome_label, Theme};
+use super::{clock, outcome_label, refused_write, Theme};
 use crate::api::events::WriteEvent;
 use crate::domain::Outcome;
 use crate::tui::model::Model;
@@ -16,6 +16,17 @@ pub fn span_label(seconds: u64) -> String {
         (0, s) => format!("{s}s"),
         (m, 0) => format!("{m}m"),
         (m, s) => format!("{m}m{s:02}s"),
+    }
+}
+
+/// "2m38s wide · data for 40s": how much time the chart spans and, when the dashboard has
+/// data for less of it, how much, so that an empty left side is not read as a quiet one.
+pub fn chart_extent(span: u64, charted: Option<u64>) -> String {
+    let wide = format!("{} wide", span_label(span));
+    match charted {
+        None => format!("{wide} · no data yet"),
+        Some(charted) if charted < span => format!("{wide} · data for {}", span_label(charted)),
+        Some(_) => wide,
     }
 }
 
@@ -86,7 +97,7 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, theme: Theme) {
     // One value per inner column, so the newest second is the rightmost cell.
     let columns = usize::from(accepted.width.saturating_sub(2));
     let series = model.series(columns);
-    let span = span_label(series.span);
+    let extent = chart_extent(series.span, model.charted_seconds());
     let per = if series.step == 1 {
         String::new()
     } else {
@@ -97,7 +108,7 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, theme: Theme) {
     frame.render_widget(
         Sparkline::default()
             .block(Block::bordered().title(format!(
-                " accepted/s, last {span}{per}: now {} peak {} ",
+                " accepted/s, {extent}{per}: now {} peak {} ",
                 last(&series.accepted),
                 peak(&series.accepted)
             )))
@@ -111,7 +122,7 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, theme: Theme) {
     frame.render_widget(
         Sparkline::default()
             .block(Block::bordered().title(format!(
-                " rejected/s, last {span}: now {} peak {}, {ratio} ",
+                " rejected/s, {extent}: now {} peak {}, {ratio} ",
                 last(&series.rejected),
                 peak(&series.rejected)
             )))
@@ -123,22 +134,32 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, theme: Theme) {
         .visible_rejections()
         .into_iter()
         .take(usize::from(bottom.height.saturating_sub(2)))
-        .map(|row| rejection_line(row, theme))
+        .map(|row| rejection_line(row, model.holder_of(row), theme))
         .collect();
-    let recent = if recent.is_empty() {
-        vec![Line::from(
+    let (title, none) = if model.filter_applies() {
+        (
+            format!(" Latest rejections matching \"{}\" ", model.filter),
+            "no rejected write matches the filter",
+        )
+    } else {
+        (
+            " Latest rejections ".to_owned(),
             "no rejected writes since the dashboard attached",
-        )]
+        )
+    };
+    let recent = if recent.is_empty() {
+        vec![Line::from(none)]
     } else {
         recent
     };
     frame.render_widget(
-        Paragraph::new(recent).block(Block::bordered().title(" Latest rejections ")),
+        Paragraph::new(recent).block(Block::bordered().title(title)),
         bottom,
     );
 }
 
-fn rejection_line(row: &WriteEvent, theme: Theme) -> Line<'static> {
+/// `holder`: who has the higher generation that refused the write, when known.
+fn rejection_line(row: &WriteEvent, holder: Option<&str>, theme: Theme) -> Line<'static> {
     Line::from(vec![
         Span::raw(format!("{} ", clock(&row.at))),
         Span::styled(
@@ -146,14 +167,13 @@ fn rejection_line(row: &WriteEvent, theme: Theme) -> Line<'static> {
             theme.outcome(row.outcome),
         ),
         Span::raw(format!(
-            " {}{} gen {} by {}",
+            " {}{}: {}",
             row.source
                 .as_deref()
                 .map(|source| format!("{source}: "))
                 .unwrap_or_default(),
             row.resource,
-            generations(row.token, row.highest_token),
-            or_dash(row.owner.as_deref())
+            refused_write(row.owner.as_deref(), row.token, row.highest_token, holder)
         )),
     ])
 }

@@ -1,8 +1,8 @@
 //! The rejections screen: the log of refused writes, newest first.
 
 use super::{
-    clock, generations, or_dash, outcome_label, source_column, source_label, table, table_state,
-    wide, Theme,
+    clock, filtered_count, generations, or_dash, outcome_label, source_column, source_label, table,
+    table_state, wide, Theme,
 };
 use crate::tui::model::Model;
 use ratatui::layout::{Constraint, Rect};
@@ -44,12 +44,16 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, theme: Theme) {
     columns.extend([
         ("RESOURCE", Constraint::Fill(2)),
         ("GENERATIONS", Constraint::Length(11)),
-        ("OWNER", Constraint::Fill(1)),
+        // The refused write's own owner, not the holder of the higher generation.
+        ("WRITER", Constraint::Fill(1)),
     ]);
     if wide {
         columns.push(("DETAIL", Constraint::Fill(2)));
     }
-    let title = format!(" Rejected writes: {} ", rows.len());
+    let title = format!(
+        " Rejected writes: {} ",
+        filtered_count(model, rows.len(), model.rejections.len())
+    );
     frame.render_stateful_widget(
         table(rows, columns, title, theme),
         area,

@@ -8,7 +8,7 @@ use crate::tui::model::timeline::{Fetch, LeaseFetch, Page};
 use crate::tui::model::{Model, Msg};
 use crate::tui::view::Theme;
 use crate::tui::{run_loop, Effects, Loop};
-use crossterm::event::{KeyCode, KeyEvent};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use futures_util::StreamExt;
 use ratatui::backend::TestBackend;
 use ratatui::style::Color;
@@ -181,8 +181,9 @@ async fn drive(width: u16, height: u16, steps: Vec<Step>, color: bool) -> (TestB
             tokio::time::sleep(Duration::from_millis(150)).await;
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
+        // Ctrl-C, not `q`: it quits even while a filter is being typed.
         keys_in
-            .send(KeyEvent::from(KeyCode::Char('q')))
+            .send(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL))
             .await
             .unwrap();
         keys_in
@@ -278,6 +279,73 @@ async fn filtering() {
     let mut steps = keys("3/billing");
     steps.push(Step::Key(KeyCode::Enter));
     snapshot("filtering", steps).await;
+}
+
+/// While typing, the footer says how to finish; after Enter it says the filter is on, on
+/// every view it narrows (whose titles count what it leaves), and not where it narrows nothing.
+#[tokio::test(start_paused = true)]
+async fn a_filter_says_it_is_on_wherever_it_narrows() {
+    let typing = keys("3/acc");
+    let (screen, _) = drive(80, 24, typing.clone(), true).await;
+    let footer = footer_line(&screen);
+    assert_eq!(footer.trim_end(), "filter: acc_ · Enter apply · Esc clear");
+    let mut applied = typing;
+    applied.push(Step::Key(KeyCode::Enter));
+    let on = r#"filter: "acc" · / edit · Esc clear"#;
+    for view in ["1", "2", "3"] {
+        let mut steps = applied.clone();
+        steps.extend(keys(view));
+        let (screen, model) = drive(80, 24, steps, true).await;
+        assert!(!model.editing_filter);
+        assert_eq!(footer_line(&screen).trim_end(), on, "view {view}");
+    }
+    let mut steps = applied.clone();
+    steps.extend(keys("4"));
+    let (screen, _) = drive(80, 24, steps, true).await;
+    assert!(
+        footer_line(&screen).starts_with("q quit"),
+        "alerts: not filtered"
+    );
+    let mut steps = applied.clone();
+    steps.extend(keys("1"));
+    snapshot("filter_on_overview", steps).await;
+    let mut cleared = applied;
+    cleared.push(Step::Key(KeyCode::Esc));
+    let (screen, model) = drive(80, 24, cleared, true).await;
+    assert!(model.filter.is_empty());
+    assert!(footer_line(&screen).starts_with("q quit"));
+}
+
+/// `+` at the closest zoom and `-` at the widest say so in the footer; a zoom that changes
+/// the window says so too, and how the chart draws it at this width.
+#[tokio::test(start_paused = true)]
+async fn zooming_past_either_end_says_so() {
+    snapshot("closest_zoom", keys("++")).await;
+    let (screen, model) = drive(80, 24, keys("---"), true).await;
+    assert_eq!(model.window_seconds(), 300);
+    assert_eq!(
+        footer_line(&screen).trim_end(),
+        "already at the widest zoom (5m), drawn 5m12s wide at 4s per column"
+    );
+    let (screen, _) = drive(160, 45, keys("+"), true).await;
+    assert_eq!(
+        footer_line(&screen).trim_end(),
+        "zoom: 30s window, drawn 2m38s wide at one second per column"
+    );
+    let (screen, _) = drive(160, 45, keys("--"), true).await;
+    assert_eq!(
+        footer_line(&screen).trim_end(),
+        "zoom: 5m window, drawn 5m16s wide at 2s per column"
+    );
+}
+
+/// The footer's text: the screen's last line.
+fn footer_line(screen: &TestBackend) -> String {
+    let buffer = screen.buffer();
+    let last = buffer.area.height - 1;
+    (0..buffer.area.width)
+        .map(|x| buffer[(x, last)].symbol())
+        .collect()
 }
 
 /// Enter on the overlap opens its timeline at the first stale write, with both generations
@@ -399,6 +467,41 @@ async fn no_colour() {
         .content
         .iter()
         .any(|cell| cell.fg != Color::Reset));
+}
+
+/// A rejected write names its writer and, when known, who has the higher generation.
+#[test]
+fn refused_writes_say_whose_they_were() {
+    use super::refused_write;
+    assert_eq!(
+        refused_write(Some("worker-0"), Some(2), 3, Some("worker-1")),
+        "worker-0 wrote gen 2 < worker-1's 3"
+    );
+    assert_eq!(
+        refused_write(Some("worker-0"), Some(2), 3, None),
+        "worker-0 wrote gen 2 < 3"
+    );
+    assert_eq!(
+        refused_write(None, Some(2), 3, None),
+        "an unnamed writer wrote gen 2 < 3"
+    );
+    assert_eq!(
+        refused_write(Some("worker-3"), Some(3), 3, None),
+        "worker-3 wrote gen 3"
+    );
+    assert_eq!(
+        refused_write(Some("w"), None, 3, None),
+        "w wrote without a generation"
+    );
+}
+
+/// The chart says how wide it is and, when it has data for less, for how long.
+#[test]
+fn chart_extents() {
+    use super::overview::chart_extent;
+    assert_eq!(chart_extent(158, Some(40)), "2m38s wide · data for 40s");
+    assert_eq!(chart_extent(158, Some(600)), "2m38s wide");
+    assert_eq!(chart_extent(78, None), "1m18s wide · no data yet");
 }
 
 #[test]
