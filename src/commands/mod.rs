@@ -44,7 +44,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let theme = tui::view::Theme {
                 color: tui::wants_color(args.no_color),
             };
-            tui::run(daemon, theme).await?;
+            tui::run(daemon, theme, None).await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Completions { shell } => {

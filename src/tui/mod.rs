@@ -27,8 +27,13 @@ pub fn wants_color(no_color_flag: bool) -> bool {
     !no_color_flag && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
-/// Runs the dashboard in the terminal until `q`.
-pub async fn run(client: DaemonClient, theme: Theme) -> Result<(), TerminalError> {
+/// Runs the dashboard in the terminal until `q`. `note` is said in the header after the
+/// connection's state (the demo's alert rules).
+pub async fn run(
+    client: DaemonClient,
+    theme: Theme,
+    note: Option<String>,
+) -> Result<(), TerminalError> {
     let (to_model, messages) = mpsc::channel(10_000);
     let follower = tokio::spawn(client.clone().follow(to_model.clone()));
     let mut terminal = TerminalGuard::enter()?;
@@ -47,7 +52,10 @@ pub async fn run(client: DaemonClient, theme: Theme) -> Result<(), TerminalError
         Loop {
             effects: &client,
             to_model,
-            url: &url,
+            header: view::Header {
+                url: &url,
+                note: note.as_deref(),
+            },
             theme,
             clock: &|| chrono::Utc::now().timestamp(),
         },
@@ -78,7 +86,7 @@ pub trait Effects {
 pub struct Loop<'a, E: Effects> {
     pub effects: &'a E,
     pub to_model: mpsc::Sender<Msg>,
-    pub url: &'a str,
+    pub header: view::Header<'a>,
     pub theme: Theme,
     /// Seconds since the epoch (tests give a clock that follows paused tokio time).
     pub clock: &'a (dyn Fn() -> i64 + Sync),
@@ -121,7 +129,7 @@ where
             _ = frames.tick() => {
                 model.update(Msg::Tick { now: (env.clock)() });
                 terminal
-                    .draw(|frame| view::render(frame, &model, env.url, env.theme))
+                    .draw(|frame| view::render(frame, &model, env.header, env.theme))
                     .map_err(|e| TerminalError::Draw(Box::new(e)))?;
                 None
             }

@@ -59,7 +59,7 @@ where
         Ok(())
     } else {
         let theme = crate::tui::view::Theme { color };
-        crate::tui::run(client.clone(), theme)
+        crate::tui::run(client.clone(), theme, None)
             .await
             .map_err(Into::into)
     };

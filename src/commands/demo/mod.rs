@@ -145,7 +145,12 @@ pub async fn run(options: DemoOptions) -> anyhow::Result<()> {
             color: options.color,
         };
         match DaemonClient::new(&base, None, None) {
-            Ok(client) => crate::tui::run(client, theme).await.map_err(Into::into),
+            Ok(client) => {
+                let note = summary::header_note(&demo_alerts().rules);
+                crate::tui::run(client, theme, Some(note))
+                    .await
+                    .map_err(Into::into)
+            }
             Err(error) => Err(error.into()),
         }
     };

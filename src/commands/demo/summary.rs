@@ -211,6 +211,21 @@ impl Summary {
     }
 }
 
+/// The dashboard's header note in the demo: its first rule beside the built-in one it stands in
+/// for (the summary says them all).
+pub fn header_note(demo: &[Rule]) -> String {
+    match (demo.first(), default_rules().first()) {
+        (Some(demo), Some(built_in)) => format!(
+            "demo alerts page above {} refused writes in {} (serve's built-in: {} in {})",
+            demo.threshold,
+            humantime::format_duration(demo.window),
+            built_in.threshold,
+            humantime::format_duration(built_in.window),
+        ),
+        _ => "demo".to_owned(),
+    }
+}
+
 fn alert_name(alert: &AlertRecord) -> String {
     match &alert.resource {
         Some(resource) => format!("{} on {resource}", alert.rule),
@@ -275,6 +290,10 @@ mod tests {
         assert_eq!((summary.alerts_fired, summary.alerts_resolved), (3, 1));
         let text = summary.text();
         assert!(text.contains("writes: accepted 10\n"), "{text}");
+        assert_eq!(
+            header_note(&crate::live::alerts::AlertConfig::default().rules),
+            "demo alerts page above 20 refused writes in 1m (serve's built-in: 20 in 1m)"
+        );
         assert!(
             text.contains("serve's built-in rules")
                 && text.contains("StaleOwnerSpike: more than 20 stale or superseded writes"),

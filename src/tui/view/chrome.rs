@@ -2,7 +2,7 @@
 //! footer (the keys; the filter, being typed or on; or a notice about the last key).
 
 use super::overview::span_label;
-use super::{second_clock, Theme};
+use super::{second_clock, Header, Theme};
 use crate::tui::keys::BINDINGS;
 use crate::tui::model::{Connection, Model, Notice, View};
 use ratatui::layout::Rect;
@@ -11,10 +11,10 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Tabs};
 use ratatui::Frame;
 
-pub fn header(frame: &mut Frame, area: Rect, model: &Model, url: &str, theme: Theme) {
+pub fn header(frame: &mut Frame, area: Rect, model: &Model, text: Header<'_>, theme: Theme) {
     let mut spans = vec![
         Span::styled("fencewatch ", theme.bold()),
-        Span::raw(url.to_owned()),
+        Span::raw(text.url.to_owned()),
         Span::raw("  "),
     ];
     spans.push(match &model.connection {
@@ -56,6 +56,9 @@ pub fn header(frame: &mut Frame, area: Rect, model: &Model, url: &str, theme: Th
     }
     if model.events_dropped > 0 {
         spans.push(Span::raw(format!("  dropped {}", model.events_dropped)));
+    }
+    if let Some(note) = text.note {
+        spans.push(Span::styled(format!("  {note}"), theme.fg(Color::Cyan)));
     }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }

@@ -59,7 +59,14 @@ impl Theme {
     }
 }
 
-pub fn render(frame: &mut Frame, model: &Model, url: &str, theme: Theme) {
+/// What the header says besides the model's state: the daemon, and a note of the caller's.
+#[derive(Debug, Clone, Copy)]
+pub struct Header<'a> {
+    pub url: &'a str,
+    pub note: Option<&'a str>,
+}
+
+pub fn render(frame: &mut Frame, model: &Model, header_text: Header<'_>, theme: Theme) {
     let [header, tabs, body, footer] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(1),
@@ -67,7 +74,7 @@ pub fn render(frame: &mut Frame, model: &Model, url: &str, theme: Theme) {
         Constraint::Length(1),
     ])
     .areas(frame.area());
-    chrome::header(frame, header, model, url, theme);
+    chrome::header(frame, header, model, header_text, theme);
     chrome::tabs(frame, tabs, model, theme);
     match model.view {
         View::Overview => overview::render(frame, body, model, theme),

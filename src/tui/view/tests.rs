@@ -196,7 +196,10 @@ async fn drive(width: u16, height: u16, steps: Vec<Step>, color: bool) -> (TestB
         Loop {
             effects: &Audit,
             to_model,
-            url: URL,
+            header: super::Header {
+                url: URL,
+                note: None,
+            },
             theme: Theme { color },
             clock: &clock,
         },
@@ -511,4 +514,32 @@ fn span_labels() {
     assert_eq!(span_label(120), "2m");
     assert_eq!(span_label(156), "2m36s");
     let _ = StreamExt::boxed(futures_util::stream::empty::<()>());
+}
+
+/// The demo's note (its alert rules) follows the connection's state in the header.
+#[test]
+fn the_header_carries_the_callers_note() {
+    let mut terminal = Terminal::new(TestBackend::new(160, 45)).unwrap();
+    let note = "demo alerts page above 2 refused writes in 10s (serve's built-in: 20 in 1m)";
+    terminal
+        .draw(|frame| {
+            super::render(
+                frame,
+                &Model::new(),
+                super::Header {
+                    url: URL,
+                    note: Some(note),
+                },
+                Theme { color: false },
+            )
+        })
+        .unwrap();
+    let header: String = (0..160)
+        .map(|x| terminal.backend().buffer()[(x, 0)].symbol().to_owned())
+        .collect();
+    assert!(
+        header.starts_with("fencewatch http://127.0.0.1:7420  CONNECTING"),
+        "{header}"
+    );
+    assert!(header.contains(note), "{header}");
 }
