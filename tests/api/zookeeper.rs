@@ -811,4 +811,8 @@ async fn the_demo_runs_on_zookeeper_locks() {
         summary["writes"]["superseded"].as_u64().unwrap() > 0,
         "{summary}"
     );
+    // One pause soon after the start, the next only `--every` (12 s) later.
+    let incidents = summary["incidents"].as_array().unwrap();
+    assert_eq!(incidents.len(), 1, "{summary}");
+    assert_eq!(summary["database"]["kept"], false, "{summary}");
 }

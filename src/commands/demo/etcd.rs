@@ -23,11 +23,11 @@ mod with_etcd {
     use super::{DemoArgs, DemoEtcdError};
     use crate::authority::etcd::EtcdClient;
     use crate::client::{DaemonClient, WriteRequest};
+    use crate::commands::demo::locked::Worker;
     use anyhow::Context;
     use std::process::Stdio;
     use std::time::{Duration, Instant};
     use tokio::process::{Child, Command};
-    use tokio::sync::watch;
 
     /// etcd grants leases of at least about 1.5 s (its election timeout), so the workers ask
     /// for 2 s and keep it alive; a pause of 3 s outlives it.
@@ -51,6 +51,7 @@ mod with_etcd {
         let service = crate::commands::demo::locked::LockService {
             authority: "etcd",
             locks: "etcd locks",
+            tokens: "tokens are lock keys' create revisions, which every change in etcd raises",
             serve_flag: "--etcd",
             endpoint: etcd,
         };
@@ -107,25 +108,24 @@ mod with_etcd {
     }
 
     /// One simulated worker: takes a resource's etcd lock, writes with its create revision,
-    /// keeps its etcd lease alive, and now and then pauses past it while another takes the
-    /// lock, then resumes writing as if nothing happened, which the daemon refuses.
-    async fn worker(
-        id: usize,
-        etcd: String,
-        daemon: DaemonClient,
-        resources: Vec<String>,
-        stop: watch::Receiver<bool>,
-    ) {
-        let Ok(etcd) = connect(&etcd) else {
+    /// keeps its etcd lease alive, and when its turn to pause comes, pauses past it while
+    /// another takes the lock, then resumes writing as if nothing happened, which the daemon
+    /// refuses.
+    async fn worker(worker: Worker) {
+        let Worker {
+            id,
+            endpoint,
+            daemon,
+            resources,
+            pauses,
+            stop,
+        } = worker;
+        let Ok(etcd) = connect(&endpoint) else {
             tracing::error!("worker {id}: cannot reach etcd");
             return;
         };
         let owner = format!("worker-{id}");
-        // Seeded per worker, so runs look alike.
-        let mut rng = fastrand::Rng::with_seed(id as u64 + 1);
         let mut turn = id;
-        // Worker 0's first lock always lapses, so every run shows an incident within seconds.
-        let mut scripted_pause = id == 0;
         while !*stop.borrow() {
             let resource = &resources[turn % resources.len()];
             turn += 1;
@@ -152,13 +152,7 @@ mod with_etcd {
                 if !write(&daemon, resource, token, &owner, step).await {
                     break;
                 }
-                let pause = if scripted_pause && step == 2 {
-                    scripted_pause = false;
-                    true
-                } else {
-                    rng.u8(..100) < 12
-                };
-                if pause {
+                if step >= 2 && pauses.take(Instant::now()) {
                     // Paused past the etcd lease: the lock passes to another meanwhile.
                     tokio::time::sleep(PAUSE).await;
                     for late in 0..3 {

@@ -5,6 +5,7 @@
 
 pub mod etcd;
 mod locked;
+mod pauses;
 mod story;
 mod summary;
 pub mod zookeeper;

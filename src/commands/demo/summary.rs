@@ -83,6 +83,56 @@ pub struct DatabaseNote {
     pub kept: bool,
 }
 
+impl DatabaseNote {
+    /// Where the database is, and how to look at it again.
+    pub fn lines(&self) -> Vec<String> {
+        let url = &self.url;
+        if self.kept {
+            vec![
+                format!("database: kept at {url}"),
+                format!("look again: fencewatch audit incidents --database {url}"),
+                format!("        or: fencewatch audit timeline RESOURCE --database {url}"),
+            ]
+        } else {
+            vec![
+                format!(
+                    "database: {url} was temporary and is deleted now; to keep one, run \
+                     fencewatch demo --database sqlite://demo.db"
+                ),
+                "then look again: fencewatch audit incidents --database sqlite://demo.db"
+                    .to_owned(),
+            ]
+        }
+    }
+}
+
+/// The incidents, oldest first, one line each after a count.
+pub fn incident_lines(incidents: &[Overlap]) -> Vec<String> {
+    let open = incidents
+        .iter()
+        .filter(|o| o.state == OverlapState::Open)
+        .count();
+    let mut lines = vec![format!(
+        "incidents (ownership overlaps): {} ({open} still open)",
+        incidents.len()
+    )];
+    let owner = |who: &Option<String>| who.clone().unwrap_or_else(|| "-".to_owned());
+    for o in incidents {
+        lines.push(format!(
+            "  {} {} gen {} ({}) < {} ({}): {} refused, {}",
+            o.first_seen.format("%H:%M:%S"),
+            o.resource,
+            o.stale_token,
+            owner(&o.stale_owner),
+            o.superseding_token,
+            owner(&o.superseding_owner),
+            o.rejected_writes,
+            o.state.as_str(),
+        ));
+    }
+    lines
+}
+
 /// Alert changes as the bus announces them, kept as firings with their resolution.
 #[derive(Debug, Default)]
 pub struct AlertLog {
@@ -154,24 +204,7 @@ impl Summary {
             .map(|(outcome, n)| format!("{outcome} {n}"))
             .collect();
         lines.push(format!("writes: {}", writes.join(", ")));
-        lines.push(format!(
-            "incidents (ownership overlaps): {} ({} still open)",
-            self.overlaps, self.open_overlaps
-        ));
-        for o in &self.incidents {
-            let owner = |who: &Option<String>| who.clone().unwrap_or_else(|| "-".to_owned());
-            lines.push(format!(
-                "  {} {} gen {} ({}) < {} ({}): {} refused, {}",
-                o.first_seen.format("%H:%M:%S"),
-                o.resource,
-                o.stale_token,
-                owner(&o.stale_owner),
-                o.superseding_token,
-                owner(&o.superseding_owner),
-                o.rejected_writes,
-                o.state.as_str(),
-            ));
-        }
+        lines.extend(incident_lines(&self.incidents));
         lines.push(format!(
             "alerts: {} fired, {} resolved",
             self.alerts_fired, self.alerts_resolved
@@ -188,25 +221,7 @@ impl Summary {
             ));
         }
         lines.extend(self.rules.lines());
-        let url = &self.database.url;
-        if self.database.kept {
-            lines.push(format!("database: kept at {url}"));
-            lines.push(format!(
-                "look again: fencewatch audit incidents --database {url}"
-            ));
-            lines.push(format!(
-                "        or: fencewatch audit timeline RESOURCE --database {url}"
-            ));
-        } else {
-            lines.push(format!(
-                "database: {url} was temporary and is deleted now; to keep one, run \
-                 fencewatch demo --database sqlite://demo.db"
-            ));
-            lines.push(
-                "then look again: fencewatch audit incidents --database sqlite://demo.db"
-                    .to_owned(),
-            );
-        }
+        lines.extend(self.database.lines());
         lines.join("\n")
     }
 }

@@ -6,13 +6,13 @@
 //! A worker whose session ends during a pause keeps writing with its old czxid and is refused
 //! as superseded once another holds the lock. Everything it started is stopped when it ends.
 
+use super::locked::Worker;
 use crate::cli::DemoArgs;
 use crate::client::{DaemonClient, WriteRequest};
 use anyhow::Context;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 use tokio::process::{Child, Command};
-use tokio::sync::watch;
 use zookeeper_client as zk;
 
 /// Why the ZooKeeper demo cannot run.
@@ -46,6 +46,7 @@ async fn run_with(
     let service = super::locked::LockService {
         authority: "zookeeper",
         locks: "ZooKeeper locks",
+        tokens: "tokens are lock nodes' czxids, which every ZooKeeper transaction raises",
         serve_flag: "--zookeeper",
         endpoint: hosts,
     };
@@ -116,22 +117,20 @@ async fn connect(hosts: &str, session: Duration) -> anyhow::Result<zk::Client> {
 }
 
 /// One simulated worker: takes a resource's lock in a session of its own, writes with its
-/// node's czxid, and now and then pauses: its session ends (as when a pause outlives the
+/// node's czxid, and when its turn to pause comes, pauses: its session ends (as when a pause outlives the
 /// session timeout), another takes the lock, and it resumes writing as if nothing happened,
 /// which the daemon refuses.
-async fn worker(
-    id: usize,
-    hosts: String,
-    daemon: DaemonClient,
-    resources: Vec<String>,
-    stop: watch::Receiver<bool>,
-) {
+async fn worker(worker: Worker) {
+    let Worker {
+        id,
+        endpoint: hosts,
+        daemon,
+        resources,
+        pauses,
+        stop,
+    } = worker;
     let owner = format!("worker-{id}");
-    // Seeded per worker, so runs look alike.
-    let mut rng = fastrand::Rng::with_seed(id as u64 + 1);
     let mut turn = id;
-    // Worker 0's first lock always lapses, so every run shows an incident within seconds.
-    let mut scripted_pause = id == 0;
     while !*stop.borrow() {
         let resource = &resources[turn % resources.len()];
         turn += 1;
@@ -151,12 +150,7 @@ async fn worker(
             if !write(&daemon, resource, token, &owner, step).await {
                 break;
             }
-            pause = if scripted_pause && step == 2 {
-                scripted_pause = false;
-                true
-            } else {
-                rng.u8(..100) < 12
-            };
+            pause = step >= 2 && pauses.take(Instant::now());
             if pause {
                 break;
             }
