@@ -204,6 +204,33 @@ async fn the_headless_demo_produces_overlaps_and_a_firing_alert() {
     );
     let text = String::from_utf8_lossy(&again.stdout);
     assert!(text.contains(first["resource"].as_str().unwrap()), "{text}");
+
+    // Its report measures what the script did: the zombie stalled 1.5 s past its last write
+    // and renewal, its 1 s grant lapsed meanwhile, and nothing of it got through after the lapse.
+    let id = first["id"].as_i64().unwrap().to_string();
+    let report = Command::new(BIN)
+        .args([
+            "audit",
+            "report",
+            &id,
+            "--format",
+            "json",
+            "--database",
+            &database,
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        report.status.success(),
+        "{}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+    let pause_ms = report["pause_ms"].as_i64().unwrap();
+    assert!((1_400..=2_500).contains(&pause_ms), "{report}");
+    assert!(report["stale_grant_lapsed_at"].is_string(), "{report}");
+    assert_eq!(report["accepted_after_lapse"], 0, "{report}");
 }
 
 /// Without `--database` the summary says the database went with the demo, and how to keep one.
