@@ -26,6 +26,7 @@ pub mod revision;
 pub mod source;
 pub mod token;
 pub mod write;
+pub mod xids;
 
 pub use audit::AuditEntry;
 pub use fence::{decide, Applied, Decision, RecordedOperation, ResourceState, WriteIntent};
@@ -39,6 +40,7 @@ pub use reset::{Reset, ResetDone, ResetReason};
 pub use revision::Revision;
 pub use token::FencingToken;
 pub use write::{sha256_hex, FencedWrite, LeasePolicy, RefusedAttempt, WriteResult};
+pub use xids::Xids;
 
 /// Why a value from the outside world was refused. The message is shown to the caller as is.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

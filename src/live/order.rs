@@ -11,19 +11,13 @@
 //! missing: gaps held open by one long transaction wait out one patience together, not one
 //! each in turn. SQLite's single writer assigns ids in commit order: there nothing waits.
 
+use crate::domain::Xids;
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
 /// How long a missing id holds the rows after it back when it cannot be proven final.
 pub const GAP_PATIENCE: Duration = Duration::from_secs(30);
-
-/// The transaction ids of a PostgreSQL snapshot (`pg_current_snapshot()`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Xids {
-    pub xmin: i64,
-    pub xmax: i64,
-}
 
 /// A run of missing ids, as a read first showed it.
 struct Missing {

@@ -12,7 +12,7 @@
 
 use super::bus::{Event, EventBus};
 use super::feed::CommitFeed;
-use super::order::{FinalOrder, Xids};
+use super::order::FinalOrder;
 use super::stats::StatsWindow;
 use crate::domain::clock::SharedClock;
 use crate::domain::AuditEntry;
@@ -164,10 +164,7 @@ impl Publisher {
         loop {
             // The snapshot first, then the rows: a transaction that ended before the snapshot has
             // its row visible to the read that follows.
-            let snapshot = store.snapshot().await?.map(|at| Xids {
-                xmin: at.xmin,
-                xmax: at.xmax,
-            });
+            let snapshot = store.snapshot().await?;
             let rows = store.audit_after(*cursor, None, PAGE).await?;
             // Nothing is published before it is on disk.
             if !rows.is_empty() {

@@ -2,8 +2,9 @@
 //! are filled in here, in seq order per scope, with the same `domain::fence_audit::row_hash`
 //! PostgreSQL's `row_hash()` matches.
 
-use super::{AuditSnapshot, OwnDbError, PgFence, SealReport, SqliteFence};
+use super::{OwnDbError, PgFence, SealReport, SqliteFence};
 use crate::domain::fence_audit::{genesis, seal_scope, FenceAuditRow};
+use crate::domain::Xids;
 use chrono::{DateTime, Utc};
 use sqlx::Connection;
 
@@ -120,14 +121,14 @@ pub(super) async fn postgres_rows(
 }
 
 /// The current snapshot's bounds (see `OwnDb::snapshot`).
-pub(super) async fn postgres_snapshot(pg: &PgFence) -> Result<AuditSnapshot, OwnDbError> {
+pub(super) async fn postgres_snapshot(pg: &PgFence) -> Result<Xids, OwnDbError> {
     let (xmin, xmax): (i64, i64) = sqlx::query_as(
         "SELECT pg_snapshot_xmin(s)::text::bigint, pg_snapshot_xmax(s)::text::bigint \
            FROM pg_current_snapshot() AS s",
     )
     .fetch_one(pg.pool())
     .await?;
-    Ok(AuditSnapshot { xmin, xmax })
+    Ok(Xids { xmin, xmax })
 }
 
 pub(super) async fn sqlite_page(

@@ -17,6 +17,7 @@ pub use postgres::PgFence;
 pub use sqlite::SqliteFence;
 
 use crate::domain::fence_audit::{ChainCheck, FenceAuditRow};
+use crate::domain::Xids;
 use crate::redact::redact_url;
 use serde::Serialize;
 use std::time::Duration;
@@ -208,14 +209,6 @@ pub struct FenceStatus {
 pub struct SealReport {
     pub sealed: usize,
     pub scopes: usize,
-}
-
-/// What PostgreSQL says about transactions in flight: every transaction id below `xmin` has
-/// ended; every one that starts from now on is at least `xmax`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AuditSnapshot {
-    pub xmin: i64,
-    pub xmax: i64,
 }
 
 /// The name [`OwnDb::source_name`] gives the database at `url`, read from the URL alone (no
@@ -448,7 +441,7 @@ impl OwnDb {
     /// tell a missing id still in flight from one that will never commit (ids come from a
     /// sequence, drawn after the deciding transaction took its transaction id: it locked the
     /// scope's row first). SQLite: `None`, its single writer assigns ids in commit order.
-    pub async fn snapshot(&self) -> Result<Option<AuditSnapshot>, OwnDbError> {
+    pub async fn snapshot(&self) -> Result<Option<Xids>, OwnDbError> {
         match self {
             OwnDb::Postgres(pg) => audit::postgres_snapshot(pg).await.map(Some),
             OwnDb::Sqlite(_) => Ok(None),

@@ -43,7 +43,6 @@ pub use overlaps::OverlapQuery;
 pub use pg_schema::{InvalidSchema, PgSchema};
 pub use reads::{AuditQuery, StoredValue};
 pub use retention::{Retention, RetentionClaim, StoreRetention};
-pub use tail::Snapshot;
 pub use watched::WatchAdvance;
 
 use crate::domain::clock::SharedClock;

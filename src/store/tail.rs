@@ -2,17 +2,9 @@
 
 use super::reads::{audit_entry, AUDIT_COLUMNS};
 use super::{Backend, Store, StoreError};
-use crate::domain::{AuditEntry, Outcome};
+use crate::domain::{AuditEntry, Outcome, Xids};
 use sqlx::Row;
 use std::collections::HashMap;
-
-/// What PostgreSQL says about transactions in flight: every transaction with an id below
-/// `xmin` has ended; every one that will start from now on has an id of at least `xmax`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Snapshot {
-    pub xmin: i64,
-    pub xmax: i64,
-}
 
 impl Store {
     /// Audit rows with ids in `(after, up_to]`, oldest first, at most `limit`.
@@ -62,7 +54,7 @@ impl Store {
 
     /// The current snapshot's bounds on PostgreSQL; `None` on SQLite, whose single writer
     /// assigns audit ids in commit order.
-    pub async fn snapshot(&self) -> Result<Option<Snapshot>, StoreError> {
+    pub async fn snapshot(&self) -> Result<Option<Xids>, StoreError> {
         if self.backend != Backend::Postgres {
             return Ok(None);
         }
@@ -72,7 +64,7 @@ impl Store {
         )
         .fetch_one(&self.reader)
         .await?;
-        Ok(Some(Snapshot {
+        Ok(Some(Xids {
             xmin: row.try_get("xmin")?,
             xmax: row.try_get("xmax")?,
         }))

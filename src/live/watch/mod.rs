@@ -14,7 +14,7 @@
 mod late;
 
 use super::bus::{Event, EventBus};
-use super::order::{FinalOrder, Xids};
+use super::order::FinalOrder;
 use super::stats::StatsWindow;
 use crate::api::events::SourceStats;
 use crate::domain::backoff::doubling;
@@ -301,10 +301,6 @@ impl Watcher {
         }
         let ids: Vec<i64> = rows.iter().map(|row| row.id).collect();
         let now = Instant::now();
-        let snapshot = snapshot.map(|at| Xids {
-            xmin: at.xmin,
-            xmax: at.xmax,
-        });
         let judged = progress
             .order
             .final_prefix(progress.cursor, &ids, snapshot, now);
