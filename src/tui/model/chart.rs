@@ -19,6 +19,9 @@ pub struct Series {
     pub rejected: Vec<u64>,
     /// Seconds per column.
     pub step: u64,
+    /// Columns per second: more than one when the window is narrower than the chart, so that
+    /// zooming in draws each second wider instead of the same seconds again.
+    pub widen: u64,
     /// Seconds the chart spans (`step` × columns).
     pub span: u64,
     /// Writes in the span, accepted and rejected.
@@ -58,22 +61,33 @@ impl Rates {
         self.seconds.keys().next().copied()
     }
 
-    /// `columns` columns ending at the second `now`, each covering enough seconds for the
-    /// whole chart to span at least `window` seconds. A column shows its busiest second, so
-    /// that a one-second spike keeps its height when columns are merged.
+    /// `columns` columns ending at the second `now`, spanning at least `window` seconds: a
+    /// column covers enough seconds for that, or, when the window is narrower than the chart,
+    /// each second takes as many whole columns as fit (any left over stay empty at the left).
+    /// A column shows its busiest second, so that a one-second spike keeps its height when
+    /// columns are merged.
     pub fn series(&self, now: i64, window: u64, columns: usize) -> Series {
         let columns = columns.max(1);
-        let step = window.div_ceil(columns as u64).max(1);
-        let span = step * columns as u64;
+        let window = window.max(1);
+        let (step, widen) = match columns as u64 / window {
+            0 | 1 => (window.div_ceil(columns as u64).max(1), 1),
+            widen => (1, widen),
+        };
+        let slots = columns as u64 / widen;
+        let span = step * slots;
+        let left_empty = columns - (slots * widen) as usize;
         let start = now - span as i64 + 1;
         let mut accepted = vec![0; columns];
         let mut rejected = vec![0; columns];
         let (mut total_accepted, mut total_rejected) = (0, 0);
         for (second, (ok, refused)) in self.seconds.range(start..=now) {
-            let column = ((second - start) as u64 / step) as usize;
-            if let (Some(a), Some(r)) = (accepted.get_mut(column), rejected.get_mut(column)) {
-                *a = (*a).max(*ok);
-                *r = (*r).max(*refused);
+            let slot = ((second - start) as u64 / step) as usize;
+            let first = left_empty + slot * widen as usize;
+            for column in first..first + widen as usize {
+                if let (Some(a), Some(r)) = (accepted.get_mut(column), rejected.get_mut(column)) {
+                    *a = (*a).max(*ok);
+                    *r = (*r).max(*refused);
+                }
             }
             total_accepted += ok;
             total_rejected += refused;
@@ -82,6 +96,7 @@ impl Rates {
             accepted,
             rejected,
             step,
+            widen,
             span,
             total_accepted,
             total_rejected,
@@ -111,6 +126,39 @@ mod tests {
         let narrow = rates.series(1000, 60, 20);
         assert_eq!((narrow.step, narrow.span), (3, 60));
         assert_eq!(narrow.rejection_percent(), Some(200.0 / 3.0));
+    }
+
+    #[test]
+    fn a_window_narrower_than_the_chart_draws_each_second_wider() {
+        let mut rates = Rates::default();
+        rates.record(1000, false);
+        rates.record(971, true);
+        rates.record(970, true);
+        rates.record(969, true);
+        // 158 columns: 30 s at 5 columns a second (31 s drawn, 3 columns left empty), 60 s
+        // at 2, 120 s at 1: each zoom draws differently.
+        let close = rates.series(1000, 30, 158);
+        assert_eq!((close.step, close.widen, close.span), (1, 5, 31));
+        assert_eq!(close.accepted[153..], [1; 5]);
+        assert_eq!(close.accepted[..153].iter().sum::<u64>(), 0);
+        assert_eq!(
+            close.rejected[..3],
+            [0; 3],
+            "the columns left over stay empty"
+        );
+        assert_eq!(
+            close.rejected[3..13],
+            [1; 10],
+            "970 and 971, five columns each"
+        );
+        assert_eq!(
+            close.total_rejected, 2,
+            "969 is 32 s before 1000: off the chart"
+        );
+        let middle = rates.series(1000, 60, 158);
+        assert_eq!((middle.step, middle.widen, middle.span), (1, 2, 79));
+        let wide = rates.series(1000, 120, 158);
+        assert_eq!((wide.step, wide.widen, wide.span), (1, 1, 158));
     }
 
     #[test]

@@ -154,18 +154,16 @@ fn notice_text(notice: Notice, model: &Model, area: Rect) -> String {
             return "/ filters the overview, overlaps and rejections, not this view".to_owned()
         }
     };
-    // The overview's charts span the screen inside their border, at least a second per
-    // column: on a wide screen wider than the window, so a zoom may change nothing drawn.
+    // The overview's charts span the screen inside their border, in whole columns per second
+    // or whole seconds per column: a little wider than the window unless it divides evenly.
     let series = model.series(usize::from(area.width.saturating_sub(2)));
     if series.span == model.window_seconds() {
         return said;
     }
-    let per = match series.step {
-        1 => "one second".to_owned(),
-        step => format!("{step}s"),
+    let per = match (series.step, series.widen) {
+        (1, 1) => "one second per column".to_owned(),
+        (1, widen) => format!("{widen} columns a second"),
+        (step, _) => format!("{step}s per column"),
     };
-    format!(
-        "{said}, drawn {} wide at {per} per column",
-        span_label(series.span)
-    )
+    format!("{said}, drawn {} wide at {per}", span_label(series.span))
 }

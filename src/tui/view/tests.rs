@@ -333,7 +333,13 @@ async fn zooming_past_either_end_says_so() {
     let (screen, _) = drive(160, 45, keys("+"), true).await;
     assert_eq!(
         footer_line(&screen).trim_end(),
-        "zoom: 30s window, drawn 2m38s wide at one second per column"
+        "zoom: 30s window, drawn 31s wide at 5 columns a second"
+    );
+    // Each step draws differently, however wide the screen.
+    let (screen, _) = drive(160, 45, keys("-"), true).await;
+    assert_eq!(
+        footer_line(&screen).trim_end(),
+        "zoom: 2m window, drawn 2m38s wide at one second per column"
     );
     let (screen, _) = drive(160, 45, keys("--"), true).await;
     assert_eq!(
