@@ -253,7 +253,9 @@ async fn the_demo_says_where_its_database_went() {
         "{text}"
     );
     assert!(
-        text.contains("fencewatch audit incidents --database sqlite://demo.db"),
+        text.contains(&format!(
+            "then look again: {BIN} audit incidents --database sqlite://demo.db"
+        )) && text.contains(&format!("to keep one, run {BIN} demo --database")),
         "{text}"
     );
 }

@@ -102,10 +102,8 @@ where
     }
     let told = match outcome {
         Ok(()) => {
-            let note = DatabaseNote {
-                url: crate::redact::redact_url(&database),
-                kept: args.database.is_some(),
-            };
+            let demo = format!("demo --authority {}", service.authority);
+            let note = DatabaseNote::new(&database, args.database.is_some(), &demo);
             print_summary(args, started.elapsed(), &service, &client, note).await
         }
         Err(error) => Err(error),

@@ -176,10 +176,7 @@ pub async fn run(options: DemoOptions) -> anyhow::Result<()> {
             incidents,
             alerts,
             RulesNote::new(&demo_alerts().rules),
-            DatabaseNote {
-                url: crate::redact::redact_url(&url),
-                kept: options.database.is_some(),
-            },
+            DatabaseNote::new(&url, options.database.is_some(), "demo"),
         ))
     }
     .await;

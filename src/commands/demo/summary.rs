@@ -81,29 +81,57 @@ pub struct DatabaseNote {
     pub url: String,
     /// False for the temporary file, deleted as the demo ends.
     pub kept: bool,
+    /// The command that ran the demo, as the hints repeat it: `fencewatch demo`, or
+    /// `target/release/fencewatch demo --authority etcd` when run as `cargo run` runs it.
+    #[serde(skip)]
+    pub demo_command: String,
 }
 
 impl DatabaseNote {
+    /// `database` (its password masked), `kept` or not; `demo` is how the demo was asked
+    /// for after the program's name (`demo`, `demo --authority etcd`).
+    pub fn new(database: &str, kept: bool, demo: &str) -> Self {
+        Self {
+            url: crate::redact::redact_url(database),
+            kept,
+            demo_command: format!("{} {demo}", program()),
+        }
+    }
+
     /// Where the database is, and how to look at it again.
     pub fn lines(&self) -> Vec<String> {
         let url = &self.url;
+        let program = self
+            .demo_command
+            .split_whitespace()
+            .next()
+            .unwrap_or("fencewatch");
         if self.kept {
             vec![
                 format!("database: kept at {url}"),
-                format!("look again: fencewatch audit incidents --database {url}"),
-                format!("        or: fencewatch audit timeline RESOURCE --database {url}"),
+                format!("look again: {program} audit incidents --database {url}"),
+                format!("        or: {program} audit timeline RESOURCE --database {url}"),
             ]
         } else {
             vec![
                 format!(
                     "database: {url} was temporary and is deleted now; to keep one, run \
-                     fencewatch demo --database sqlite://demo.db"
+                     {} --database sqlite://demo.db",
+                    self.demo_command
                 ),
-                "then look again: fencewatch audit incidents --database sqlite://demo.db"
-                    .to_owned(),
+                format!("then look again: {program} audit incidents --database sqlite://demo.db"),
             ]
         }
     }
+}
+
+/// This program as it was started, so that a hint pasted into the same shell runs: a path
+/// (`target/release/fencewatch`, from `cargo run`) as given, else `fencewatch`.
+fn program() -> String {
+    std::env::args()
+        .next()
+        .filter(|started_as| started_as.contains('/') && !started_as.contains(char::is_whitespace))
+        .unwrap_or_else(|| "fencewatch".to_owned())
 }
 
 /// The incidents, oldest first, one line each after a count.
@@ -300,6 +328,7 @@ mod tests {
             DatabaseNote {
                 url: "sqlite://demo.db".into(),
                 kept: true,
+                demo_command: "target/release/fencewatch demo".into(),
             },
         );
         assert_eq!((summary.alerts_fired, summary.alerts_resolved), (3, 1));
@@ -316,7 +345,9 @@ mod tests {
         );
         assert!(text.contains("StaleOwnerSpike on a fired"), "{text}");
         assert!(
-            text.contains("fencewatch audit incidents --database sqlite://demo.db"),
+            text.contains(
+                "look again: target/release/fencewatch audit incidents --database sqlite://demo.db"
+            ),
             "{text}"
         );
     }
