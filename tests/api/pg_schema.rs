@@ -1,60 +1,12 @@
 //! `serve --schema NAME`: daemons sharing a PostgreSQL database that an application also uses
 //! keep their tables in a schema of their own, and fence together there; starting again is quiet.
 
-use crate::helpers::{http_client, Backend, Put, TestDb};
+use crate::helpers::{http_client, Backend, Daemon, Put, TestDb};
 use sqlx::Connection;
 use std::process::Stdio;
-use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_fencewatch");
-
-/// A daemon on `url` with `--schema schema`, logging at INFO, and its address.
-async fn serve(url: &str, schema: &str) -> (Child, String) {
-    let mut child = Command::new(BIN)
-        .args(["serve", "--listen", "127.0.0.1:0", "--database", url])
-        .args(["--schema", schema, "--db-max-connections", "4"])
-        .env("FENCEWATCH_LOG", "info")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
-        .await
-        .expect("listening within 30 s")
-        .unwrap()
-        .unwrap_or_default();
-    let base = first.strip_prefix("listening on ").unwrap_or_default();
-    assert!(!base.is_empty(), "unexpected first line {first:?}");
-    (child, base.to_owned())
-}
-
-/// Stops a daemon with SIGTERM and answers what it logged.
-async fn stop(mut child: Child) -> String {
-    let pid = child.id().unwrap().to_string();
-    std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap();
-    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(status.success());
-    let mut log = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut log)
-        .await
-        .unwrap();
-    log
-}
 
 async fn tables_in(base: &str, schema: &str) -> Vec<String> {
     let mut conn = sqlx::PgConnection::connect(base).await.unwrap();
@@ -79,8 +31,10 @@ async fn two_daemons_share_one_fence_in_their_own_schema_and_start_quietly() {
     let mut conn = sqlx::PgConnection::connect(&base).await.unwrap();
     sqlx::query(&drop_schema).execute(&mut conn).await.unwrap();
 
-    let (first, first_url) = serve(&base, &schema).await;
-    let (second, second_url) = serve(&base, &schema).await;
+    let extra = ["--schema", schema.as_str()];
+    let (first, first_log) = Daemon::spawn_logged_on(&base, &extra, "info").await;
+    let (second, second_log) = Daemon::spawn_logged_on(&base, &extra, "info").await;
+    let (first_url, second_url) = (first.base.clone(), second.base.clone());
     let client = http_client();
     let put = |base: &str, token: i64| {
         Put::new(&client, format!("{base}/v1/resources/shared/ledger"))
@@ -100,12 +54,12 @@ async fn two_daemons_share_one_fence_in_their_own_schema_and_start_quietly() {
             "{table} not in {schema}: {tables:?}"
         );
     }
-    let first_log = stop(first).await;
-    let second_log = stop(second).await;
+    assert!(first.terminate().await && second.terminate().await);
     // The second daemon found the schema migrated: PostgreSQL's notices about what already
-    // exists are not logged.
+    // exists are not logged (at INFO, where the daemon logs that it serves).
     for log in [&first_log, &second_log] {
-        assert!(!log.contains("already exists"), "{log}");
+        assert!(!log.lines_with(&["serving"]).is_empty());
+        assert!(log.lines_with(&["already exists"]).is_empty());
     }
     sqlx::query(&drop_schema).execute(&mut conn).await.unwrap();
     conn.close().await.ok();

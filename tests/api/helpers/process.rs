@@ -24,7 +24,16 @@ impl Daemon {
 
     /// Like `spawn`, with what the daemon logs (warnings and errors) kept for the test to read.
     pub async fn spawn_logged(db: &TestDb, extra: &[&str]) -> (Daemon, DaemonLog) {
-        let mut daemon = Self::start(&db.url, extra, Stdio::piped()).await;
+        Self::spawn_logged_on(&db.url, extra, "warn").await
+    }
+
+    /// Like `spawn_logged`, on a database URL of the test's own, logging at `level`.
+    pub async fn spawn_logged_on(
+        database_url: &str,
+        extra: &[&str],
+        level: &str,
+    ) -> (Daemon, DaemonLog) {
+        let mut daemon = Self::start_at(database_url, extra, Stdio::piped(), level).await;
         let log = DaemonLog::default();
         let stderr = daemon.child.stderr.take().expect("stderr");
         let kept = log.clone();
@@ -39,6 +48,10 @@ impl Daemon {
     }
 
     async fn start(database_url: &str, extra: &[&str], stderr: Stdio) -> Daemon {
+        Self::start_at(database_url, extra, stderr, "warn").await
+    }
+
+    async fn start_at(database_url: &str, extra: &[&str], stderr: Stdio, level: &str) -> Daemon {
         let mut child = Command::new(env!("CARGO_BIN_EXE_fencewatch"))
             .args([
                 "serve",
@@ -50,7 +63,7 @@ impl Daemon {
                 "8",
             ])
             .args(extra)
-            .env("FENCEWATCH_LOG", "warn")
+            .env("FENCEWATCH_LOG", level)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(stderr)
