@@ -3,7 +3,7 @@
 //! summary at the end. Each service's module starts its server and writes its worker.
 
 use super::pauses::Pauses;
-use super::summary::{incident_lines, DatabaseNote};
+use super::summary::{incident_lines, writes_line, DatabaseNote};
 use crate::cli::DemoArgs;
 use crate::client::DaemonClient;
 use std::future::Future;
@@ -156,12 +156,6 @@ async fn print_summary(
         });
         crate::commands::print_line(&summary.to_string())?;
     } else {
-        let writes: Vec<String> = stats
-            .totals
-            .iter()
-            .filter(|(_, n)| **n > 0)
-            .map(|(outcome, n)| format!("{outcome} {n}"))
-            .collect();
         let mut lines = vec![
             format!(
                 "demo ran {:.0}s with {} workers taking {} on {} resources",
@@ -170,7 +164,7 @@ async fn print_summary(
                 service.locks,
                 args.resources
             ),
-            format!("writes: {}", writes.join(", ")),
+            writes_line(&stats.totals),
         ];
         lines.extend(incident_lines(&incidents));
         lines.extend(database.lines());

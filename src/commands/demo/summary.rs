@@ -134,6 +134,16 @@ fn program() -> String {
         .unwrap_or_else(|| "fencewatch".to_owned())
 }
 
+/// `writes: accepted 10, stale 2`: the outcomes that happened, with their totals.
+pub fn writes_line(totals: &BTreeMap<String, u64>) -> String {
+    let writes: Vec<String> = totals
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(outcome, n)| format!("{outcome} {n}"))
+        .collect();
+    format!("writes: {}", writes.join(", "))
+}
+
 /// The incidents, oldest first, one line each after a count.
 pub fn incident_lines(incidents: &[Overlap]) -> Vec<String> {
     let open = incidents
@@ -225,13 +235,7 @@ impl Summary {
             "demo ran {:.0}s with {} workers on {} resources",
             self.seconds, self.workers, self.resources
         )];
-        let writes: Vec<String> = self
-            .writes
-            .iter()
-            .filter(|(_, n)| **n > 0)
-            .map(|(outcome, n)| format!("{outcome} {n}"))
-            .collect();
-        lines.push(format!("writes: {}", writes.join(", ")));
+        lines.push(writes_line(&self.writes));
         lines.extend(incident_lines(&self.incidents));
         lines.push(format!(
             "alerts: {} fired, {} resolved",
