@@ -2,12 +2,12 @@
 
 use super::batch::rows::to_json;
 use super::error::corrupt;
-use super::{Backend, Store, StoreError};
+use super::native::Native;
+use super::native::{on_db, NativeRow};
+use super::{Store, StoreError};
 use crate::domain::alert::{AlertInstance, AlertState};
 use crate::domain::Outcome;
 use serde::Serialize;
-use sqlx::any::AnyRow;
-use sqlx::Row;
 
 /// An alert instance as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,8 +122,7 @@ const POSTGRES_RECORD_TRANSITIONS: &str = "INSERT INTO alert_transitions (at_us,
 impl Store {
     pub async fn alert_states(&self) -> Result<Vec<StoredAlert>, StoreError> {
         let sql = format!("SELECT {COLUMNS} FROM alert_states ORDER BY rule, source, instance");
-        let rows = sqlx::query(&sql).fetch_all(&self.reader).await?;
-        rows.iter().map(stored_alert).collect()
+        on_db!(&self.reader, pool => sqlx::query(&sql).fetch_all(pool).await?.iter().map(stored_alert).collect())
     }
 
     pub async fn alerts_changed_since(
@@ -133,11 +132,8 @@ impl Store {
         let sql = format!(
             "SELECT {COLUMNS} FROM alert_states WHERE updated_at_us >= $1 ORDER BY updated_at_us"
         );
-        let rows = sqlx::query(&sql)
-            .bind(since_us)
-            .fetch_all(&self.reader)
-            .await?;
-        rows.iter().map(stored_alert).collect()
+        on_db!(&self.reader, pool => sqlx::query(&sql)
+            .bind(since_us).fetch_all(pool).await?.iter().map(stored_alert).collect())
     }
 
     /// Stores a changed alert (and its transition, if its state changed), fenced: see
@@ -187,24 +183,20 @@ impl Store {
                 fence_token: token,
             })
             .collect();
-        let (put_states, record_transitions) = match self.backend {
-            Backend::Sqlite => (SQLITE_PUT_STATES, SQLITE_RECORD_TRANSITIONS),
-            Backend::Postgres => (POSTGRES_PUT_STATES, POSTGRES_RECORD_TRANSITIONS),
+        let (put_states, record_transitions) = match &self.writer {
+            Native::Sqlite(_) => (SQLITE_PUT_STATES, SQLITE_RECORD_TRANSITIONS),
+            Native::Postgres(_) => (POSTGRES_PUT_STATES, POSTGRES_RECORD_TRANSITIONS),
         };
         let mut tx = self.writer.begin().await?;
-        let written = sqlx::query(put_states)
-            .bind(to_json(&states)?)
-            .execute(&mut *tx)
-            .await?;
-        if written.rows_affected() != u64::try_from(states.len()).unwrap_or(u64::MAX) {
+        let written = on_db!(tx.conn(), conn => sqlx::query(put_states)
+            .bind(to_json(&states)?).execute(conn).await?.rows_affected());
+        if written != u64::try_from(states.len()).unwrap_or(u64::MAX) {
             tx.rollback().await?;
             return Ok(false);
         }
         if !transitions.is_empty() {
-            sqlx::query(record_transitions)
-                .bind(to_json(&transitions)?)
-                .execute(&mut *tx)
-                .await?;
+            on_db!(tx.conn(), conn => sqlx::query(record_transitions)
+                .bind(to_json(&transitions)?).execute(conn).await?.rows_affected());
         }
         tx.commit().await?;
         Ok(true)
@@ -232,20 +224,21 @@ impl Store {
              SELECT source, resource, CAST(SUM(n) AS BIGINT) AS n FROM watched_counts \
                WHERE second_us >= $1 AND outcome IN ({named}) GROUP BY source, resource"
         );
-        let mut query = sqlx::query(&sql).bind(since_us);
-        for outcome in outcomes {
-            query = query.bind(outcome.as_str());
-        }
-        let rows = query.fetch_all(&self.reader).await?;
-        rows.iter()
-            .map(|row| {
-                Ok(RejectionCount {
-                    source: row.try_get("source")?,
-                    resource: row.try_get("resource")?,
-                    count: row.try_get("n")?,
-                })
+        let rows: Vec<(String, String, i64)> = on_db!(&self.reader, pool => {
+            let mut query = sqlx::query_as(&sql).bind(since_us);
+            for outcome in outcomes {
+                query = query.bind(outcome.as_str());
+            }
+            query.fetch_all(pool).await?
+        });
+        Ok(rows
+            .into_iter()
+            .map(|(source, resource, count)| RejectionCount {
+                source,
+                resource,
+                count,
             })
-            .collect()
+            .collect())
     }
 }
 
@@ -258,7 +251,7 @@ pub struct RejectionCount {
     pub count: i64,
 }
 
-fn stored_alert(row: &AnyRow) -> Result<StoredAlert, StoreError> {
+fn stored_alert<R: NativeRow>(row: &R) -> Result<StoredAlert, StoreError> {
     let state: String = row.try_get("state")?;
     Ok(StoredAlert {
         rule: row.try_get("rule")?,

@@ -1,14 +1,13 @@
 //! The audit read by the offline tools: filtered, streamed in id order, with the chain fields.
 
 use super::leases::LeaseEvent;
+use super::native::{on_db, NativeRow};
 use super::reads::{audit_entry, AUDIT_COLUMNS};
 use super::{Store, StoreError};
 use crate::domain::authority::ExternalLock;
 use crate::domain::{AuditEntry, Outcome};
 use futures_util::TryStreamExt;
 use serde::Serialize;
-use sqlx::any::AnyRow;
-use sqlx::Row;
 
 /// An audit row with its place in the resource's hash chain.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -72,7 +71,7 @@ enum Arg {
     Int(i64),
 }
 
-fn record(row: &AnyRow) -> Result<AuditRecord, StoreError> {
+pub(super) fn record(row: &impl NativeRow) -> Result<AuditRecord, StoreError> {
     Ok(AuditRecord {
         entry: audit_entry(row)?,
         seq: row.try_get("seq")?,
@@ -92,20 +91,22 @@ impl Store {
         let (clause, args) = filter.clause();
         let sql =
             format!("SELECT {AUDIT_COLUMNS}, seq, prev_hash, hash FROM audit{clause} ORDER BY id");
-        let mut query = sqlx::query(&sql);
-        for arg in args {
-            query = match arg {
-                Arg::Text(text) => query.bind(text),
-                Arg::Int(number) => query.bind(number),
-            };
-        }
-        let mut rows = query.fetch(&self.reader);
-        let mut count = 0;
-        while let Some(row) = rows.try_next().await.map_err(StoreError::from)? {
-            sink(&record(&row)?)?;
-            count += 1;
-        }
-        Ok(count)
+        on_db!(&self.reader, pool => {
+            let mut query = sqlx::query(&sql);
+            for arg in args {
+                query = match arg {
+                    Arg::Text(text) => query.bind(text),
+                    Arg::Int(number) => query.bind(number),
+                };
+            }
+            let mut rows = query.fetch(pool);
+            let mut count = 0;
+            while let Some(row) = rows.try_next().await.map_err(StoreError::from)? {
+                sink(&record(&row)?)?;
+                count += 1;
+            }
+            Ok(count)
+        })
     }
 
     /// The history of the named leases between the times, oldest first.
@@ -136,9 +137,10 @@ impl Store {
 
     /// Every lease name that has events.
     pub async fn lease_names(&self) -> Result<Vec<String>, StoreError> {
-        let rows = sqlx::query("SELECT DISTINCT lease FROM lease_events ORDER BY lease")
-            .fetch_all(&self.reader)
-            .await?;
-        rows.iter().map(|row| Ok(row.try_get("lease")?)).collect()
+        Ok(on_db!(&self.reader, pool => {
+            sqlx::query_scalar("SELECT DISTINCT lease FROM lease_events ORDER BY lease")
+                .fetch_all(pool)
+                .await?
+        }))
     }
 }

@@ -3,9 +3,9 @@
 //! advanced in each write's transaction.
 
 use super::batch::shared::{padded, placeholders};
-use super::{Backend, Store, StoreError};
+use super::native::{on_db, Conn, Native, NativeRow};
+use super::{Store, StoreError};
 use crate::domain::authority::{self, AuthorityView, ExternalLock};
-use sqlx::{AnyConnection, Row};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// A lock as recorded.
@@ -38,12 +38,10 @@ pub struct RegressedLock {
 impl Store {
     /// The highest holder generation committed for `lock`; 0 when none.
     pub async fn authority_floor(&self, lock: &ExternalLock) -> Result<i64, StoreError> {
-        let highest: Option<i64> = sqlx::query_scalar(
+        let highest: Option<i64> = on_db!(&self.reader, pool => sqlx::query_scalar(
             "SELECT highest_holder_revision FROM authority_locks WHERE lock = $1",
         )
-        .bind(lock.lease_name())
-        .fetch_optional(&self.reader)
-        .await?;
+        .bind(lock.lease_name()).fetch_optional(pool).await?);
         Ok(highest.unwrap_or(0))
     }
 
@@ -54,7 +52,7 @@ impl Store {
         regressed: RegressedLock,
     ) -> Result<(), StoreError> {
         let now = self.clock.now_us();
-        sqlx::query(
+        on_db!(&self.writer, pool => sqlx::query(
             "INSERT INTO authority_locks (lock, highest_holder_revision, holder_key, owner, \
              seen_at_us, regressed_at_us, regressed_revision) VALUES ($1, $2, '', NULL, $3, $3, $4) \
              ON CONFLICT (lock) DO UPDATE SET regressed_at_us = excluded.regressed_at_us, \
@@ -63,9 +61,7 @@ impl Store {
         .bind(lock.lease_name())
         .bind(regressed.recorded)
         .bind(now)
-        .bind(regressed.observed)
-        .execute(&self.writer)
-        .await?;
+        .bind(regressed.observed).execute(pool).await.map(drop))?;
         Ok(())
     }
 
@@ -74,37 +70,29 @@ impl Store {
         &self,
         since_us: i64,
     ) -> Result<Vec<(String, i64)>, StoreError> {
-        let rows = sqlx::query(
+        let rows: Vec<(String, Option<i64>)> = on_db!(&self.reader, pool => sqlx::query_as(
             "SELECT lock, regressed_revision FROM authority_locks WHERE regressed_at_us >= $1",
         )
-        .bind(since_us)
-        .fetch_all(&self.reader)
-        .await?;
-        rows.iter()
-            .map(|row| {
-                Ok((
-                    row.try_get("lock")?,
-                    row.try_get::<Option<i64>, _>("regressed_revision")?
-                        .unwrap_or(0),
-                ))
-            })
-            .collect()
+        .bind(since_us).fetch_all(pool).await?);
+        Ok(rows
+            .into_iter()
+            .map(|(lock, revision)| (lock, revision.unwrap_or(0)))
+            .collect())
     }
 }
 
 /// The batch's locks as recorded, locked on PostgreSQL until the batch commits so that
 /// concurrent batches (of any daemon) advance each one in turn.
 pub(super) async fn observe(
-    conn: &mut AnyConnection,
-    backend: Backend,
+    mut conn: Conn<'_>,
     locks: &BTreeSet<String>,
 ) -> Result<HashMap<String, RecordedLock>, StoreError> {
     if locks.is_empty() {
         return Ok(HashMap::new());
     }
-    let lock = match backend {
-        Backend::Postgres => " ORDER BY lock FOR UPDATE",
-        Backend::Sqlite => "",
+    let lock = match conn {
+        Native::Postgres(_) => " ORDER BY lock FOR UPDATE",
+        Native::Sqlite(_) => "",
     };
     let names = padded(locks.iter().map(String::as_str).collect());
     let sql = format!(
@@ -112,36 +100,44 @@ pub(super) async fn observe(
          WHERE lock IN ({}){lock}",
         placeholders(1, names.len())
     );
-    let mut query = sqlx::query(&sql);
-    for name in names {
-        query = query.bind(name);
-    }
-    let mut recorded = HashMap::new();
-    for row in query.fetch_all(&mut *conn).await? {
-        recorded.insert(
-            row.try_get("lock")?,
-            RecordedLock {
-                highest: row.try_get("highest_holder_revision")?,
-                holder_key: row.try_get("holder_key")?,
-                owner: row.try_get("owner")?,
-                observed: Vec::new(),
-            },
-        );
-    }
-    Ok(recorded)
+    on_db!(conn.reborrow(), conn => {
+        let mut query = sqlx::query(&sql);
+        for name in names {
+            query = query.bind(name);
+        }
+        query
+            .fetch_all(conn)
+            .await?
+            .iter()
+            .map(|row| Ok((row_lock_name(row)?, recorded_lock(row)?)))
+            .collect()
+    })
+}
+
+fn row_lock_name(row: &impl NativeRow) -> Result<String, StoreError> {
+    Ok(row.try_get("lock")?)
+}
+
+fn recorded_lock(row: &impl NativeRow) -> Result<RecordedLock, StoreError> {
+    Ok(RecordedLock {
+        highest: row.try_get("highest_holder_revision")?,
+        holder_key: row.try_get("holder_key")?,
+        owner: row.try_get("owner")?,
+        observed: Vec::new(),
+    })
 }
 
 /// Writes back what the batch advanced, and the holders it saw, returning how many rows it
 /// changed. Never lowers a record: a row inserted by a concurrent transaction since the
 /// observation keeps the higher generation.
 pub(super) async fn store(
-    conn: &mut AnyConnection,
+    mut conn: Conn<'_>,
     changed: &HashMap<String, RecordedLock>,
     now: i64,
 ) -> Result<i64, StoreError> {
     let mut rows = 0;
     for (lock, record) in changed {
-        let done = sqlx::query(
+        let done = on_db!(conn.reborrow(), conn => sqlx::query(
             "INSERT INTO authority_locks (lock, highest_holder_revision, holder_key, owner, \
              seen_at_us) VALUES ($1, $2, $3, $4, $5) \
              ON CONFLICT (lock) DO UPDATE SET \
@@ -161,9 +157,10 @@ pub(super) async fn store(
         .bind(record.holder_key.as_str())
         .bind(record.owner.as_deref())
         .bind(now)
-        .execute(&mut *conn)
-        .await?;
-        rows += i64::try_from(done.rows_affected()).unwrap_or(i64::MAX);
+        .execute(conn)
+        .await?
+        .rows_affected());
+        rows += i64::try_from(done).unwrap_or(i64::MAX);
     }
     rows += record_holders(conn, changed).await?;
     Ok(rows)
@@ -172,7 +169,7 @@ pub(super) async fn store(
 /// Records every holder the batch's writes saw, in one statement: a sighting widens its row's
 /// first and last times, never narrows them. Returns how many rows it changed.
 async fn record_holders(
-    conn: &mut AnyConnection,
+    conn: Conn<'_>,
     locks: &HashMap<String, RecordedLock>,
 ) -> Result<i64, StoreError> {
     // One row per holder: a statement may not change one row twice (PostgreSQL refuses it).
@@ -214,17 +211,19 @@ async fn record_holders(
              THEN excluded.last_seen_us ELSE authority_holders.last_seen_us END",
         values.join(", ")
     );
-    let mut query = sqlx::query(&sql);
-    for ((lock, generation, key), (first, last)) in spans {
-        query = query
-            .bind(lock)
-            .bind(generation)
-            .bind(key)
-            .bind(first)
-            .bind(last);
-    }
-    let done = query.execute(&mut *conn).await?;
-    Ok(i64::try_from(done.rows_affected()).unwrap_or(i64::MAX))
+    let done = on_db!(conn, conn => {
+        let mut query = sqlx::query(&sql);
+        for ((lock, generation, key), (first, last)) in spans {
+            query = query
+                .bind(lock)
+                .bind(generation)
+                .bind(key)
+                .bind(first)
+                .bind(last);
+        }
+        query.execute(conn).await?.rows_affected()
+    });
+    Ok(i64::try_from(done).unwrap_or(i64::MAX))
 }
 
 /// What the batch's decision of one write needs from the lock, and what it leaves recorded.

@@ -4,11 +4,10 @@
 
 use super::error::time_from_us;
 use super::leases::{history_page, LeaseEvent, LeaseHistoryQuery};
+use super::native::{on_db, row_reader, NativeRow};
 use super::{Store, StoreError};
 use crate::domain::authority::ExternalLock;
 use crate::domain::lease_history::{LeaseChange, LeaseEvent as HistoryEvent};
-use sqlx::any::AnyRow;
-use sqlx::Row;
 
 const COLUMNS: &str = "id, lock, generation, holder_key, first_seen_us, last_seen_us";
 
@@ -21,18 +20,18 @@ impl Store {
         query: &LeaseHistoryQuery,
     ) -> Result<Vec<HistoryEvent>, StoreError> {
         let select = format!("SELECT {COLUMNS} FROM authority_holders WHERE lock = $1");
-        let rows = history_page(
+        let events = history_page(
             &self.reader,
             &select,
             &lock.lease_name(),
             "first_seen_us",
             query,
+            row_reader!(observed_event),
         )
         .await?;
-        let events = rows
-            .iter()
-            .map(|row| {
-                let event = observed_event(row)?;
+        let events = events
+            .into_iter()
+            .map(|event| {
                 Ok(HistoryEvent {
                     id: event.id,
                     at: event.at,
@@ -48,11 +47,10 @@ impl Store {
 
     /// Whether any holder of the lock was ever recorded.
     pub async fn authority_observed(&self, lock: &ExternalLock) -> Result<bool, StoreError> {
-        let found: Option<i64> =
-            sqlx::query_scalar("SELECT id FROM authority_holders WHERE lock = $1 LIMIT 1")
+        let found: Option<i64> = on_db!(&self.reader, pool => sqlx::query_scalar("SELECT id FROM authority_holders WHERE lock = $1 LIMIT 1")
                 .bind(lock.lease_name())
-                .fetch_optional(&self.reader)
-                .await?;
+                .fetch_optional(pool)
+                .await?);
         Ok(found.is_some())
     }
 
@@ -62,16 +60,18 @@ impl Store {
         lock: &ExternalLock,
     ) -> Result<Vec<LeaseEvent>, StoreError> {
         let sql = format!("SELECT {COLUMNS} FROM authority_holders WHERE lock = $1 ORDER BY id");
-        let rows = sqlx::query(&sql)
+        on_db!(&self.reader, pool => sqlx::query(&sql)
             .bind(lock.lease_name())
-            .fetch_all(&self.reader)
-            .await?;
-        rows.iter().map(observed_event).collect()
+            .fetch_all(pool)
+            .await?
+            .iter()
+            .map(observed_event)
+            .collect())
     }
 }
 
 /// A row as a lease event: first seen as its time, last seen as its end.
-pub(super) fn observed_event(row: &AnyRow) -> Result<LeaseEvent, StoreError> {
+pub(super) fn observed_event<R: NativeRow>(row: &R) -> Result<LeaseEvent, StoreError> {
     Ok(LeaseEvent {
         id: row.try_get("id")?,
         at: time_from_us(row.try_get("first_seen_us")?)?,

@@ -1,12 +1,14 @@
 //! Checking the audit's hash chains, and pruning old rows behind a checkpoint that keeps them
 //! verifiable.
 
-use super::reads::{audit_entry, AUDIT_COLUMNS};
-use super::{Backend, Store, StoreError};
+use super::audit_query::{record, AuditRecord};
+use super::native::{on_db, Conn, Native};
+use super::reads::AUDIT_COLUMNS;
+use super::{Store, StoreError};
 use crate::domain::chain::{row_hash, GENESIS};
-use futures_util::TryStreamExt;
+use futures_util::stream::BoxStream;
+use futures_util::{StreamExt, TryStreamExt};
 use serde::Serialize;
-use sqlx::{AnyConnection, Row};
 use std::collections::HashMap;
 
 /// The first broken link of one resource's chain.
@@ -55,34 +57,47 @@ impl Store {
     /// PostgreSQL, one read transaction on SQLite): read one after the other, a prune or a
     /// write committed in between made an honest audit look broken.
     pub async fn verify_audit(&self) -> Result<VerifyReport, StoreError> {
-        let mut tx = match self.backend {
-            Backend::Postgres => {
+        let mut tx = match &self.reader {
+            Native::Postgres(_) => {
                 self.reader
                     .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
                     .await?
             }
-            Backend::Sqlite => self.reader.begin().await?,
+            Native::Sqlite(_) => self.reader.begin().await?,
         };
         // A written resource's head is in its row, any other's in `chain_heads` (rows marked
         // moved left out).
         let heads = chain_table(
-            &mut tx,
+            tx.conn(),
             "SELECT key AS resource, chain_seq AS seq, chain_hash AS hash FROM resources \
              WHERE chain_seq > 0 \
              UNION ALL SELECT resource, seq, hash FROM chain_heads WHERE seq >= 0",
         )
         .await?;
-        let checkpoints =
-            chain_table(&mut tx, "SELECT resource, seq, hash FROM audit_checkpoints").await?;
+        let checkpoints = chain_table(
+            tx.conn(),
+            "SELECT resource, seq, hash FROM audit_checkpoints",
+        )
+        .await?;
         let mut report = VerifyReport::default();
         let sql = format!(
             "SELECT {AUDIT_COLUMNS}, seq, prev_hash, hash FROM audit ORDER BY resource, id"
         );
-        let mut rows = sqlx::query(&sql).fetch(&mut *tx);
+        let mut rows: BoxStream<'_, Result<AuditRecord, StoreError>> = on_db!(tx.conn(), conn => {
+            sqlx::query(&sql)
+                .fetch(conn)
+                .map(|row| record(&row?))
+                .boxed()
+        });
         let mut walk: Option<Walk> = None;
         let mut seen = Vec::new();
         while let Some(row) = rows.try_next().await? {
-            let entry = audit_entry(&row)?;
+            let AuditRecord {
+                entry,
+                seq,
+                prev_hash: prev,
+                hash,
+            } = row;
             report.rows += 1;
             if walk.as_ref().is_none_or(|w| w.resource != entry.resource) {
                 if let Some(done) = walk.take() {
@@ -106,9 +121,6 @@ impl Store {
             if current.broken {
                 continue;
             }
-            let seq: Option<i64> = row.try_get("seq")?;
-            let prev: Option<String> = row.try_get("prev_hash")?;
-            let hash: Option<String> = row.try_get("hash")?;
             let breach = |problem: String| Breach {
                 resource: entry.resource.clone(),
                 audit_id: Some(entry.id),
@@ -179,12 +191,10 @@ impl Store {
     /// with the last deleted row's position and hash so that what remains still verifies.
     pub async fn prune_audit(&self, before_us: i64) -> Result<PruneReport, StoreError> {
         // Only candidates: where each chain is cut is decided under the prune lock.
-        let targets: Vec<String> = sqlx::query_scalar(
+        let targets: Vec<String> = on_db!(&self.reader, pool => sqlx::query_scalar(
             "SELECT DISTINCT resource FROM audit WHERE at_us < $1 AND seq IS NOT NULL",
         )
-        .bind(before_us)
-        .fetch_all(&self.reader)
-        .await?;
+        .bind(before_us).fetch_all(pool).await?);
         let mut report = PruneReport::default();
         for resource in targets {
             let deleted = self.prune_chain(&resource, before_us).await?;
@@ -206,28 +216,25 @@ impl Store {
     async fn prune_chain(&self, resource: &str, before_us: i64) -> Result<u64, StoreError> {
         let now = self.clock.now_us();
         let mut tx = self.writer.begin().await?;
-        sqlx::query(
+        on_db!(tx.conn(), conn => sqlx::query(
             "INSERT INTO audit_prune_lock (id, taken_at_us) VALUES (1, $1) \
              ON CONFLICT (id) DO UPDATE SET taken_at_us = excluded.taken_at_us",
         )
-        .bind(now)
-        .execute(&mut *tx)
-        .await?;
-        let last = sqlx::query(
+        .bind(now).execute(conn).await?.rows_affected());
+        let last: Option<(i64, String)> = on_db!(tx.conn(), conn => sqlx::query_as(
             "SELECT seq, hash FROM audit WHERE resource = $1 AND at_us < $2 \
              AND seq IS NOT NULL ORDER BY seq DESC LIMIT 1",
         )
         .bind(resource)
         .bind(before_us)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some(last) = last else {
+        .fetch_optional(conn)
+        .await?);
+        let Some((seq, hash)) = last else {
             // Another prune got there first.
             tx.commit().await?;
             return Ok(0);
         };
-        let (seq, hash): (i64, String) = (last.try_get("seq")?, last.try_get("hash")?);
-        sqlx::query(
+        on_db!(tx.conn(), conn => sqlx::query(
             "INSERT INTO audit_checkpoints (resource, seq, hash, pruned_at_us) \
              VALUES ($1, $2, $3, $4) \
              ON CONFLICT (resource) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, \
@@ -236,20 +243,19 @@ impl Store {
         .bind(resource)
         .bind(seq)
         .bind(hash.as_str())
-        .bind(now)
-        .execute(&mut *tx)
-        .await?;
-        let deleted = sqlx::query(
+        .bind(now).execute(conn).await?.rows_affected());
+        let deleted = on_db!(tx.conn(), conn => sqlx::query(
             "DELETE FROM audit WHERE resource = $1 \
              AND (seq <= $2 OR (seq IS NULL AND at_us < $3))",
         )
         .bind(resource)
         .bind(seq)
         .bind(before_us)
-        .execute(&mut *tx)
-        .await?;
+        .execute(conn)
+        .await?
+        .rows_affected());
         tx.commit().await?;
-        Ok(deleted.rows_affected())
+        Ok(deleted)
     }
 
     /// Deletes the history that explains the audit and is worth no more than it: lease events,
@@ -263,8 +269,9 @@ impl Store {
     ) -> Result<(), StoreError> {
         let mut tx = self.writer.begin().await?;
         let mut delete = async |sql: &str| -> Result<u64, StoreError> {
-            let done = sqlx::query(sql).bind(before_us).execute(&mut *tx).await?;
-            Ok(done.rows_affected())
+            Ok(on_db!(tx.conn(), conn => {
+                sqlx::query(sql).bind(before_us).execute(conn).await?.rows_affected()
+            }))
         };
         report.lease_events = delete("DELETE FROM lease_events WHERE at_us < $1").await?
             // External locks' holders, by when they were last seen holding.
@@ -281,18 +288,16 @@ impl Store {
 
 /// Chain positions by resource: heads or checkpoints.
 async fn chain_table(
-    conn: &mut AnyConnection,
+    conn: Conn<'_>,
     sql: &str,
 ) -> Result<HashMap<String, (i64, String)>, StoreError> {
-    let rows = sqlx::query(sql).fetch_all(conn).await?;
-    rows.iter()
-        .map(|row| {
-            Ok((
-                row.try_get("resource")?,
-                (row.try_get("seq")?, row.try_get("hash")?),
-            ))
-        })
-        .collect()
+    // `sql` selects `resource, seq, hash`, in that order.
+    let rows: Vec<(String, i64, String)> =
+        on_db!(conn, conn => sqlx::query_as(sql).fetch_all(conn).await?);
+    Ok(rows
+        .into_iter()
+        .map(|(resource, seq, hash)| (resource, (seq, hash)))
+        .collect())
 }
 
 /// Checks that a chain ends where its head says.

@@ -10,10 +10,10 @@
 //! one taken, and runs again, so the chain never forks between the two places.
 
 use super::batch::shared::{ChainHeads, ObservedResource};
-use super::{Backend, StoreError};
+use super::native::{on_db, Conn, Native};
+use super::StoreError;
 use crate::domain::chain;
 use crate::store::error::corrupt;
-use sqlx::{AnyConnection, Row};
 use std::collections::{BTreeSet, HashMap};
 
 /// The `seq` of a `chain_heads` row whose resource has been created: its head is in the
@@ -115,14 +115,10 @@ pub(super) struct LockedHeads {
 }
 
 impl LockedHeads {
-    pub async fn lock(
-        conn: &mut AnyConnection,
-        backend: Backend,
-        resources: &BTreeSet<&str>,
-    ) -> Result<Self, StoreError> {
-        let lock = match backend {
-            Backend::Postgres => " FOR UPDATE",
-            Backend::Sqlite => "",
+    pub async fn lock(mut conn: Conn<'_>, resources: &BTreeSet<&str>) -> Result<Self, StoreError> {
+        let lock = match conn {
+            Native::Postgres(_) => " FOR UPDATE",
+            Native::Sqlite(_) => "",
         };
         let in_resource =
             format!("SELECT chain_seq, chain_hash FROM resources WHERE key = $1{lock}");
@@ -132,13 +128,13 @@ impl LockedHeads {
         };
         // Key order, as every writer locks them.
         for resource in resources {
-            let (head, row) = match head_in(conn, &in_resource, resource).await? {
+            let (head, row) = match head_in(conn.reborrow(), &in_resource, resource).await? {
                 Some(head) => (head, HeadRow::Resource),
-                None => match unwritten_head(conn, backend, resource).await? {
+                None => match unwritten_head(conn.reborrow(), resource).await? {
                     // Created since the first look (PostgreSQL, another daemon): its row is
                     // committed, as the mark is.
                     (MOVED, _) => {
-                        let head = head_in(conn, &in_resource, resource)
+                        let head = head_in(conn.reborrow(), &in_resource, resource)
                             .await?
                             .ok_or_else(moved_without_row)?;
                         (head, HeadRow::Resource)
@@ -153,7 +149,7 @@ impl LockedHeads {
     }
 
     /// Writes the heads back where they were found, once the entries are linked.
-    pub async fn store(&self, conn: &mut AnyConnection) -> Result<(), StoreError> {
+    pub async fn store(&self, mut conn: Conn<'_>) -> Result<(), StoreError> {
         for (resource, row) in &self.rows {
             let (seq, hash) = self
                 .heads
@@ -168,55 +164,54 @@ impl LockedHeads {
                      ON CONFLICT (resource) DO UPDATE SET seq = excluded.seq, hash = excluded.hash"
                 }
             };
-            sqlx::query(sql)
+            on_db!(conn.reborrow(), conn => sqlx::query(sql)
                 .bind(resource.as_str())
                 .bind(*seq)
                 .bind(hash.as_str())
-                .execute(&mut *conn)
-                .await?;
+                .execute(conn)
+                .await
+                .map(drop))?;
         }
         Ok(())
     }
 }
 
 async fn head_in(
-    conn: &mut AnyConnection,
+    conn: Conn<'_>,
     sql: &str,
     resource: &str,
 ) -> Result<Option<(i64, String)>, StoreError> {
-    let row = sqlx::query(sql)
+    // `sql` selects `chain_seq, chain_hash`, in that order.
+    Ok(on_db!(conn, conn => sqlx::query_as(sql)
         .bind(resource)
-        .fetch_optional(&mut *conn)
-        .await?;
-    Ok(match row {
-        Some(row) => Some((row.try_get("chain_seq")?, row.try_get("chain_hash")?)),
-        None => None,
-    })
+        .fetch_optional(conn)
+        .await?))
 }
 
 /// The `chain_heads` row of a resource without a row of its own, the genesis where there is
 /// none. PostgreSQL creates it if missing and locks it.
-async fn unwritten_head(
-    conn: &mut AnyConnection,
-    backend: Backend,
-    resource: &str,
-) -> Result<(i64, String), StoreError> {
-    let sql = match backend {
-        Backend::Postgres => {
-            "INSERT INTO chain_heads (resource, seq, hash) VALUES ($1, $2, $3) \
-             ON CONFLICT (resource) DO UPDATE SET resource = excluded.resource \
-             RETURNING seq, hash"
+async fn unwritten_head(conn: Conn<'_>, resource: &str) -> Result<(i64, String), StoreError> {
+    let head: Option<(i64, String)> = match conn {
+        Native::Postgres(conn) => {
+            sqlx::query_as(
+                "INSERT INTO chain_heads (resource, seq, hash) VALUES ($1, $2, $3) \
+                 ON CONFLICT (resource) DO UPDATE SET resource = excluded.resource \
+                 RETURNING seq, hash",
+            )
+            .bind(resource)
+            .bind(0_i64)
+            .bind(chain::GENESIS)
+            .fetch_optional(conn)
+            .await?
         }
-        Backend::Sqlite => "SELECT seq, hash FROM chain_heads WHERE resource = $1",
+        Native::Sqlite(conn) => {
+            sqlx::query_as("SELECT seq, hash FROM chain_heads WHERE resource = $1")
+                .bind(resource)
+                .fetch_optional(conn)
+                .await?
+        }
     };
-    let mut query = sqlx::query(sql).bind(resource);
-    if backend == Backend::Postgres {
-        query = query.bind(0_i64).bind(chain::GENESIS);
-    }
-    Ok(match query.fetch_optional(&mut *conn).await? {
-        Some(row) => (row.try_get("seq")?, row.try_get("hash")?),
-        None => (0, chain::GENESIS.to_owned()),
-    })
+    Ok(head.unwrap_or_else(|| (0, chain::GENESIS.to_owned())))
 }
 
 #[cfg(test)]

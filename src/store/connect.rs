@@ -1,12 +1,14 @@
 use super::batch::sqlite::CREATE_BATCH_CHECK;
 use super::batch::BatchSessions;
 use super::db_url::driver_url;
+use super::native::{on_db, Native, Pool};
 use super::wal_sync::WalSync;
 use super::{PgSchema, Store, StoreError};
 use crate::domain::clock::{SharedClock, SystemClock};
 use crate::redact::redact_url;
-use sqlx::any::{install_default_drivers, AnyPoolOptions};
-use sqlx::{AnyPool, Connection, Executor};
+use sqlx::postgres::{PgConnection, PgPoolOptions};
+use sqlx::sqlite::{SqliteConnection, SqlitePoolOptions};
+use sqlx::{Connection, Executor};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -108,7 +110,6 @@ impl Store {
     /// Opens `sqlite://PATH` (created with its schema if missing) or `postgres://…`, and brings
     /// the schema up to date.
     pub async fn open(url: &str, options: &StoreOptions) -> Result<Store, StoreError> {
-        install_default_drivers();
         if let Some(path) = sqlite_path(url) {
             if let Some(schema) = &options.schema {
                 return Err(StoreError::Open(format!(
@@ -163,7 +164,7 @@ async fn open_sqlite(path_and_query: &str, options: &StoreOptions) -> Result<Sto
             }
         }
     }
-    let reader = AnyPoolOptions::new()
+    let reader = SqlitePoolOptions::new()
         .max_connections(SQLITE_READERS)
         .acquire_timeout(options.acquire_timeout)
         // A connection to a local file does not go stale like a socket; a ping before every
@@ -180,11 +181,11 @@ async fn open_sqlite(path_and_query: &str, options: &StoreOptions) -> Result<Sto
             .connect(&format!("sqlite://{path}?mode=ro{extra}"))
             .await
             .map_err(|e| StoreError::Open(format!("cannot open the SQLite file {path}: {e}")))?;
+        let reader = Native::Sqlite(reader);
         require_current_schema(&reader, &sqlx::migrate!("migrations/sqlite")).await?;
         return Ok(Store {
-            backend: super::Backend::Sqlite,
             writer: reader.clone(),
-            batch_sessions: Arc::new(BatchSessions::new(reader.clone())),
+            batch_sessions: None,
             known: Default::default(),
             reader,
             wal: None,
@@ -199,7 +200,7 @@ async fn open_sqlite(path_and_query: &str, options: &StoreOptions) -> Result<Sto
     };
     let writer_clean = Arc::new(AtomicBool::new(false));
     let released_clean = writer_clean.clone();
-    let writer = AnyPoolOptions::new()
+    let writer = SqlitePoolOptions::new()
         .max_connections(1)
         .acquire_timeout(options.acquire_timeout)
         // The last batch's own statements or the release check below already proved the
@@ -222,18 +223,17 @@ async fn open_sqlite(path_and_query: &str, options: &StoreOptions) -> Result<Sto
     let migrator = sqlx::migrate!("migrations/sqlite");
     match options.mode {
         OpenMode::CreateAndMigrate => migrator.run(&writer).await?,
-        _ => require_current_schema(&writer, &migrator).await?,
+        _ => require_current_schema(&Native::Sqlite(writer.clone()), &migrator).await?,
     }
     let reader = reader
         .connect(&format!("sqlite://{path}?mode=ro{extra}"))
         .await
         .map_err(|e| StoreError::Open(format!("cannot open the SQLite file {path}: {e}")))?;
     Ok(Store {
-        backend: super::Backend::Sqlite,
-        batch_sessions: Arc::new(BatchSessions::new(writer.clone())),
+        batch_sessions: None,
         known: Default::default(),
-        writer,
-        reader,
+        writer: Native::Sqlite(writer),
+        reader: Native::Sqlite(reader),
         wal: Some(Arc::new(WalSync::new(path))),
         writer_clean,
         observe_hook: None,
@@ -251,7 +251,7 @@ async fn open_sqlite(path_and_query: &str, options: &StoreOptions) -> Result<Sto
 /// refused. A connection that cannot begin a transaction of its own, or that sqlx still counts
 /// inside one, is closed instead of going back to the pool, and any open transaction dies with
 /// it.
-async fn outside_transaction(conn: &mut sqlx::AnyConnection) -> bool {
+async fn outside_transaction(conn: &mut SqliteConnection) -> bool {
     // One execution, so the check costs one round trip to the connection's thread; it stops at
     // the first statement that fails (both fail inside a transaction). The connection's thread
     // runs commands in order, so sqlx's count is read after any rollback queued on release.
@@ -293,24 +293,26 @@ async fn open_postgres(shown_url: &str, options: &StoreOptions) -> Result<Store,
         StoreError::Open(format!("cannot connect to {}: {e}", redact_url(shown_url)))
     })?;
     // Connected on first use: a daemon that applies no batch never opens one.
-    let batch_opener = match read_only {
-        true => pool.clone(),
-        false => postgres_pool(options, Some(BATCH_SESSION))
-            .connect_lazy(url)
-            .map_err(|e| {
-                StoreError::Open(format!("cannot connect to {}: {e}", redact_url(shown_url)))
-            })?,
+    let batch_sessions = match read_only {
+        true => None,
+        false => Some(Arc::new(BatchSessions::new(
+            postgres_pool(options, Some(BATCH_SESSION))
+                .connect_lazy(url)
+                .map_err(|e| {
+                    StoreError::Open(format!("cannot connect to {}: {e}", redact_url(shown_url)))
+                })?,
+        ))),
     };
     let migrator = sqlx::migrate!("migrations/postgres");
     match options.mode {
         // The migrator holds an advisory lock, so daemons starting together migrate once.
         OpenMode::CreateAndMigrate => migrator.run(&pool).await?,
-        _ => require_current_schema(&pool, &migrator).await?,
+        _ => require_current_schema(&Native::Postgres(pool.clone()), &migrator).await?,
     }
+    let pool = Native::Postgres(pool);
     Ok(Store {
-        backend: super::Backend::Postgres,
         writer: pool.clone(),
-        batch_sessions: Arc::new(BatchSessions::new(batch_opener)),
+        batch_sessions,
         known: Default::default(),
         reader: pool,
         wal: None,
@@ -323,7 +325,7 @@ async fn open_postgres(shown_url: &str, options: &StoreOptions) -> Result<Store,
 /// `--schema`'s schema, made before anything connects with it as its search path (the
 /// migrations would otherwise find no schema to create their tables in).
 async fn create_schema(url: &str, shown_url: &str, schema: &PgSchema) -> Result<(), StoreError> {
-    let mut conn = sqlx::AnyConnection::connect(url).await.map_err(|e| {
+    let mut conn = PgConnection::connect(url).await.map_err(|e| {
         StoreError::Open(format!("cannot connect to {}: {e}", redact_url(shown_url)))
     })?;
     conn.execute(QUIET_SESSION).await?;
@@ -338,10 +340,10 @@ const QUIET_SESSION: &str = "SET client_min_messages = warning";
 
 /// A PostgreSQL pool whose sessions end a transaction left idle past `--db-timeout`, keep to
 /// `--schema`, and run `session` first.
-fn postgres_pool(options: &StoreOptions, session: Option<&'static str>) -> AnyPoolOptions {
+fn postgres_pool(options: &StoreOptions, session: Option<&'static str>) -> PgPoolOptions {
     let orphaned_after_ms = options.db_timeout.as_millis().max(1);
     let search_path = options.schema.as_ref().map(PgSchema::search_path);
-    AnyPoolOptions::new()
+    PgPoolOptions::new()
         .max_connections(options.max_connections)
         .acquire_timeout(options.acquire_timeout)
         .after_connect(move |conn, _| {
@@ -365,14 +367,15 @@ fn postgres_pool(options: &StoreOptions, session: Option<&'static str>) -> AnyPo
 /// Refuses a database that is not fencewatch's, or whose schema is older or newer than this
 /// build's: a tool that may not migrate must not misread it either.
 async fn require_current_schema(
-    pool: &AnyPool,
+    pool: &Pool,
     migrator: &sqlx::migrate::Migrator,
 ) -> Result<(), StoreError> {
     let expected = migrator.iter().map(|m| m.version).max().unwrap_or_default();
-    let applied: Result<Option<i64>, sqlx::Error> =
+    let applied: Result<Option<i64>, sqlx::Error> = on_db!(pool, pool => {
         sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations WHERE success")
             .fetch_one(pool)
-            .await;
+            .await
+    });
     match applied {
         Ok(Some(version)) if version == expected => Ok(()),
         Ok(Some(version)) if version < expected => Err(StoreError::Open(format!(

@@ -4,6 +4,7 @@
 
 use super::authority_history::observed_event;
 use super::leases::{history_event, lease_event};
+use super::native::on_db;
 use super::reads::{audit_entry, AUDIT_COLUMNS};
 use super::{Store, StoreError};
 use crate::domain::authority::ExternalLock;
@@ -20,12 +21,9 @@ impl Store {
         let sql = format!(
             "SELECT {AUDIT_COLUMNS} FROM audit WHERE resource = $1 AND token = $2 ORDER BY id"
         );
-        let rows = sqlx::query(&sql)
+        on_db!(&self.reader, pool => sqlx::query(&sql)
             .bind(resource)
-            .bind(token)
-            .fetch_all(&self.reader)
-            .await?;
-        rows.iter().map(audit_entry).collect()
+            .bind(token).fetch_all(pool).await?.iter().map(audit_entry).collect())
     }
 
     /// The resource's first accepted write of generation `token`.
@@ -38,12 +36,9 @@ impl Store {
             "SELECT {AUDIT_COLUMNS} FROM audit WHERE resource = $1 AND token = $2 \
              AND outcome = 'accepted' ORDER BY id LIMIT 1"
         );
-        let row = sqlx::query(&sql)
+        on_db!(&self.reader, pool => sqlx::query(&sql)
             .bind(resource)
-            .bind(token)
-            .fetch_optional(&self.reader)
-            .await?;
-        row.as_ref().map(audit_entry).transpose()
+            .bind(token).fetch_optional(pool).await?.as_ref().map(audit_entry).transpose())
     }
 
     /// The resource's last accepted write before `before_us`: the value a window of its
@@ -57,12 +52,9 @@ impl Store {
             "SELECT {AUDIT_COLUMNS} FROM audit WHERE resource = $1 AND at_us < $2 \
              AND outcome = 'accepted' ORDER BY id DESC LIMIT 1"
         );
-        let row = sqlx::query(&sql)
+        on_db!(&self.reader, pool => sqlx::query(&sql)
             .bind(resource)
-            .bind(before_us)
-            .fetch_optional(&self.reader)
-            .await?;
-        row.as_ref().map(audit_entry).transpose()
+            .bind(before_us).fetch_optional(pool).await?.as_ref().map(audit_entry).transpose())
     }
 
     /// The events of `lease` (or the sightings of an external lock's holders) of generations
@@ -78,35 +70,27 @@ impl Store {
         };
         match ExternalLock::from_lease(&name) {
             Some(Ok(lock)) => {
-                let rows = sqlx::query(
+                on_db!(&self.reader, pool => sqlx::query(
                     "SELECT id, lock, generation, holder_key, first_seen_us, last_seen_us \
                      FROM authority_holders WHERE lock = $1 AND generation >= $2 \
                      AND generation <= $3 ORDER BY id",
                 )
                 .bind(lock.lease_name())
                 .bind(from)
-                .bind(to)
-                .fetch_all(&self.reader)
-                .await?;
-                rows.iter()
-                    .map(|row| observed_event(row).and_then(history_event))
-                    .collect()
+                .bind(to).fetch_all(pool).await?.iter()
+                    .map(|row| observed_event(row).and_then(history_event)).collect())
             }
             Some(Err(_)) => Ok(Vec::new()),
             None => {
-                let rows = sqlx::query(
+                on_db!(&self.reader, pool => sqlx::query(
                     "SELECT id, at_us, lease, event, holder, token, expires_at_us \
                      FROM lease_events WHERE lease = $1 AND token >= $2 AND token <= $3 \
                      ORDER BY id",
                 )
                 .bind(name.as_str())
                 .bind(from)
-                .bind(to)
-                .fetch_all(&self.reader)
-                .await?;
-                rows.iter()
-                    .map(|row| lease_event(row).and_then(history_event))
-                    .collect()
+                .bind(to).fetch_all(pool).await?.iter()
+                    .map(|row| lease_event(row).and_then(history_event)).collect())
             }
         }
     }

@@ -2,6 +2,7 @@
 //! history of who held which generation when.
 
 use super::error::{corrupt, time_from_us};
+use super::native::{on_db, row_reader, Conn, NativeRow, Pool, ReadsRow, RowReader};
 use super::tx::{clock_us, retrying};
 use super::{Store, StoreError};
 use crate::domain::lease::{
@@ -11,8 +12,7 @@ use crate::domain::lease_history::{LeaseChange, LeaseEvent as HistoryEvent};
 use crate::domain::{FencingToken, Holder, LeaseName, LeaseRecord, Ttl};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use sqlx::any::AnyRow;
-use sqlx::{Any, Row, Transaction};
+use sqlx::{Database, Encode, Type};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AcquireResult {
@@ -81,8 +81,8 @@ impl Store {
         retrying(|| async move {
             let mut tx = self.writer.begin().await?;
             for _ in 0..MAX_DECISIONS {
-                let now = clock_us(&mut tx, self.backend, &*self.clock).await?;
-                let current = read_lease(&mut tx, name, "").await?;
+                let now = clock_us(tx.conn(), &*self.clock).await?;
+                let current = read_lease(tx.conn(), name, "").await?;
                 let decision = decide_acquire(current.as_ref(), holder, now)
                     .map_err(|e| StoreError::Invariant(e.0))?;
                 let (token, lapsed) = match decision {
@@ -94,7 +94,7 @@ impl Store {
                 };
                 let expires_at_us = now + ttl.micros();
                 let granted = match &current {
-                    None => sqlx::query(
+                    None => on_db!(tx.conn(), conn => sqlx::query(
                         "INSERT INTO leases (name, holder, token, ttl_ms, acquired_at_us, expires_at_us) \
                          VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (name) DO NOTHING",
                     )
@@ -104,29 +104,31 @@ impl Store {
                     .bind(ttl.millis())
                     .bind(now)
                     .bind(expires_at_us)
-                    .execute(&mut *tx)
-                    .await?,
+                    .execute(conn)
+                    .await?
+                    .rows_affected()),
                     Some(observed) => {
                         let sql = update_if_unchanged(
                             "holder = $4, token = $5, ttl_ms = $6, acquired_at_us = $7, \
                              expires_at_us = $8, released_at_us = NULL",
                             observed,
                         );
-                        bind_observed(sqlx::query(&sql), observed)
+                        on_db!(tx.conn(), conn => bind_observed(sqlx::query(&sql), observed)
                             .bind(holder.as_str())
                             .bind(token.get())
                             .bind(ttl.millis())
                             .bind(now)
                             .bind(expires_at_us)
-                            .execute(&mut *tx)
+                            .execute(conn)
                             .await?
+                            .rows_affected())
                     }
                 };
-                if granted.rows_affected() != 1 {
+                if granted != 1 {
                     continue;
                 }
                 if let Some(lapsed) = lapsed {
-                    insert_event(&mut tx, now, &lapsed, "expired", lapsed.expires_at_us).await?;
+                    insert_event(tx.conn(), now, &lapsed, "expired", lapsed.expires_at_us).await?;
                 }
                 let record = LeaseRecord {
                     name: name.clone(),
@@ -136,7 +138,7 @@ impl Store {
                     expires_at_us,
                     released: false,
                 };
-                insert_event(&mut tx, now, &record, "acquired", expires_at_us).await?;
+                insert_event(tx.conn(), now, &record, "acquired", expires_at_us).await?;
                 tx.commit().await?;
                 return Ok(AcquireResult::Granted(record));
             }
@@ -159,8 +161,8 @@ impl Store {
         retrying(|| async move {
             let mut tx = self.writer.begin().await?;
             for _ in 0..MAX_DECISIONS {
-                let now = clock_us(&mut tx, self.backend, &*self.clock).await?;
-                let current = read_lease(&mut tx, name, "").await?;
+                let now = clock_us(tx.conn(), &*self.clock).await?;
+                let current = read_lease(tx.conn(), name, "").await?;
                 let observed = match current {
                     Some(observed) if holds(Some(&observed), holder, token, now, false) => observed,
                     other => {
@@ -175,15 +177,16 @@ impl Store {
                 record.ttl = ttl.unwrap_or(record.ttl);
                 record.expires_at_us = now + record.ttl.micros();
                 let sql = update_if_unchanged("ttl_ms = $4, expires_at_us = $5", &observed);
-                let renewed = bind_observed(sqlx::query(&sql), &observed)
+                let renewed = on_db!(tx.conn(), conn => bind_observed(sqlx::query(&sql), &observed)
                     .bind(record.ttl.millis())
                     .bind(record.expires_at_us)
-                    .execute(&mut *tx)
-                    .await?;
-                if renewed.rows_affected() != 1 {
+                    .execute(conn)
+                    .await?
+                    .rows_affected());
+                if renewed != 1 {
                     continue;
                 }
-                insert_event(&mut tx, now, &record, "renewed", record.expires_at_us).await?;
+                insert_event(tx.conn(), now, &record, "renewed", record.expires_at_us).await?;
                 tx.commit().await?;
                 return Ok(RenewResult::Renewed(record));
             }
@@ -206,8 +209,8 @@ impl Store {
         retrying(|| async move {
             let mut tx = self.writer.begin().await?;
             for _ in 0..MAX_DECISIONS {
-                let now = clock_us(&mut tx, self.backend, &*self.clock).await?;
-                let current = read_lease(&mut tx, name, "").await?;
+                let now = clock_us(tx.conn(), &*self.clock).await?;
+                let current = read_lease(tx.conn(), name, "").await?;
                 let observed = match (decide_release(current.as_ref(), holder, token), current) {
                     (ReleaseDecision::Release, Some(observed)) => observed,
                     (ReleaseDecision::AlreadyReleased, _) => {
@@ -224,15 +227,16 @@ impl Store {
                 };
                 let ends_at_us = now.min(observed.expires_at_us);
                 let sql = update_if_unchanged("released_at_us = $4, expires_at_us = $5", &observed);
-                let released = bind_observed(sqlx::query(&sql), &observed)
+                let released = on_db!(tx.conn(), conn => bind_observed(sqlx::query(&sql), &observed)
                     .bind(now)
                     .bind(ends_at_us)
-                    .execute(&mut *tx)
-                    .await?;
-                if released.rows_affected() != 1 {
+                    .execute(conn)
+                    .await?
+                    .rows_affected());
+                if released != 1 {
                     continue;
                 }
-                insert_event(&mut tx, now, &observed, "released", ends_at_us).await?;
+                insert_event(tx.conn(), now, &observed, "released", ends_at_us).await?;
                 tx.commit().await?;
                 return Ok(ReleaseResult::Released);
             }
@@ -246,8 +250,8 @@ impl Store {
     /// The lease as it stands, with the authority's clock.
     pub async fn lease(&self, name: &LeaseName) -> Result<Option<LeaseState>, StoreError> {
         let mut tx = self.reader.begin().await?;
-        let now = clock_us(&mut tx, self.backend, &*self.clock).await?;
-        let record = read_lease(&mut tx, name, "").await?;
+        let now = clock_us(tx.conn(), &*self.clock).await?;
+        let record = read_lease(tx.conn(), name, "").await?;
         tx.commit().await?;
         Ok(record.map(|record| LeaseState {
             record,
@@ -262,32 +266,31 @@ impl Store {
         name: &LeaseName,
         query: &LeaseHistoryQuery,
     ) -> Result<Vec<HistoryEvent>, StoreError> {
-        let rows = history_page(
+        let events = history_page(
             &self.reader,
             "SELECT id, at_us, lease, event, holder, token, expires_at_us FROM lease_events \
              WHERE lease = $1",
             name.as_str(),
             "at_us",
             query,
+            row_reader!(lease_event),
         )
         .await?;
-        let events = rows
-            .iter()
-            .map(|row| lease_event(row).and_then(history_event))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(events)
+        events.into_iter().map(history_event).collect()
     }
 
     /// The history of a lease, oldest first.
     pub async fn lease_events(&self, name: &LeaseName) -> Result<Vec<LeaseEvent>, StoreError> {
-        let rows = sqlx::query(
+        on_db!(&self.reader, pool => sqlx::query(
             "SELECT id, at_us, lease, event, holder, token, expires_at_us FROM lease_events \
              WHERE lease = $1 ORDER BY id",
         )
         .bind(name.as_str())
-        .fetch_all(&self.reader)
-        .await?;
-        rows.iter().map(lease_event).collect()
+        .fetch_all(pool)
+        .await?
+        .iter()
+        .map(lease_event)
+        .collect())
     }
 }
 
@@ -323,10 +326,14 @@ fn update_if_unchanged(set: &str, observed: &LeaseRecord) -> String {
 }
 
 /// Binds `update_if_unchanged`'s `$1` to `$3`.
-fn bind_observed<'q>(
-    query: sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>>,
+fn bind_observed<'q, DB: Database>(
+    query: sqlx::query::Query<'q, DB, DB::Arguments<'q>>,
     observed: &'q LeaseRecord,
-) -> sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>> {
+) -> sqlx::query::Query<'q, DB, DB::Arguments<'q>>
+where
+    &'q str: Encode<'q, DB> + Type<DB>,
+    i64: Encode<'q, DB> + Type<DB>,
+{
     query
         .bind(observed.name.as_str())
         .bind(observed.token.get())
@@ -336,19 +343,20 @@ fn bind_observed<'q>(
 /// Reads a lease inside `tx`; `lock` is appended to the query (a row lock where the dialect
 /// has one).
 pub(crate) async fn read_lease(
-    tx: &mut Transaction<'_, Any>,
+    conn: Conn<'_>,
     name: &LeaseName,
     lock: &str,
 ) -> Result<Option<LeaseRecord>, StoreError> {
     let sql = format!("SELECT {LEASE_COLUMNS} FROM leases WHERE name = $1{lock}");
-    let row = sqlx::query(&sql)
+    on_db!(conn, conn => sqlx::query(&sql)
         .bind(name.as_str())
-        .fetch_optional(&mut **tx)
-        .await?;
-    row.map(|row| lease_record(&row)).transpose()
+        .fetch_optional(conn)
+        .await?
+        .map(|row| lease_record(&row))
+        .transpose())
 }
 
-pub(crate) fn lease_record(row: &AnyRow) -> Result<LeaseRecord, StoreError> {
+pub(crate) fn lease_record(row: &impl NativeRow) -> Result<LeaseRecord, StoreError> {
     let name: String = row.try_get("name")?;
     let holder: String = row.try_get("holder")?;
     let released_at: Option<i64> = row.try_get("released_at_us")?;
@@ -362,7 +370,7 @@ pub(crate) fn lease_record(row: &AnyRow) -> Result<LeaseRecord, StoreError> {
     })
 }
 
-pub(super) fn lease_event(row: &AnyRow) -> Result<LeaseEvent, StoreError> {
+pub(super) fn lease_event<R: NativeRow>(row: &R) -> Result<LeaseEvent, StoreError> {
     let time =
         |column: &str| -> Result<DateTime<Utc>, StoreError> { time_from_us(row.try_get(column)?) };
     Ok(LeaseEvent {
@@ -391,13 +399,13 @@ pub(super) fn history_event(event: LeaseEvent) -> Result<HistoryEvent, StoreErro
 }
 
 async fn insert_event(
-    tx: &mut Transaction<'_, Any>,
+    conn: Conn<'_>,
     now: i64,
     record: &LeaseRecord,
     event: &str,
     expires_at_us: i64,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query(
+    on_db!(conn, conn => sqlx::query(
         "INSERT INTO lease_events (at_us, lease, event, holder, token, expires_at_us) \
          VALUES ($1, $2, $3, $4, $5, $6)",
     )
@@ -407,21 +415,22 @@ async fn insert_event(
     .bind(record.holder.as_str())
     .bind(record.token.get())
     .bind(expires_at_us)
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
+    .execute(conn)
+    .await
+    .map(drop))
 }
 
 /// One page of a history table, newest first: `select` ends in `WHERE … = $1` (`key`); the
 /// newest `limit` rows by id below `before` and with `time_column` at or before `until`, or
 /// with `after`, the oldest `limit` above it.
-pub(super) async fn history_page(
-    reader: &sqlx::AnyPool,
+pub(super) async fn history_page<T>(
+    reader: &Pool,
     select: &str,
     key: &str,
     time_column: &str,
     query: &LeaseHistoryQuery,
-) -> Result<Vec<sqlx::any::AnyRow>, StoreError> {
+    read: RowReader<T>,
+) -> Result<Vec<T>, StoreError> {
     let mut sql = select.to_owned();
     let mut next_param = 2;
     let until = format!("{time_column} <=");
@@ -437,17 +446,16 @@ pub(super) async fn history_page(
     }
     let order = if query.after.is_some() { "ASC" } else { "DESC" };
     sql.push_str(&format!(" ORDER BY id {order} LIMIT ${next_param}"));
-    let mut statement = sqlx::query(&sql).bind(key);
-    for bound in [query.before, query.after, query.until_us]
-        .into_iter()
-        .flatten()
-    {
-        statement = statement.bind(bound);
-    }
-    let mut rows = statement
-        .bind(i64::from(query.limit))
-        .fetch_all(reader)
-        .await?;
+    let bounds = [query.before, query.after, query.until_us];
+    let limit = i64::from(query.limit);
+    let mut rows = on_db!(reader, pool => {
+        let mut statement = sqlx::query(&sql).bind(key);
+        for bound in bounds.into_iter().flatten() {
+            statement = statement.bind(bound);
+        }
+        let rows = statement.bind(limit).fetch_all(pool).await?;
+        rows.iter().map(|row| read.read(row)).collect::<Result<Vec<_>, _>>()?
+    });
     if query.after.is_some() {
         rows.reverse();
     }

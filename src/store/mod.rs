@@ -1,7 +1,7 @@
-//! Persistence over SQLite and PostgreSQL through sqlx's `Any` driver. The schema keeps to
-//! types both databases share (integers, text, bytes; times as microseconds since the epoch) so
-//! that one set of queries serves both; where the dialects differ there is one folder of
-//! migrations each.
+//! Persistence over SQLite and PostgreSQL, each through its own sqlx driver (`native`). The
+//! schema keeps to types both databases share (integers, text, bytes; times as microseconds
+//! since the epoch) so that a statement written once serves both; where the dialects differ
+//! there is one folder of migrations each, and the store matches on the database.
 
 mod alerts;
 mod audit_query;
@@ -15,6 +15,7 @@ mod db_url;
 mod error;
 mod incident;
 mod leases;
+pub(crate) mod native;
 mod overlaps;
 mod pg_schema;
 mod reads;
@@ -46,7 +47,7 @@ pub use retention::{Retention, RetentionClaim, StoreRetention};
 pub use watched::WatchAdvance;
 
 use crate::domain::clock::SharedClock;
-use sqlx::AnyPool;
+use native::Pool;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -58,18 +59,17 @@ pub type ObserveHook = Arc<dyn Fn() -> Pin<Box<dyn Future<Output = ()> + Send>> 
 /// A handle on the database; cheap to clone.
 #[derive(Clone)]
 pub struct Store {
-    backend: Backend,
     /// SQLite allows one writer at a time, so the SQLite store funnels writes through a pool of
     /// one connection instead of letting connections queue on the file lock.
-    writer: AnyPool,
+    writer: Pool,
     /// PostgreSQL: the connections group commit applies batches on, whose sessions plan for
-    /// batches (see `connect::BATCH_SESSION`). SQLite's batches take `writer`; there this
-    /// wraps the writer's pool and is never used.
-    batch_sessions: Arc<batch::BatchSessions>,
+    /// batches (see `connect::BATCH_SESSION`); `None` on SQLite, whose batches take `writer`,
+    /// and for the read-only tools.
+    batch_sessions: Option<Arc<batch::BatchSessions>>,
     /// PostgreSQL: the committed state of resources this daemon wrote, for batches decided
     /// without reading it first (`batch::known`).
     known: Arc<batch::KnownResources>,
-    reader: AnyPool,
+    reader: Pool,
     /// SQLite only: syncs group commits' WAL frames after their commit (see `wal_sync`).
     wal: Option<Arc<wal_sync::WalSync>>,
     /// SQLite only: set by a batch that left the writer committed and back to FULL, so that its
@@ -81,12 +81,21 @@ pub struct Store {
 
 impl Store {
     pub fn backend(&self) -> Backend {
-        self.backend
+        self.writer.backend()
     }
 
     /// The daemon's clock, which the live side and the service read too.
     pub fn clock(&self) -> &SharedClock {
         &self.clock
+    }
+
+    /// The SQLite writer's pool, for tests that inspect its connection.
+    #[cfg(test)]
+    pub(crate) fn sqlite_writer(&self) -> &sqlx::SqlitePool {
+        match &self.writer {
+            native::Native::Sqlite(pool) => pool,
+            native::Native::Postgres(_) => panic!("not a SQLite store"),
+        }
     }
 
     /// Installs a hook that runs between observing and changing state on the write path.
@@ -106,12 +115,12 @@ impl Store {
 
     /// How many connections may write at once.
     pub fn writer_connections(&self) -> u32 {
-        self.writer.options().get_max_connections()
+        self.writer.max_connections()
     }
 
     /// Answers whether the database is reachable.
     pub async fn ping(&self) -> Result<(), StoreError> {
-        sqlx::query("SELECT 1").execute(&self.reader).await?;
+        native::on_db!(&self.reader, pool => sqlx::query("SELECT 1").execute(pool).await.map(drop))?;
         Ok(())
     }
 
@@ -141,14 +150,16 @@ impl Store {
     pub async fn close(&self) {
         self.reader.close().await;
         if self.wal.is_some() {
-            if let Err(error) = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
-                .execute(&self.writer)
-                .await
-            {
+            let checkpoint = native::on_db!(&self.writer, pool => {
+                sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(pool).await.map(drop)
+            });
+            if let Err(error) = checkpoint {
                 tracing::warn!(%error, "could not checkpoint the SQLite WAL on shutdown");
             }
         }
-        self.batch_sessions.close().await;
+        if let Some(sessions) = &self.batch_sessions {
+            sessions.close().await;
+        }
         self.writer.close().await;
     }
 }

@@ -3,10 +3,9 @@
 //! table with their `source`; this daemon's own have the source `''`.
 
 use super::error::{corrupt, time_from_us};
+use super::native::{on_db, NativeRow};
 use super::{Store, StoreError};
 use crate::domain::{Overlap, OverlapState};
-use sqlx::any::AnyRow;
-use sqlx::Row;
 
 const COLUMNS: &str =
     "id, resource, source, stale_token, superseding_token, stale_owner, superseding_owner, \
@@ -27,13 +26,10 @@ impl Store {
             "SELECT {COLUMNS} FROM ownership_overlaps WHERE ($1 = '' OR state = $1) \
              AND ($2 = '' OR resource = $2) ORDER BY last_seen_us DESC, id DESC LIMIT $3"
         );
-        let rows = sqlx::query(&sql)
+        on_db!(&self.reader, pool => sqlx::query(&sql)
             .bind(query.state.map(OverlapState::as_str).unwrap_or(""))
             .bind(query.resource.as_deref().unwrap_or(""))
-            .bind(i64::from(query.limit.max(1)))
-            .fetch_all(&self.reader)
-            .await?;
-        rows.iter().map(overlap).collect()
+            .bind(i64::from(query.limit.max(1))).fetch_all(pool).await?.iter().map(overlap).collect())
     }
 
     /// Overlap incidents seen between the times (either bound optional), oldest first.
@@ -47,22 +43,16 @@ impl Store {
             "SELECT {COLUMNS} FROM ownership_overlaps WHERE last_seen_us >= $1 AND first_seen_us <= $2 \
              AND ($3 = '' OR resource = $3) ORDER BY first_seen_us, id"
         );
-        let rows = sqlx::query(&sql)
+        on_db!(&self.reader, pool => sqlx::query(&sql)
             .bind(since_us.unwrap_or(i64::MIN))
             .bind(until_us.unwrap_or(i64::MAX))
-            .bind(resource.unwrap_or(""))
-            .fetch_all(&self.reader)
-            .await?;
-        rows.iter().map(overlap).collect()
+            .bind(resource.unwrap_or("")).fetch_all(pool).await?.iter().map(overlap).collect())
     }
 
     pub async fn overlap(&self, id: i64) -> Result<Option<Overlap>, StoreError> {
         let sql = format!("SELECT {COLUMNS} FROM ownership_overlaps WHERE id = $1");
-        let row = sqlx::query(&sql)
-            .bind(id)
-            .fetch_optional(&self.reader)
-            .await?;
-        row.as_ref().map(overlap).transpose()
+        on_db!(&self.reader, pool => sqlx::query(&sql)
+            .bind(id).fetch_optional(pool).await?.as_ref().map(overlap).transpose())
     }
 
     /// Overlaps changed at or after `since_us`, with the time of their change: open ones among
@@ -78,13 +68,9 @@ impl Store {
                 OR (state = 'closed' AND closed_at_us >= $1) \
              ORDER BY updated_at_us, id"
         );
-        let rows = sqlx::query(&sql)
-            .bind(since_us)
-            .fetch_all(&self.reader)
-            .await?;
-        rows.iter()
-            .map(|row| Ok((overlap(row)?, row.try_get("updated_at_us")?)))
-            .collect()
+        on_db!(&self.reader, pool => sqlx::query(&sql)
+            .bind(since_us).fetch_all(pool).await?.iter()
+            .map(|row| Ok((overlap(row)?, row.try_get("updated_at_us")?))).collect())
     }
 
     /// This daemon's own open overlaps.
@@ -97,19 +83,14 @@ impl Store {
     pub async fn open_overlap_counts(
         &self,
     ) -> Result<std::collections::BTreeMap<Option<String>, u64>, StoreError> {
-        let rows = sqlx::query(
+        let rows: Vec<(String, i64)> = on_db!(&self.reader, pool => sqlx::query_as(
             "SELECT source, COUNT(*) AS n FROM ownership_overlaps WHERE state = 'open' \
              GROUP BY source",
-        )
-        .fetch_all(&self.reader)
-        .await?;
-        rows.iter()
-            .map(|row| {
-                let source: String = row.try_get("source")?;
-                let count: i64 = row.try_get("n")?;
-                Ok((source_of(source), u64::try_from(count).unwrap_or(0)))
-            })
-            .collect()
+        ).fetch_all(pool).await?);
+        Ok(rows
+            .into_iter()
+            .map(|(source, count)| (source_of(source), u64::try_from(count).unwrap_or(0)))
+            .collect())
     }
 
     /// Closes the open overlaps last seen before `cutoff_us`, and says which this call closed.
@@ -123,16 +104,13 @@ impl Store {
             "UPDATE ownership_overlaps SET state = 'closed', closed_at_us = $2, updated_at_us = $2 \
              WHERE state = 'open' AND last_seen_us < $1 RETURNING {COLUMNS}"
         );
-        let rows = sqlx::query(&sql)
+        on_db!(&self.writer, pool => sqlx::query(&sql)
             .bind(cutoff_us)
-            .bind(now_us)
-            .fetch_all(&self.writer)
-            .await?;
-        rows.iter().map(overlap).collect()
+            .bind(now_us).fetch_all(pool).await?.iter().map(overlap).collect())
     }
 }
 
-fn overlap(row: &AnyRow) -> Result<Overlap, StoreError> {
+fn overlap<R: NativeRow>(row: &R) -> Result<Overlap, StoreError> {
     let state: String = row.try_get("state")?;
     let closed_at: Option<i64> = row.try_get("closed_at_us")?;
     Ok(Overlap {

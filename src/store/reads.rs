@@ -1,8 +1,7 @@
 use super::error::{corrupt, time_from_us};
+use super::native::{on_db, NativeRow};
 use super::{Store, StoreError};
 use crate::domain::{AuditEntry, Outcome, ResourceKey};
-use sqlx::any::AnyRow;
-use sqlx::Row;
 
 /// A resource's current value with its fence.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,7 +38,7 @@ impl Store {
         token: i64,
         body_sha256: &str,
     ) -> Result<bool, StoreError> {
-        let found: Option<i64> = sqlx::query_scalar(
+        let found: Option<i64> = on_db!(&self.reader, pool => sqlx::query_scalar(
             "SELECT token FROM operations WHERE resource = $1 AND idempotency_key = $2 \
              AND token = $3 AND body_sha256 = $4",
         )
@@ -47,25 +46,20 @@ impl Store {
         .bind(idempotency_key)
         .bind(token)
         .bind(body_sha256)
-        .fetch_optional(&self.reader)
-        .await?;
+        .fetch_optional(pool)
+        .await?);
         Ok(found.is_some())
     }
 
     pub async fn read_value(&self, key: &ResourceKey) -> Result<Option<StoredValue>, StoreError> {
-        let row = sqlx::query(
+        on_db!(&self.reader, pool => sqlx::query(
             "SELECT value, content_type, revision, highest_token FROM resources WHERE key = $1",
         )
         .bind(key.as_str())
-        .fetch_optional(&self.reader)
-        .await?;
-        let Some(row) = row else { return Ok(None) };
-        Ok(Some(StoredValue {
-            value: row.try_get("value")?,
-            content_type: row.try_get("content_type")?,
-            revision: row.try_get("revision")?,
-            highest_token: row.try_get("highest_token")?,
-        }))
+        .fetch_optional(pool)
+        .await?
+        .map(|row| stored_value(&row))
+        .transpose())
     }
 
     pub async fn audit_page(&self, query: &AuditQuery) -> Result<Vec<AuditEntry>, StoreError> {
@@ -85,22 +79,23 @@ impl Store {
         }
         let order = if query.after.is_some() { "ASC" } else { "DESC" };
         sql.push_str(&format!(" ORDER BY id {order} LIMIT ${next_param}"));
-        let mut statement = sqlx::query(&sql);
-        if let Some(resource) = &query.resource {
-            statement = statement.bind(resource.as_str());
-        }
-        if let Some(before) = query.before {
-            statement = statement.bind(before);
-        }
-        if let Some(after) = query.after {
-            statement = statement.bind(after);
-        }
-        let rows = statement
-            .bind(i64::from(query.limit))
-            .fetch_all(&self.reader)
-            .await?;
-        let mut entries: Vec<AuditEntry> =
-            rows.iter().map(audit_entry).collect::<Result<_, _>>()?;
+        let mut entries: Vec<AuditEntry> = on_db!(&self.reader, pool => {
+            let mut statement = sqlx::query(&sql);
+            if let Some(resource) = &query.resource {
+                statement = statement.bind(resource.as_str());
+            }
+            if let Some(before) = query.before {
+                statement = statement.bind(before);
+            }
+            if let Some(after) = query.after {
+                statement = statement.bind(after);
+            }
+            let rows = statement
+                .bind(i64::from(query.limit))
+                .fetch_all(pool)
+                .await?;
+            rows.iter().map(audit_entry).collect::<Result<_, _>>()?
+        });
         if query.after.is_some() {
             entries.reverse();
         }
@@ -108,7 +103,16 @@ impl Store {
     }
 }
 
-pub(crate) fn audit_entry(row: &AnyRow) -> Result<AuditEntry, StoreError> {
+fn stored_value(row: &impl NativeRow) -> Result<StoredValue, StoreError> {
+    Ok(StoredValue {
+        value: row.try_get("value")?,
+        content_type: row.try_get("content_type")?,
+        revision: row.try_get("revision")?,
+        highest_token: row.try_get("highest_token")?,
+    })
+}
+
+pub(crate) fn audit_entry<R: NativeRow>(row: &R) -> Result<AuditEntry, StoreError> {
     let at_us: i64 = row.try_get("at_us")?;
     let outcome: String = row.try_get("outcome")?;
     Ok(AuditEntry {

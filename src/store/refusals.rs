@@ -10,13 +10,12 @@
 
 use super::batch::rows::to_json;
 use super::error::corrupt;
-use super::{Backend, Store, StoreError};
+use super::native::{on_db, Conn, Native, NativeRow};
+use super::{Store, StoreError};
 use crate::domain::refusal::{
     keep_largest, RefusalCount, RefusalReason, RefusalSample, RefusalSource, MAX_NAMED_REFUSAL_ROWS,
 };
 use serde::Serialize;
-use sqlx::any::AnyRow;
-use sqlx::Row;
 
 /// A row of `refusals`, by column name.
 #[derive(Serialize)]
@@ -86,72 +85,72 @@ impl Store {
             return Ok(());
         }
         let mut tx = self.writer.begin().await?;
-        self.add_refusals(&mut tx, counts).await?;
+        add_refusals(tx.conn(), counts).await?;
         let mut intervals: Vec<i64> = counts.iter().map(|c| c.interval_start_us).collect();
         intervals.sort_unstable();
         intervals.dedup();
         let bound = i64::try_from(MAX_NAMED_REFUSAL_ROWS).unwrap_or(i64::MAX);
         for interval in intervals {
-            let folded = sqlx::query(FOLD_BEYOND)
+            let folded = on_db!(tx.conn(), conn => sqlx::query(FOLD_BEYOND)
                 .bind(interval)
                 .bind(bound)
-                .fetch_all(&mut *tx)
-                .await?;
+                .fetch_all(conn)
+                .await?
+                .iter()
+                .map(refusal_count)
+                .collect::<Result<Vec<_>, _>>()?);
             if folded.is_empty() {
                 continue;
             }
-            let folded = folded
-                .iter()
-                .map(refusal_count)
-                .collect::<Result<Vec<_>, _>>()?;
             // Named rows beyond a bound of none: all of them go to `other`, by reason.
             let others = keep_largest(folded, 0);
-            self.add_refusals(&mut tx, &others).await?;
+            add_refusals(tx.conn(), &others).await?;
         }
         tx.commit().await?;
         Ok(())
     }
+}
 
-    /// Adds counts to their rows, creating those not there yet, in one statement.
-    async fn add_refusals(
-        &self,
-        conn: &mut sqlx::AnyConnection,
-        counts: &[RefusalCount],
-    ) -> Result<(), StoreError> {
-        let rows: Vec<RefusalRow<'_>> = counts
-            .iter()
-            .map(|count| RefusalRow {
-                interval_start_us: count.interval_start_us,
-                source_kind: count.source.kind(),
-                source: count.source.name(),
-                reason: count.reason.as_str(),
-                count: count.count,
-                first_at_us: count.first_at_us,
-                last_at_us: count.last_at_us,
-                sample_resource: count.sample.resource.as_deref(),
-                sample_request: &count.sample.request,
-                detail: &count.sample.detail,
-            })
-            .collect();
-        let statement = match self.backend {
-            Backend::Sqlite => SQLITE_RECORD,
-            Backend::Postgres => POSTGRES_RECORD,
-        };
-        sqlx::query(statement)
-            .bind(to_json(&rows)?)
+/// Adds counts to their rows, creating those not there yet, in one statement.
+async fn add_refusals(conn: Conn<'_>, counts: &[RefusalCount]) -> Result<(), StoreError> {
+    let rows: Vec<RefusalRow<'_>> = counts
+        .iter()
+        .map(|count| RefusalRow {
+            interval_start_us: count.interval_start_us,
+            source_kind: count.source.kind(),
+            source: count.source.name(),
+            reason: count.reason.as_str(),
+            count: count.count,
+            first_at_us: count.first_at_us,
+            last_at_us: count.last_at_us,
+            sample_resource: count.sample.resource.as_deref(),
+            sample_request: &count.sample.request,
+            detail: &count.sample.detail,
+        })
+        .collect();
+    let rows = to_json(&rows)?;
+    match conn {
+        Native::Sqlite(conn) => sqlx::query(SQLITE_RECORD)
+            .bind(rows)
             .execute(conn)
-            .await?;
-        Ok(())
-    }
+            .await?
+            .rows_affected(),
+        Native::Postgres(conn) => sqlx::query(POSTGRES_RECORD)
+            .bind(rows)
+            .execute(conn)
+            .await?
+            .rows_affected(),
+    };
+    Ok(())
+}
 
+impl Store {
     /// Deletes the rows whose last refusal is older than `before_us` (`REFUSAL_RETENTION`);
     /// answers how many.
     pub async fn prune_refusals(&self, before_us: i64) -> Result<u64, StoreError> {
-        let done = sqlx::query("DELETE FROM refusals WHERE last_at_us < $1")
-            .bind(before_us)
-            .execute(&self.writer)
-            .await?;
-        Ok(done.rows_affected())
+        let done = on_db!(&self.writer, pool => sqlx::query("DELETE FROM refusals WHERE last_at_us < $1")
+            .bind(before_us).execute(pool).await?.rows_affected());
+        Ok(done)
     }
 
     /// The rows whose refusals fall (at least partly) between `since_us` and `until_us`,
@@ -165,16 +164,13 @@ impl Store {
             "SELECT {COLUMNS} FROM refusals WHERE last_at_us >= $1 AND first_at_us <= $2 \
              ORDER BY interval_start_us, source_kind, source, reason"
         );
-        let rows = sqlx::query(&sql)
+        on_db!(&self.reader, pool => sqlx::query(&sql)
             .bind(since_us.unwrap_or(i64::MIN))
-            .bind(until_us.unwrap_or(i64::MAX))
-            .fetch_all(&self.reader)
-            .await?;
-        rows.iter().map(refusal_count).collect()
+            .bind(until_us.unwrap_or(i64::MAX)).fetch_all(pool).await?.iter().map(refusal_count).collect())
     }
 }
 
-fn refusal_count(row: &AnyRow) -> Result<RefusalCount, StoreError> {
+fn refusal_count<R: NativeRow>(row: &R) -> Result<RefusalCount, StoreError> {
     let kind: String = row.try_get("source_kind")?;
     let name: String = row.try_get("source")?;
     let source = match kind.as_str() {

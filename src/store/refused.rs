@@ -7,32 +7,26 @@ use super::batch::rows::{to_json, AuditRow};
 use super::batch::sqlite::INSERT_AUDIT_ALONE;
 use super::chain_heads::LockedHeads;
 use super::error::corrupt;
+use super::native::{on_db, Conn, Native, NativeRow};
 use super::tx::{begin_audited, retrying};
-use super::{Backend, Store, StoreError};
+use super::{Store, StoreError};
 use crate::domain::{AuditEntry, RefusedAttempt, ResourceKey, ResourceState, Revision};
 use chrono::SubsecRound;
-use sqlx::{Any, AnyConnection, Row, Transaction};
 use std::collections::{BTreeSet, HashMap};
 
 impl Store {
     /// Records an attempt that was refused before the fence was consulted.
     pub async fn record_refused(&self, attempt: &RefusedAttempt) -> Result<AuditEntry, StoreError> {
         retrying(|| async {
-            let mut tx = begin_audited(&self.writer, self.backend).await?;
-            let state = observe_resource(&mut tx, &attempt.key)
+            let mut tx = begin_audited(&self.writer).await?;
+            let state = observe_resource(tx.conn(), &attempt.key)
                 .await?
                 .unwrap_or(ResourceState::FRESH);
             let entry = attempt
                 .clone()
                 .into_audit_entry(state, self.clock.now().trunc_subsecs(6));
             let resources = BTreeSet::from([entry.resource.as_str()]);
-            let ids = append_audit(
-                &mut tx,
-                self.backend,
-                &resources,
-                std::slice::from_ref(&entry),
-            )
-            .await?;
+            let ids = append_audit(tx.conn(), &resources, std::slice::from_ref(&entry)).await?;
             tx.commit().await?;
             let id = ids
                 .first()
@@ -45,20 +39,22 @@ impl Store {
 }
 
 async fn observe_resource(
-    tx: &mut Transaction<'_, Any>,
+    conn: Conn<'_>,
     key: &ResourceKey,
 ) -> Result<Option<ResourceState>, StoreError> {
-    let row = sqlx::query("SELECT highest_token, revision FROM resources WHERE key = $1")
+    on_db!(conn, conn => sqlx::query("SELECT highest_token, revision FROM resources WHERE key = $1")
         .bind(key.as_str())
-        .fetch_optional(&mut **tx)
-        .await?;
-    let Some(row) = row else {
-        return Ok(None);
-    };
-    Ok(Some(ResourceState {
+        .fetch_optional(conn)
+        .await?
+        .map(|row| resource_state(&row))
+        .transpose())
+}
+
+fn resource_state(row: &impl NativeRow) -> Result<ResourceState, StoreError> {
+    Ok(ResourceState {
         highest_token: row.try_get("highest_token")?,
         revision: Revision::new(row.try_get("revision")?).map_err(|e| corrupt(e.0))?,
-    }))
+    })
 }
 
 /// Appends the entries to their resources' hash chains and the audit, in order, and returns
@@ -66,49 +62,28 @@ async fn observe_resource(
 /// concurrent appends to one resource take turns and a chain never forks. The rows go in as
 /// group commit's do: `AuditRow`s, by the dialect's own audit statement.
 async fn append_audit(
-    conn: &mut AnyConnection,
-    backend: Backend,
+    mut conn: Conn<'_>,
     resources: &BTreeSet<&str>,
     entries: &[AuditEntry],
 ) -> Result<Vec<i64>, StoreError> {
-    let mut heads = LockedHeads::lock(conn, backend, resources).await?;
+    let mut heads = LockedHeads::lock(conn.reborrow(), resources).await?;
+    let numbered = matches!(conn, Native::Postgres(_));
     let links = link(&mut heads.heads, entries)?;
     let rows: Vec<AuditRow<'_>> = entries
         .iter()
         .zip(&links)
         .zip(1..)
         .map(|((entry, link), place)| {
-            let id = match backend {
-                Backend::Postgres => Some(place),
-                Backend::Sqlite => None,
-            };
-            AuditRow::new(entry, link, id)
+            // PostgreSQL's audit ids are drawn with the rows; SQLite's are its row ids.
+            AuditRow::new(entry, link, numbered.then_some(place))
         })
         .collect();
-    let rows_json = to_json(&rows)?;
-    let returned = match backend {
-        Backend::Sqlite => {
-            sqlx::query(INSERT_AUDIT_ALONE)
-                .bind(rows_json)
-                .fetch_all(&mut *conn)
-                .await?
-        }
-        Backend::Postgres => {
-            sqlx::query(&insert_audit_alone())
-                .bind(i64::try_from(rows.len()).unwrap_or(i64::MAX))
-                .bind(rows_json)
-                .fetch_all(&mut *conn)
-                .await?
-        }
-    };
+    let returned = insert_audit_rows(conn.reborrow(), &rows).await?;
     // The order of RETURNING rows is not promised; (resource, seq) names each row.
-    let mut ids: HashMap<(String, i64), i64> = HashMap::with_capacity(returned.len());
-    for row in returned {
-        ids.insert(
-            (row.try_get("resource")?, row.try_get("seq")?),
-            row.try_get("id")?,
-        );
-    }
+    let ids: HashMap<(String, i64), i64> = returned
+        .into_iter()
+        .map(|(id, resource, seq)| ((resource, seq), id))
+        .collect();
     let ids = entries
         .iter()
         .zip(&links)
@@ -121,4 +96,28 @@ async fn append_audit(
 
     heads.store(conn).await?;
     Ok(ids)
+}
+
+/// Inserts audit rows outside a batch, by the dialect's own audit statement, and answers each
+/// row's `(id, resource, seq)`, in no promised order.
+pub(super) async fn insert_audit_rows(
+    conn: Conn<'_>,
+    rows: &[AuditRow<'_>],
+) -> Result<Vec<(i64, String, i64)>, StoreError> {
+    let rows_json = to_json(rows)?;
+    Ok(match conn {
+        Native::Sqlite(conn) => {
+            sqlx::query_as(INSERT_AUDIT_ALONE)
+                .bind(rows_json)
+                .fetch_all(conn)
+                .await?
+        }
+        Native::Postgres(conn) => {
+            sqlx::query_as(&insert_audit_alone())
+                .bind(i64::try_from(rows.len()).unwrap_or(i64::MAX))
+                .bind(rows_json)
+                .fetch_all(conn)
+                .await?
+        }
+    })
 }

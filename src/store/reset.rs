@@ -10,16 +10,15 @@
 //! finds the resource changed and is decided again on what the reset left.
 
 use super::batch::plan::link;
-use super::batch::postgres::insert_audit_alone;
-use super::batch::rows::{to_json, AuditRow};
+use super::batch::rows::AuditRow;
 use super::batch::shared::ChainHeads;
-use super::batch::sqlite::INSERT_AUDIT_ALONE;
 use super::error::corrupt;
+use super::native::{on_db, Conn, Native, NativeRow};
+use super::refused::insert_audit_rows;
 use super::tx::{begin_audited, retrying};
-use super::{Backend, Store, StoreError};
+use super::{Store, StoreError};
 use crate::domain::{AuditEntry, Reset, ResetDone, Revision};
 use chrono::SubsecRound;
-use sqlx::{AnyConnection, Row};
 
 impl Store {
     /// Sets the resource's highest accepted generation as `reset` says, audited; `None`, with
@@ -27,35 +26,33 @@ impl Store {
     pub async fn reset_highest(&self, reset: &Reset) -> Result<Option<ResetDone>, StoreError> {
         let key = reset.key.as_str();
         let done = retrying(|| async {
-            let mut tx = begin_audited(&self.writer, self.backend).await?;
-            let lock = match self.backend {
-                Backend::Postgres => " FOR UPDATE",
-                Backend::Sqlite => "",
+            let mut tx = begin_audited(&self.writer).await?;
+            let lock = match tx {
+                Native::Postgres(_) => " FOR UPDATE",
+                Native::Sqlite(_) => "",
             };
-            let row = sqlx::query(&format!(
+            let sql = format!(
                 "SELECT highest_token, revision, chain_seq, chain_hash FROM resources \
                  WHERE key = $1{lock}"
-            ))
-            .bind(key)
-            .fetch_optional(&mut *tx)
-            .await?;
-            let Some(row) = row else {
+            );
+            let found = on_db!(tx.conn(), conn => sqlx::query(&sql)
+                .bind(key)
+                .fetch_optional(conn)
+                .await?
+                .map(|row| reset_target(&row))
+                .transpose()?);
+            let Some((previous_highest_token, revision, head)) = found else {
                 tx.rollback().await?;
                 return Ok(None);
             };
-            let previous_highest_token: i64 = row.try_get("highest_token")?;
-            let revision = Revision::new(row.try_get("revision")?).map_err(|e| corrupt(e.0))?;
-            let mut heads = ChainHeads::from([(
-                key.to_owned(),
-                (row.try_get("chain_seq")?, row.try_get("chain_hash")?),
-            )]);
+            let mut heads = ChainHeads::from([(key.to_owned(), head)]);
             let entry = reset.audit_entry(revision, self.clock.now().trunc_subsecs(6));
-            let id = insert_linked(&mut tx, self.backend, &mut heads, &entry).await?;
+            let id = insert_linked(tx.conn(), &mut heads, &entry).await?;
             let (chain_seq, chain_hash) = heads
                 .remove(key)
                 .ok_or_else(|| corrupt("the reset resource's chain head went missing"))?;
             // `highest_owner` names whoever set the generation now highest: the caller.
-            sqlx::query(
+            on_db!(tx.conn(), conn => sqlx::query(
                 "UPDATE resources SET highest_token = $2, highest_owner = $3, chain_seq = $4, \
                  chain_hash = $5 WHERE key = $1",
             )
@@ -63,9 +60,7 @@ impl Store {
             .bind(entry.highest_token)
             .bind(entry.owner.as_deref())
             .bind(chain_seq)
-            .bind(chain_hash)
-            .execute(&mut *tx)
-            .await?;
+            .bind(chain_hash).execute(conn).await?.rows_affected());
             tx.commit().await?;
             Ok(Some(ResetDone {
                 entry: AuditEntry { id, ..entry },
@@ -81,11 +76,19 @@ impl Store {
     }
 }
 
+/// The resource's highest token, revision and chain head.
+fn reset_target(row: &impl NativeRow) -> Result<(i64, Revision, (i64, String)), StoreError> {
+    Ok((
+        row.try_get("highest_token")?,
+        Revision::new(row.try_get("revision")?).map_err(|e| corrupt(e.0))?,
+        (row.try_get("chain_seq")?, row.try_get("chain_hash")?),
+    ))
+}
+
 /// Inserts `entry` as its resource's next chain link, by the audit statement every row takes
 /// (`AuditRow`), and returns its id; `heads` moves past it.
 async fn insert_linked(
-    conn: &mut AnyConnection,
-    backend: Backend,
+    conn: Conn<'_>,
     heads: &mut ChainHeads,
     entry: &AuditEntry,
 ) -> Result<i64, StoreError> {
@@ -93,26 +96,11 @@ async fn insert_linked(
     let link = links
         .first()
         .ok_or_else(|| corrupt("an audit row got no chain link"))?;
-    let id = match backend {
-        // On PostgreSQL the statement draws the id for the row's place in it.
-        Backend::Postgres => Some(1),
-        Backend::Sqlite => None,
-    };
-    let rows = to_json(&[AuditRow::new(entry, link, id)])?;
-    let returned = match backend {
-        Backend::Sqlite => {
-            sqlx::query(INSERT_AUDIT_ALONE)
-                .bind(rows)
-                .fetch_one(&mut *conn)
-                .await?
-        }
-        Backend::Postgres => {
-            sqlx::query(&insert_audit_alone())
-                .bind(1_i64)
-                .bind(rows)
-                .fetch_one(&mut *conn)
-                .await?
-        }
-    };
-    Ok(returned.try_get("id")?)
+    // On PostgreSQL the statement draws the id for the row's place in it.
+    let id = matches!(conn, Native::Postgres(_)).then_some(1);
+    let returned = insert_audit_rows(conn, &[AuditRow::new(entry, link, id)]).await?;
+    returned
+        .first()
+        .map(|(id, _, _)| *id)
+        .ok_or_else(|| corrupt("the audit row got no id"))
 }

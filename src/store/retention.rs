@@ -4,9 +4,10 @@
 //! clock on PostgreSQL, which the daemons sharing it agree on, and this process's on SQLite,
 //! which has one daemon.
 
+use super::native::on_db;
+use super::native::Native;
 use super::tx::clock_us;
-use super::{Backend, Store, StoreError};
-use sqlx::Row;
+use super::{Store, StoreError};
 use std::time::Duration;
 
 /// The retentions every daemon on a database keeps to.
@@ -42,6 +43,17 @@ fn micros(duration: Duration) -> i64 {
     i64::try_from(duration.as_micros()).unwrap_or(i64::MAX)
 }
 
+/// The stored retention's columns, in `stored_retention`'s order.
+const STORED: &str = "SELECT idempotency_retention_us, audit_retention_us FROM retention_settings \
+     WHERE id = 1";
+
+fn stored_retention((idempotency, audit): (i64, Option<i64>)) -> Retention {
+    Retention {
+        idempotency: duration(idempotency),
+        audit: audit.map(duration),
+    }
+}
+
 fn duration(micros: i64) -> Duration {
     Duration::from_micros(u64::try_from(micros).unwrap_or(0))
 }
@@ -49,21 +61,9 @@ fn duration(micros: i64) -> Duration {
 impl Store {
     /// The database's retention, `None` until a daemon has stored one.
     pub async fn retention(&self) -> Result<Option<Retention>, StoreError> {
-        let row = sqlx::query(
-            "SELECT idempotency_retention_us, audit_retention_us FROM retention_settings \
-             WHERE id = 1",
-        )
-        .fetch_optional(&self.reader)
-        .await?;
-        row.map(|row| {
-            Ok(Retention {
-                idempotency: duration(row.try_get("idempotency_retention_us")?),
-                audit: row
-                    .try_get::<Option<i64>, _>("audit_retention_us")?
-                    .map(duration),
-            })
-        })
-        .transpose()
+        let row: Option<(i64, Option<i64>)> =
+            on_db!(&self.reader, pool => sqlx::query_as(STORED).fetch_optional(pool).await?);
+        Ok(row.map(stored_retention))
     }
 
     /// Stores `ours` as the database's retention if none is (or, `Replacing`, whatever is), and
@@ -77,48 +77,33 @@ impl Store {
         let mut tx = self.writer.begin().await?;
         // A write first, so that two daemons starting at once take turns: the row's lock on
         // PostgreSQL, the file's write lock on SQLite (taken even when no row matches).
-        sqlx::query("UPDATE retention_settings SET updated_at_us = updated_at_us WHERE id = 1")
-            .execute(&mut *tx)
-            .await?;
-        let inserted = sqlx::query(
+        on_db!(tx.conn(), conn => sqlx::query("UPDATE retention_settings SET updated_at_us = updated_at_us WHERE id = 1").execute(conn).await?.rows_affected());
+        let inserted = on_db!(tx.conn(), conn => sqlx::query(
             "INSERT INTO retention_settings \
              (id, idempotency_retention_us, audit_retention_us, updated_at_us) \
              VALUES (1, $1, $2, $3) ON CONFLICT (id) DO NOTHING",
         )
         .bind(micros(ours.idempotency))
         .bind(ours.audit.map(micros))
-        .bind(now)
-        .execute(&mut *tx)
-        .await?;
-        if inserted.rows_affected() == 1 {
+        .bind(now).execute(conn).await?.rows_affected());
+        if inserted == 1 {
             tx.commit().await?;
             return Ok(RetentionClaim::Stored);
         }
-        let row = sqlx::query(
-            "SELECT idempotency_retention_us, audit_retention_us FROM retention_settings \
-             WHERE id = 1",
-        )
-        .fetch_one(&mut *tx)
-        .await?;
-        let stored = Retention {
-            idempotency: duration(row.try_get("idempotency_retention_us")?),
-            audit: row
-                .try_get::<Option<i64>, _>("audit_retention_us")?
-                .map(duration),
-        };
+        let stored = stored_retention(on_db!(tx.conn(), conn => {
+            sqlx::query_as(STORED).fetch_one(conn).await?
+        }));
         if when == StoreRetention::IfNoneStored || stored == ours {
             tx.commit().await?;
             return Ok(RetentionClaim::Kept(stored));
         }
-        sqlx::query(
+        on_db!(tx.conn(), conn => sqlx::query(
             "UPDATE retention_settings SET idempotency_retention_us = $1, \
              audit_retention_us = $2, updated_at_us = $3 WHERE id = 1",
         )
         .bind(micros(ours.idempotency))
         .bind(ours.audit.map(micros))
-        .bind(now)
-        .execute(&mut *tx)
-        .await?;
+        .bind(now).execute(conn).await?.rows_affected());
         tx.commit().await?;
         Ok(RetentionClaim::Replaced(stored))
     }
@@ -128,30 +113,30 @@ impl Store {
     /// operation is decided afresh, like any new write.
     pub async fn prune_operations(&self, retention: Duration) -> Result<u64, StoreError> {
         let retention_us = micros(retention);
-        let result = match self.backend {
-            Backend::Postgres => {
-                sqlx::query(
-                    "DELETE FROM operations WHERE recorded_at_us < \
+        let deleted = match &self.writer {
+            Native::Postgres(pool) => sqlx::query(
+                "DELETE FROM operations WHERE recorded_at_us < \
                      (EXTRACT(EPOCH FROM clock_timestamp()) * 1000000)::BIGINT - $1",
-                )
-                .bind(retention_us)
-                .execute(&self.writer)
+            )
+            .bind(retention_us)
+            .execute(pool)
+            .await?
+            .rows_affected(),
+            Native::Sqlite(pool) => sqlx::query("DELETE FROM operations WHERE recorded_at_us < $1")
+                .bind(self.clock.now_us().saturating_sub(retention_us))
+                .execute(pool)
                 .await?
-            }
-            Backend::Sqlite => {
-                sqlx::query("DELETE FROM operations WHERE recorded_at_us < $1")
-                    .bind(self.clock.now_us().saturating_sub(retention_us))
-                    .execute(&self.writer)
-                    .await?
-            }
+                .rows_affected(),
         };
-        Ok(result.rows_affected())
+        Ok(deleted)
     }
 
     /// Now, in microseconds since the epoch, by the clock retention's cut-offs follow: the
     /// database server's on PostgreSQL, the daemon's on SQLite.
     pub async fn retention_clock_us(&self) -> Result<i64, StoreError> {
-        let mut conn = self.reader.acquire().await?;
-        Ok(clock_us(&mut conn, self.backend, self.clock.as_ref()).await?)
+        let mut tx = self.reader.begin().await?;
+        let now = clock_us(tx.conn(), self.clock.as_ref()).await?;
+        tx.commit().await?;
+        Ok(now)
     }
 }

@@ -1,9 +1,9 @@
 //! Reading the audit in id order for the live tail, and knowing how far that order is final.
 
+use super::native::{on_db, Native};
 use super::reads::{audit_entry, AUDIT_COLUMNS};
-use super::{Backend, Store, StoreError};
+use super::{Store, StoreError};
 use crate::domain::{AuditEntry, Outcome, Xids};
-use sqlx::Row;
 use std::collections::HashMap;
 
 impl Store {
@@ -17,34 +17,28 @@ impl Store {
         let sql = format!(
             "SELECT {AUDIT_COLUMNS} FROM audit WHERE id > $1 AND id <= $2 ORDER BY id LIMIT $3"
         );
-        let rows = sqlx::query(&sql)
+        on_db!(&self.reader, pool => sqlx::query(&sql)
             .bind(after)
             .bind(up_to.unwrap_or(i64::MAX))
-            .bind(i64::from(limit))
-            .fetch_all(&self.reader)
-            .await?;
-        rows.iter().map(audit_entry).collect()
+            .bind(i64::from(limit)).fetch_all(pool).await?.iter().map(audit_entry).collect())
     }
 
     /// The highest audit id, 0 for an empty audit.
     pub async fn max_audit_id(&self) -> Result<i64, StoreError> {
-        let max: Option<i64> = sqlx::query_scalar("SELECT MAX(id) FROM audit")
-            .fetch_one(&self.reader)
-            .await?;
+        let max: Option<i64> = on_db!(&self.reader, pool => sqlx::query_scalar("SELECT MAX(id) FROM audit").fetch_one(pool).await?);
         Ok(max.unwrap_or(0))
     }
 
     /// The number of audit rows per outcome with ids up to `up_to`.
     pub async fn outcome_totals(&self, up_to: i64) -> Result<HashMap<Outcome, u64>, StoreError> {
-        let rows =
-            sqlx::query("SELECT outcome, COUNT(*) AS n FROM audit WHERE id <= $1 GROUP BY outcome")
+        let rows: Vec<(String, i64)> = on_db!(&self.reader, pool => {
+            sqlx::query_as("SELECT outcome, COUNT(*) AS n FROM audit WHERE id <= $1 GROUP BY outcome")
                 .bind(up_to)
-                .fetch_all(&self.reader)
-                .await?;
+                .fetch_all(pool)
+                .await?
+        });
         let mut totals = HashMap::new();
-        for row in rows {
-            let outcome: String = row.try_get("outcome")?;
-            let count: i64 = row.try_get("n")?;
+        for (outcome, count) in rows {
             if let Some(outcome) = Outcome::parse(&outcome) {
                 totals.insert(outcome, u64::try_from(count).unwrap_or(0));
             }
@@ -55,18 +49,15 @@ impl Store {
     /// The current snapshot's bounds on PostgreSQL; `None` on SQLite, whose single writer
     /// assigns audit ids in commit order.
     pub async fn snapshot(&self) -> Result<Option<Xids>, StoreError> {
-        if self.backend != Backend::Postgres {
+        let Native::Postgres(pool) = &self.reader else {
             return Ok(None);
-        }
-        let row = sqlx::query(
-            "SELECT pg_snapshot_xmin(s)::text::bigint AS xmin, pg_snapshot_xmax(s)::text::bigint AS xmax \
-             FROM pg_current_snapshot() AS s",
+        };
+        let (xmin, xmax) = sqlx::query_as(
+            "SELECT pg_snapshot_xmin(s)::text::bigint AS xmin, \
+             pg_snapshot_xmax(s)::text::bigint AS xmax FROM pg_current_snapshot() AS s",
         )
-        .fetch_one(&self.reader)
+        .fetch_one(pool)
         .await?;
-        Ok(Some(Xids {
-            xmin: row.try_get("xmin")?,
-            xmax: row.try_get("xmax")?,
-        }))
+        Ok(Some(Xids { xmin, xmax }))
     }
 }

@@ -1,9 +1,11 @@
 //! What every transaction of the store shares: restarting one that lost a race, and the clock.
 
 use super::error::is_retryable;
-use super::{Backend, StoreError};
+use super::native::{Conn, Native, Pool, Tx};
+use super::StoreError;
 use crate::domain::clock::Clock;
-use sqlx::{Any, AnyConnection, Transaction};
+use sqlx::postgres::{PgConnection, Postgres};
+use sqlx::Transaction;
 use std::future::Future;
 use std::time::Duration;
 
@@ -42,38 +44,31 @@ impl StoreError {
 /// first, before any audit id: then a gap in audit ids seen by the live tail belongs to a
 /// transaction older than that snapshot's xmax, and is final once the snapshot xmin passes it
 /// (see `Store::audit_horizon`).
-pub(crate) async fn begin_audited<'a>(
-    pool: &'a sqlx::AnyPool,
-    backend: Backend,
-) -> Result<Transaction<'a, Any>, sqlx::Error> {
-    match backend {
+pub(crate) async fn begin_audited(pool: &Pool) -> Result<Tx<'static>, sqlx::Error> {
+    match pool {
         // One round trip for both: the BEGIN is sent as a simple query, which may hold several
         // statements.
-        Backend::Postgres => pool.begin_with("BEGIN; SELECT pg_current_xact_id()").await,
-        Backend::Sqlite => pool.begin().await,
+        Native::Postgres(_) => pool.begin_with("BEGIN; SELECT pg_current_xact_id()").await,
+        Native::Sqlite(_) => pool.begin().await,
     }
 }
 
 /// `begin_audited` on a connection the caller holds (PostgreSQL's batch sessions).
 pub(crate) async fn begin_audited_on(
-    conn: &mut AnyConnection,
-) -> Result<Transaction<'_, Any>, sqlx::Error> {
+    conn: &mut PgConnection,
+) -> Result<Transaction<'_, Postgres>, sqlx::Error> {
     sqlx::Connection::begin_with(conn, "BEGIN; SELECT pg_current_xact_id()").await
 }
 
 /// The authority's clock in microseconds since the epoch: the database's on PostgreSQL, so that
 /// daemons sharing it agree on expiry; this process's on SQLite, which has one daemon.
-pub(crate) async fn clock_us(
-    conn: &mut AnyConnection,
-    backend: Backend,
-    clock: &dyn Clock,
-) -> Result<i64, sqlx::Error> {
-    match backend {
-        Backend::Postgres => {
+pub(crate) async fn clock_us(conn: Conn<'_>, clock: &dyn Clock) -> Result<i64, sqlx::Error> {
+    match conn {
+        Native::Postgres(conn) => {
             sqlx::query_scalar("SELECT (EXTRACT(EPOCH FROM clock_timestamp()) * 1000000)::BIGINT")
                 .fetch_one(conn)
                 .await
         }
-        Backend::Sqlite => Ok(clock.now_us()),
+        Native::Sqlite(_) => Ok(clock.now_us()),
     }
 }

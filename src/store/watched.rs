@@ -3,9 +3,9 @@
 //! alert rules, all moved in one transaction so that a restart neither replays nor loses a row.
 
 use super::batch::rows::join_open_overlap;
+use super::native::on_db;
 use super::{Store, StoreError};
 use crate::domain::fence_overlaps::{Sighting, WatchedCount};
-use sqlx::Row;
 
 /// What became of recording a page of a watched audit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,11 +34,8 @@ impl Store {
     /// Where the watcher of `source` resumes: the id after which nothing was taken in yet;
     /// `None` if it was never watched.
     pub async fn watch_position(&self, source: &str) -> Result<Option<i64>, StoreError> {
-        let position: Option<i64> =
-            sqlx::query_scalar("SELECT after_id FROM watch_positions WHERE source = $1")
-                .bind(source)
-                .fetch_optional(&self.writer)
-                .await?;
+        let position: Option<i64> = on_db!(&self.writer, pool => sqlx::query_scalar("SELECT after_id FROM watch_positions WHERE source = $1")
+                .bind(source).fetch_optional(pool).await?);
         Ok(position)
     }
 
@@ -59,41 +56,36 @@ impl Store {
     ) -> Result<WatchAdvance, StoreError> {
         let mut tx = self.writer.begin().await?;
         let moved = match from {
-            None => sqlx::query(
+            None => on_db!(tx.conn(), conn => sqlx::query(
                 "INSERT INTO watch_positions (source, after_id, updated_at_us) \
                  VALUES ($1, $2, $3) ON CONFLICT (source) DO NOTHING",
             )
             .bind(source)
             .bind(to)
-            .bind(now_us)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected(),
-            Some(from) => sqlx::query(
+            .bind(now_us).execute(conn).await?.rows_affected()),
+            Some(from) => on_db!(tx.conn(), conn => sqlx::query(
                 "UPDATE watch_positions SET after_id = $2, updated_at_us = $3 \
                  WHERE source = $1 AND after_id = $4",
             )
             .bind(source)
             .bind(to)
             .bind(now_us)
-            .bind(from)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected(),
+            .bind(from).execute(conn).await?.rows_affected()),
         };
         if moved != 1 {
-            let position: Option<i64> =
+            let position: Option<i64> = on_db!(tx.conn(), conn => {
                 sqlx::query_scalar("SELECT after_id FROM watch_positions WHERE source = $1")
                     .bind(source)
-                    .fetch_optional(&mut *tx)
-                    .await?;
+                    .fetch_optional(conn)
+                    .await?
+            });
             tx.rollback().await?;
             return Ok(WatchAdvance::Moved {
                 position: position.unwrap_or(0),
             });
         }
         for sighting in sightings {
-            sqlx::query(RECORD_SIGHTING)
+            on_db!(tx.conn(), conn => sqlx::query(RECORD_SIGHTING)
                 .bind(&sighting.resource)
                 .bind(source)
                 .bind(sighting.stale_token)
@@ -103,19 +95,15 @@ impl Store {
                 .bind(sighting.first_seen_us)
                 .bind(sighting.last_seen_us)
                 .bind(sighting.rejected_writes)
-                .bind(now_us)
-                .execute(&mut *tx)
-                .await?;
+                .bind(now_us).execute(conn).await?.rows_affected());
         }
         for count in counts {
-            sqlx::query(COUNT_ROWS)
+            on_db!(tx.conn(), conn => sqlx::query(COUNT_ROWS)
                 .bind(source)
                 .bind(&count.resource)
                 .bind(count.outcome.as_str())
                 .bind(count.second_us)
-                .bind(count.count)
-                .execute(&mut *tx)
-                .await?;
+                .bind(count.count).execute(conn).await?.rows_affected());
         }
         tx.commit().await?;
         Ok(WatchAdvance::Recorded)
@@ -124,20 +112,17 @@ impl Store {
     /// Forgets the counts of watched rows older than `before_us` (the alert rules' windows
     /// look back far less).
     pub async fn prune_watched_counts(&self, before_us: i64) -> Result<u64, StoreError> {
-        let done = sqlx::query("DELETE FROM watched_counts WHERE second_us < $1")
-            .bind(before_us)
-            .execute(&self.writer)
-            .await?;
-        Ok(done.rows_affected())
+        let done = on_db!(&self.writer, pool => sqlx::query("DELETE FROM watched_counts WHERE second_us < $1")
+            .bind(before_us).execute(pool).await?.rows_affected());
+        Ok(done)
     }
 
     /// Every watched source's position, for `/v1/stats` after a restart.
     pub async fn watch_positions(&self) -> Result<Vec<(String, i64)>, StoreError> {
-        let rows = sqlx::query("SELECT source, after_id FROM watch_positions ORDER BY source")
-            .fetch_all(&self.reader)
-            .await?;
-        rows.iter()
-            .map(|row| Ok((row.try_get("source")?, row.try_get("after_id")?)))
-            .collect()
+        Ok(on_db!(&self.reader, pool => {
+            sqlx::query_as("SELECT source, after_id FROM watch_positions ORDER BY source")
+                .fetch_all(pool)
+                .await?
+        }))
     }
 }

@@ -2,11 +2,11 @@
 //! tampering, pruning without breaking the evidence, and exporting every field.
 
 use crate::helpers::{Backend, TestApp, TestDb};
+use crate::on_raw;
 use crate::test_db;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use sqlx::any::AnyPoolOptions;
-use sqlx::{AnyPool, Row};
+use sqlx::Row;
 use std::time::Duration;
 use tokio::process::Command;
 
@@ -296,15 +296,6 @@ async fn a_scripted_incident_answers_the_five_questions(#[case] backend: Backend
     assert_eq!(audit(&db, &["verify"]).await.0, 0);
 }
 
-async fn raw_pool(db: &TestDb) -> AnyPool {
-    sqlx::any::install_default_drivers();
-    AnyPoolOptions::new()
-        .max_connections(1)
-        .connect(&db.url)
-        .await
-        .unwrap()
-}
-
 /// A small audit: five attempts on r1, four on r2. Returns r1's audit ids.
 async fn populate(app: &TestApp) -> Vec<i64> {
     let mut ids = Vec::new();
@@ -381,49 +372,50 @@ async fn tampering_is_detected_and_the_row_named(#[case] backend: Backend, #[cas
     );
     assert_eq!(report["breaches"], json!([]));
 
-    let pool = raw_pool(&db).await;
+    let pool = db.raw_pool().await;
     let found = match tamper {
         "update" => {
-            sqlx::query("UPDATE audit SET owner = 'mallory' WHERE id = $1")
+            on_raw!(&pool, h => sqlx::query("UPDATE audit SET owner = 'mallory' WHERE id = $1")
                 .bind(ids[2])
-                .execute(&pool)
+                .execute(h)
                 .await
-                .unwrap();
+                .unwrap().rows_affected());
             let found = breach(&db).await;
             assert!(found["problem"].as_str().unwrap().contains("changed"));
             (found, ids[2])
         }
         "delete" => {
-            sqlx::query("DELETE FROM audit WHERE id = $1")
+            on_raw!(&pool, h => sqlx::query("DELETE FROM audit WHERE id = $1")
                 .bind(ids[1])
-                .execute(&pool)
+                .execute(h)
                 .await
-                .unwrap();
+                .unwrap().rows_affected());
             let found = breach(&db).await;
             assert!(found["problem"].as_str().unwrap().contains("missing"));
             (found, ids[2])
         }
         "insert" => {
-            let id: i64 = sqlx::query_scalar(
+            let id: i64 = on_raw!(&pool, h => sqlx::query_scalar(
                 "INSERT INTO audit (at_us, resource, outcome, token, highest_token, revision) \
                  VALUES (1, 'r1', 'accepted', 9, 9, 9) RETURNING id",
             )
-            .fetch_one(&pool)
+            .fetch_one(h)
             .await
-            .unwrap();
+            .unwrap());
             (breach(&db).await, id)
         }
         _ => {
             // Swap everything but the ids of two rows: the same rows, in another order.
             let sql = format!("SELECT {DATA_COLUMNS} FROM audit WHERE id = $1");
+            on_raw!(&pool, h => {
             let a = sqlx::query(&sql)
                 .bind(ids[1])
-                .fetch_one(&pool)
+                .fetch_one(h)
                 .await
                 .unwrap();
             let b = sqlx::query(&sql)
                 .bind(ids[3])
-                .fetch_one(&pool)
+                .fetch_one(h)
                 .await
                 .unwrap();
             for (row, target) in [(&a, ids[3]), (&b, ids[1])] {
@@ -441,10 +433,11 @@ async fn tampering_is_detected_and_the_row_named(#[case] backend: Backend, #[cas
                 .bind(row.get::<i64, _>("seq"))
                 .bind(row.get::<String, _>("prev_hash"))
                 .bind(row.get::<String, _>("hash"))
-                .execute(&pool)
+                .execute(h)
                 .await
                 .unwrap();
             }
+            });
             let found = breach(&db).await;
             assert!(
                 found["problem"].as_str().unwrap().contains("out of order"),
@@ -494,19 +487,19 @@ async fn pruning_keeps_the_rest_verifiable(#[case] backend: Backend) {
     assert_eq!(report["breaches"], json!([]), "{report}");
     assert_eq!(report["rows"], 3);
     // What remains is still protected.
-    let pool = raw_pool(&db).await;
-    sqlx::query("UPDATE audit SET token = 99 WHERE id = $1")
+    let pool = db.raw_pool().await;
+    on_raw!(&pool, h => sqlx::query("UPDATE audit SET token = 99 WHERE id = $1")
         .bind(kept[1])
-        .execute(&pool)
+        .execute(h)
         .await
-        .unwrap();
+        .unwrap().rows_affected());
     assert_eq!(breach(&db).await["audit_id"], kept[1]);
     // Writes go on after pruning, on the same chain.
-    sqlx::query("UPDATE audit SET token = 5 WHERE id = $1")
+    on_raw!(&pool, h => sqlx::query("UPDATE audit SET token = 5 WHERE id = $1")
         .bind(kept[1])
-        .execute(&pool)
+        .execute(h)
         .await
-        .unwrap();
+        .unwrap().rows_affected());
     app.put("r1").token(7).body("later").send().await;
     assert_eq!(audit(&db, &["verify"]).await.0, 0);
 }
@@ -525,19 +518,19 @@ async fn pruning_also_forgets_old_lease_events_closed_overlaps_and_alert_transit
     let db = test_db!(backend);
     let app = TestApp::spawn(&db).await;
     acquire(&app, "w1", 60_000).await;
-    let pool = raw_pool(&db).await;
+    let pool = db.raw_pool().await;
     // An old history beside the one the daemon just wrote: a day ago is `old`.
     let old = chrono::Utc::now().timestamp_micros() - 86_400_000_000;
-    sqlx::query(
+    on_raw!(&pool, h => sqlx::query(
         "INSERT INTO lease_events (at_us, lease, event, holder, token, expires_at_us) \
          VALUES ($1, 'job', 'acquired', 'w0', 1, $1)",
     )
     .bind(old)
-    .execute(&pool)
+    .execute(h)
     .await
-    .unwrap();
+    .unwrap().rows_affected());
     for (stale, state, at) in [(1, "closed", old), (2, "open", old), (3, "closed", old + 1)] {
-        sqlx::query(
+        on_raw!(&pool, h => sqlx::query(
             "INSERT INTO ownership_overlaps (resource, stale_token, superseding_token, \
              first_seen_us, last_seen_us, rejected_writes, state, closed_at_us, updated_at_us) \
              VALUES ('r', $1, 9, $2, $4, 1, $3, $2, $4)",
@@ -551,29 +544,30 @@ async fn pruning_also_forgets_old_lease_events_closed_overlaps_and_alert_transit
             "open" => chrono::Utc::now().timestamp_micros(),
             _ => at,
         })
-        .execute(&pool)
+        .execute(h)
         .await
-        .unwrap();
+        .unwrap()
+        .rows_affected());
     }
     for at in [old, chrono::Utc::now().timestamp_micros()] {
-        sqlx::query(
+        on_raw!(&pool, h => sqlx::query(
             "INSERT INTO alert_transitions (at_us, rule, instance, from_state, to_state, value, \
              fence_token) VALUES ($1, 'rule', '', 'ok', 'firing', 1, 1)",
         )
         .bind(at)
-        .execute(&pool)
+        .execute(h)
         .await
-        .unwrap();
+        .unwrap().rows_affected());
     }
     // The daemon's own alert evaluator holds a lease too, so other events may come meanwhile.
     let count = |sql: &'static str| {
         let pool = pool.clone();
         async move {
-            sqlx::query_scalar::<_, i64>(sql)
+            on_raw!(&pool, h => sqlx::query_scalar::<_, i64>(sql)
                 .bind(old)
-                .fetch_one(&pool)
+                .fetch_one(h)
                 .await
-                .unwrap()
+                .unwrap())
         }
     };
 
@@ -595,11 +589,10 @@ async fn pruning_also_forgets_old_lease_events_closed_overlaps_and_alert_transit
     assert_eq!(count(old_events).await, 0);
     let ours = "SELECT COUNT(*) FROM lease_events WHERE lease = 'jobs' AND at_us > $1";
     assert_eq!(count(ours).await, 1, "the acquire just made stays");
-    let overlaps: Vec<(i64, String)> =
-        sqlx::query_as("SELECT stale_token, state FROM ownership_overlaps")
-            .fetch_all(&pool)
+    let overlaps: Vec<(i64, String)> = on_raw!(&pool, h => sqlx::query_as("SELECT stale_token, state FROM ownership_overlaps")
+            .fetch_all(h)
             .await
-            .unwrap();
+            .unwrap());
     assert_eq!(overlaps, [(2, "open".to_owned())], "an open overlap stays");
     let transitions = "SELECT COUNT(*) FROM alert_transitions WHERE at_us <= $1";
     assert_eq!(count(transitions).await, 0);
@@ -780,22 +773,22 @@ async fn the_audit_tools_read_and_never_write(#[case] backend: Backend) {
     );
 
     // A schema one migration behind: refused, and still behind afterwards.
-    let pool = raw_pool(&db).await;
-    let newest: i64 = sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations")
-        .fetch_one(&pool)
+    let pool = db.raw_pool().await;
+    let newest: i64 = on_raw!(&pool, h => sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations")
+        .fetch_one(h)
         .await
-        .unwrap();
-    sqlx::query("DELETE FROM _sqlx_migrations WHERE version = $1")
+        .unwrap());
+    on_raw!(&pool, h => sqlx::query("DELETE FROM _sqlx_migrations WHERE version = $1")
         .bind(newest)
-        .execute(&pool)
+        .execute(h)
         .await
-        .unwrap();
+        .unwrap().rows_affected());
     let (code, stdout, stderr) = audit_output(&db.url, &["verify"]).await;
     assert_ne!(code, 0, "{stdout}");
     assert!(stderr.contains("schema is older"), "{stderr}");
-    let still: i64 = sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations")
-        .fetch_one(&pool)
+    let still: i64 = on_raw!(&pool, h => sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations")
+        .fetch_one(h)
         .await
-        .unwrap();
+        .unwrap());
     assert!(still < newest, "the audit tool migrated the database");
 }

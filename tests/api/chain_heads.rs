@@ -3,8 +3,10 @@
 //! whole across that move, however writers interleave, and across the migration that moved
 //! the existing heads.
 
-use crate::helpers::{Backend, TestDb};
+use crate::helpers::Backend;
+use crate::helpers::RawPool;
 use crate::interleaving::write_for;
+use crate::on_raw;
 use crate::test_db;
 use chrono::{SubsecRound, Utc};
 use fencewatch::domain::chain::{row_hash, GENESIS};
@@ -13,26 +15,11 @@ use fencewatch::domain::{
 };
 use fencewatch::store::{ObserveHook, Store};
 use rstest::rstest;
-use sqlx::any::AnyPoolOptions;
-use sqlx::{AnyPool, Row};
+use sqlx::Row;
 use std::sync::Arc;
 use tokio::sync::{oneshot, Mutex};
 
 const KEY: &str = "chains/x";
-
-/// A connection of its own, which creates the SQLite file if it is not there yet.
-async fn raw_pool(db: &TestDb) -> AnyPool {
-    sqlx::any::install_default_drivers();
-    let url = match db.url.starts_with("sqlite:") {
-        true => format!("{}?mode=rwc", db.url),
-        false => db.url.clone(),
-    };
-    AnyPoolOptions::new()
-        .max_connections(1)
-        .connect(&url)
-        .await
-        .unwrap()
-}
 
 fn refused(key: &str) -> RefusedAttempt {
     RefusedAttempt {
@@ -56,32 +43,33 @@ fn expecting(mut write: FencedWrite, revision: i64) -> FencedWrite {
 }
 
 /// `(seq, hash)` of the resource's row and of its `chain_heads` row, if any.
-async fn heads(pool: &AnyPool, key: &str) -> (Option<(i64, String)>, Option<(i64, String)>) {
-    let in_row = sqlx::query("SELECT chain_seq, chain_hash FROM resources WHERE key = $1")
+async fn heads(pool: &RawPool, key: &str) -> (Option<(i64, String)>, Option<(i64, String)>) {
+    let in_row = on_raw!(pool, h => sqlx::query("SELECT chain_seq, chain_hash FROM resources WHERE key = $1")
         .bind(key)
-        .fetch_optional(pool)
+        .fetch_optional(h)
         .await
         .unwrap()
-        .map(|row| (row.get(0), row.get(1)));
-    let unwritten = sqlx::query("SELECT seq, hash FROM chain_heads WHERE resource = $1")
+        .map(|row| (row.get(0), row.get(1))));
+    let unwritten = on_raw!(pool, h => sqlx::query("SELECT seq, hash FROM chain_heads WHERE resource = $1")
         .bind(key)
-        .fetch_optional(pool)
+        .fetch_optional(h)
         .await
         .unwrap()
-        .map(|row| (row.get(0), row.get(1)));
+        .map(|row| (row.get(0), row.get(1))));
     (in_row, unwritten)
 }
 
 /// The resource's audit rows in order: `(seq, prev_hash, hash)`.
-async fn chain_of(pool: &AnyPool, key: &str) -> Vec<(i64, String, String)> {
-    sqlx::query("SELECT seq, prev_hash, hash FROM audit WHERE resource = $1 ORDER BY id")
-        .bind(key)
-        .fetch_all(pool)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|row| (row.get(0), row.get(1), row.get(2)))
-        .collect()
+async fn chain_of(pool: &RawPool, key: &str) -> Vec<(i64, String, String)> {
+    on_raw!(pool, h => sqlx::query("SELECT seq, prev_hash, hash FROM audit WHERE resource = $1 ORDER BY id")
+            .bind(key)
+            .fetch_all(h)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|row| (row.get(0), row.get(1), row.get(2)))
+            .collect()
+    )
 }
 
 fn assert_linked(chain: &[(i64, String, String)]) {
@@ -106,7 +94,7 @@ async fn the_head_moves_into_the_resource_when_it_is_created_and_the_chain_stays
 ) {
     let db = test_db!(backend);
     let store = db.store().await;
-    let pool = raw_pool(&db).await;
+    let pool = db.raw_pool().await;
     let policy = LeasePolicy::default();
 
     // Attempts on a resource never written: the head is a row of its own.
@@ -140,15 +128,13 @@ async fn the_head_moves_into_the_resource_when_it_is_created_and_the_chain_stays
     // Only the head moved: the value and everything written with it are the created ones.
     let row = "SELECT value, content_type, revision, highest_token, updated_at_us FROM resources \
                WHERE key = $1";
-    let kept = sqlx::query(row).bind(KEY).fetch_one(&pool).await.unwrap();
-    assert_eq!(kept.get::<Vec<u8>, _>(0), b"created");
+    let kept: (Vec<u8>, Option<String>, i64, i64, i64) =
+        on_raw!(&pool, h => sqlx::query_as(row).bind(KEY).fetch_one(h).await.unwrap());
+    assert_eq!(kept.0, b"created");
+    assert_eq!(kept.1.as_deref(), Some("text/plain"));
+    assert_eq!((kept.2, kept.3), (1, 1));
     assert_eq!(
-        kept.get::<Option<String>, _>(1).as_deref(),
-        Some("text/plain")
-    );
-    assert_eq!((kept.get::<i64, _>(2), kept.get::<i64, _>(3)), (1, 1));
-    assert_eq!(
-        kept.get::<i64, _>(4),
+        kept.4,
         created.entry.at.timestamp_micros(),
         "updated_at is the accepted write's time"
     );
@@ -182,11 +168,11 @@ async fn the_head_moves_into_the_resource_when_it_is_created_and_the_chain_stays
     assert_eq!(report.rows, 6);
 
     // The head in the row is what `verify` holds the chain to: its last row removed is found.
-    sqlx::query("DELETE FROM audit WHERE resource = $1 AND seq = 6")
+    on_raw!(&pool, h => sqlx::query("DELETE FROM audit WHERE resource = $1 AND seq = 6")
         .bind(KEY)
-        .execute(&pool)
+        .execute(h)
         .await
-        .unwrap();
+        .unwrap().rows_affected());
     let report = store.verify_audit().await.unwrap();
     assert_eq!(report.breaches.len(), 1, "{:?}", report.breaches);
     assert_eq!(report.breaches[0].resource, KEY);
@@ -259,7 +245,7 @@ async fn an_attempt_that_saw_the_resource_missing_cannot_fork_the_chain_its_crea
         "the late write must have found its observation stale and decided again"
     );
 
-    let pool = raw_pool(&db).await;
+    let pool = db.raw_pool().await;
     let chain = chain_of(&pool, KEY).await;
     assert_eq!(chain.len(), 2, "{chain:?}");
     assert_linked(&chain);
@@ -271,9 +257,9 @@ async fn an_attempt_that_saw_the_resource_missing_cannot_fork_the_chain_its_crea
 }
 
 /// An audit row as a build before the move wrote it, with its chain link.
-async fn insert_chained(pool: &AnyPool, entry: &AuditEntry, seq: i64, prev: &str) -> String {
+async fn insert_chained(pool: &RawPool, entry: &AuditEntry, seq: i64, prev: &str) -> String {
     let hash = row_hash(entry, seq, prev);
-    sqlx::query(
+    on_raw!(pool, h => sqlx::query(
         "INSERT INTO audit (at_us, resource, outcome, token, highest_token, revision, \
          idempotency_key, expected_revision, owner, lease, body_sha256, body_len, detail, caller, \
          seq, prev_hash, hash) \
@@ -296,9 +282,9 @@ async fn insert_chained(pool: &AnyPool, entry: &AuditEntry, seq: i64, prev: &str
     .bind(seq)
     .bind(prev)
     .bind(hash.as_str())
-    .execute(pool)
+    .execute(h)
     .await
-    .unwrap();
+    .unwrap().rows_affected());
     hash
 }
 
@@ -347,44 +333,40 @@ async fn heads_kept_apart_before_the_move_carry_on_after_it(
     for file in files.iter().take(7) {
         std::fs::copy(file, earlier.path().join(file.file_name().unwrap())).unwrap();
     }
-    let pool = raw_pool(&db).await;
-    sqlx::migrate::Migrator::new(earlier.path())
-        .await
-        .unwrap()
-        .run(&pool)
-        .await
-        .unwrap();
+    let pool = db.raw_pool().await;
+    let earlier_migrations = sqlx::migrate::Migrator::new(earlier.path()).await.unwrap();
+    on_raw!(&pool, h => earlier_migrations.run(h).await.unwrap());
 
     // A written resource and one with only a refused attempt, each with its head in
     // `audit_chains`, as that schema kept them.
     let written = entry("old/written", Outcome::Accepted, 5, 5, 1);
     let written_hash = insert_chained(&pool, &written, 1, GENESIS).await;
-    sqlx::query(
+    on_raw!(&pool, h => sqlx::query(
         "INSERT INTO resources (key, highest_token, revision, value, updated_at_us) \
          VALUES ('old/written', 5, 1, $1, 0)",
     )
     .bind(&b"before"[..])
-    .execute(&pool)
+    .execute(h)
     .await
-    .unwrap();
+    .unwrap().rows_affected());
     let refused_entry = entry("old/refused", Outcome::Stale, 1, 0, 0);
     let refused_hash = insert_chained(&pool, &refused_entry, 1, GENESIS).await;
     for (resource, hash) in [
         ("old/written", &written_hash),
         ("old/refused", &refused_hash),
     ] {
-        sqlx::query("INSERT INTO audit_chains (resource, seq, hash) VALUES ($1, 1, $2)")
+        on_raw!(&pool, h => sqlx::query("INSERT INTO audit_chains (resource, seq, hash) VALUES ($1, 1, $2)")
             .bind(resource)
             .bind(hash.as_str())
-            .execute(&pool)
+            .execute(h)
             .await
-            .unwrap();
+            .unwrap().rows_affected());
     }
     pool.close().await;
 
     // Opening the store migrates: the written resource's head is now in its row.
     let store: Store = db.store().await;
-    let pool = raw_pool(&db).await;
+    let pool = db.raw_pool().await;
     assert_eq!(
         heads(&pool, "old/written").await,
         (Some((1, written_hash)), Some((-1, String::new())))

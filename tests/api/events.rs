@@ -484,17 +484,14 @@ async fn a_row_from_outside_the_feed_is_streamed_in_its_place(#[case] backend: B
     let before = app.put("r").token(1).body("v").send().await.json["audit_id"]
         .as_i64()
         .unwrap();
-    sqlx::any::install_default_drivers();
-    let mut outside = <sqlx::AnyConnection as sqlx::Connection>::connect(&db.url)
-        .await
-        .unwrap();
-    let foreign: i64 = sqlx::query_scalar(
+    let mut outside = db.raw_conn().await;
+    let foreign: i64 = crate::on_raw!(&mut outside, outside => sqlx::query_scalar(
         "INSERT INTO audit (at_us, resource, outcome, token, highest_token, revision) \
          VALUES (0, 'elsewhere', 'stale', 1, 2, 1) RETURNING id",
     )
-    .fetch_one(&mut outside)
+    .fetch_one(outside)
     .await
-    .unwrap();
+    .unwrap());
     let after = app.put("r").token(2).body("v").send().await.json["audit_id"]
         .as_i64()
         .unwrap();

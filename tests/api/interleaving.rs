@@ -1,13 +1,14 @@
 //! The article's race, forced: two independent clients on one resource; the older observes the
 //! resource, is paused, and resumes only after the newer one's write has committed.
 
+use crate::helpers::RawPool;
 use crate::helpers::{Backend, TestDb};
+use crate::on_raw;
 use crate::test_db;
 use fencewatch::domain::{Decision, FencedWrite, FencingToken, LeasePolicy, ResourceKey};
 use fencewatch::store::{ObserveHook, Store};
 use rstest::rstest;
-use sqlx::any::AnyPoolOptions;
-use sqlx::{AnyPool, Row};
+use sqlx::Row;
 use std::sync::Arc;
 use tokio::sync::{oneshot, Mutex};
 
@@ -97,7 +98,7 @@ async fn run_interleaving(db: &TestDb, older: OlderWriter) -> Observed {
             })
         }
         OlderWriter::ReadThenWrite => {
-            let pool = raw_pool(db).await;
+            let pool = db.raw_pool().await;
             tokio::spawn(
                 async move { read_then_write(&pool, 7, b"old worker resumed", &pause).await },
             )
@@ -129,32 +130,22 @@ async fn run_interleaving(db: &TestDb, older: OlderWriter) -> Observed {
     }
 }
 
-async fn raw_pool(db: &TestDb) -> AnyPool {
-    sqlx::any::install_default_drivers();
-    AnyPoolOptions::new()
-        .max_connections(1)
-        .connect(&db.url)
-        .await
-        .unwrap()
-}
-
-async fn read_then_write(pool: &AnyPool, token: i64, body: &[u8], pause: &Pause) -> bool {
-    let highest: i64 =
-        sqlx::query("SELECT highest_token FROM resources WHERE key = 'accounts/totals'")
-            .fetch_one(pool)
+async fn read_then_write(pool: &RawPool, token: i64, body: &[u8], pause: &Pause) -> bool {
+    let highest: i64 = on_raw!(pool, h => sqlx::query("SELECT highest_token FROM resources WHERE key = 'accounts/totals'")
+            .fetch_one(h)
             .await
             .unwrap()
-            .get(0);
+            .get(0));
     pause.wait().await;
     if token < highest {
         return false;
     }
-    sqlx::query("UPDATE resources SET highest_token = $1, value = $2, revision = revision + 1 WHERE key = 'accounts/totals'")
+    on_raw!(pool, h => sqlx::query("UPDATE resources SET highest_token = $1, value = $2, revision = revision + 1 WHERE key = 'accounts/totals'")
         .bind(token)
         .bind(body)
-        .execute(pool)
+        .execute(h)
         .await
-        .unwrap();
+        .unwrap().rows_affected());
     true
 }
 

@@ -8,12 +8,14 @@
 //! queue); SQLite lets one writer at a time and restarts the others.
 
 use crate::helpers::{Backend, TestApp, TestDb};
+use crate::helpers::{Raw, RawConn};
+use crate::on_raw;
 use crate::test_db;
 use fencewatch::domain::{Holder, LeaseName, Ttl};
 use fencewatch::store::{AcquireResult, RenewResult, Store};
 use rstest::rstest;
 use serde_json::json;
-use sqlx::{AnyConnection, Connection, Row};
+use sqlx::Row;
 use std::time::Duration;
 use tokio::task::JoinHandle;
 
@@ -27,79 +29,72 @@ const RENEWED_TTL_MS: i64 = 60_000;
 /// A connection of the test's own that holds a lease's row (PostgreSQL) or the database's write
 /// lock (SQLite) while the contenders read.
 struct RowHolder {
-    conn: AnyConnection,
-    observer: AnyConnection,
-    backend: Backend,
+    conn: RawConn,
+    observer: RawConn,
     pid: i32,
 }
 
 impl RowHolder {
     async fn connect(db: &TestDb, backend: Backend) -> RowHolder {
-        sqlx::any::install_default_drivers();
-        let mut conn = AnyConnection::connect(&db.url).await.unwrap();
-        let observer = AnyConnection::connect(&db.url).await.unwrap();
-        let pid = match backend {
-            Backend::Postgres => sqlx::query("SELECT pg_backend_pid()")
-                .fetch_one(&mut conn)
+        let mut conn = db.raw_conn().await;
+        let observer = db.raw_conn().await;
+        let pid = match (&mut conn, backend) {
+            (Raw::Postgres(conn), Backend::Postgres) => sqlx::query("SELECT pg_backend_pid()")
+                .fetch_one(conn)
                 .await
                 .unwrap()
                 .get::<i32, _>(0),
-            Backend::Sqlite => {
+            (Raw::Sqlite(conn), Backend::Sqlite) => {
                 sqlx::query("PRAGMA busy_timeout = 5000")
-                    .execute(&mut conn)
+                    .execute(conn)
                     .await
                     .unwrap();
                 0
             }
+            _ => panic!("the database is not the backend's"),
         };
         RowHolder {
             conn,
             observer,
-            backend,
             pid,
         }
     }
 
     async fn hold(&mut self, lease: &LeaseName) {
-        match self.backend {
-            Backend::Postgres => {
-                sqlx::query("BEGIN").execute(&mut self.conn).await.unwrap();
+        match &mut self.conn {
+            Raw::Postgres(conn) => {
+                sqlx::query("BEGIN").execute(&mut *conn).await.unwrap();
                 let held = sqlx::query("SELECT token FROM leases WHERE name = $1 FOR UPDATE")
                     .bind(lease.as_str())
-                    .fetch_optional(&mut self.conn)
+                    .fetch_optional(conn)
                     .await
                     .unwrap();
                 assert!(held.is_some(), "the lease's row exists");
             }
-            Backend::Sqlite => {
-                sqlx::query("BEGIN IMMEDIATE")
-                    .execute(&mut self.conn)
-                    .await
-                    .unwrap();
+            Raw::Sqlite(conn) => {
+                sqlx::query("BEGIN IMMEDIATE").execute(conn).await.unwrap();
             }
         }
     }
 
     async fn let_go(&mut self) {
-        sqlx::query("ROLLBACK")
-            .execute(&mut self.conn)
-            .await
+        on_raw!(&mut self.conn, conn => sqlx::query("ROLLBACK").execute(conn).await.map(drop))
             .unwrap();
     }
 
     /// How many sessions wait, directly or behind another waiter, on this holder; `None` on
     /// SQLite, whose waiters spin in their busy handler where nothing can see them.
     async fn waiting(&mut self) -> Option<i64> {
-        if self.backend == Backend::Sqlite {
+        let Raw::Postgres(observer) = &mut self.observer else {
             return None;
-        }
+        };
         let count: i64 = sqlx::query(
             "WITH RECURSIVE waiter(pid) AS (SELECT $1::int UNION \
              SELECT a.pid FROM pg_stat_activity a JOIN waiter w ON w.pid = ANY(pg_blocking_pids(a.pid))) \
              SELECT count(*) - 1 FROM waiter",
         )
         .bind(self.pid)
-        .fetch_one(&mut self.observer)
+        .fetch_one(observer)
         .await
         .unwrap()
         .get(0);

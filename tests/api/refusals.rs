@@ -4,11 +4,11 @@
 //! reason and interval in `refusals`. A no-key flood aimed at a legitimate writer's resource
 //! does not make that writer fail.
 
+use crate::helpers::RawPool;
 use crate::helpers::{http_client, Backend, Daemon, Reply, TestDb};
+use crate::on_raw;
 use crate::test_db;
 use rstest::rstest;
-use sqlx::any::AnyPoolOptions;
-use sqlx::AnyPool;
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
@@ -24,20 +24,11 @@ async fn keyed_daemon(db: &TestDb) -> (Daemon, tempfile::TempDir) {
     (daemon, dir)
 }
 
-async fn raw_pool(db: &TestDb) -> AnyPool {
-    sqlx::any::install_default_drivers();
-    AnyPoolOptions::new()
-        .max_connections(1)
-        .connect(&db.url)
+async fn count(pool: &RawPool, sql: &str) -> i64 {
+    on_raw!(pool, h => sqlx::query_scalar::<_, i64>(sql)
+        .fetch_one(h)
         .await
-        .unwrap()
-}
-
-async fn count(pool: &AnyPool, sql: &str) -> i64 {
-    sqlx::query_scalar::<_, i64>(sql)
-        .fetch_one(pool)
-        .await
-        .unwrap_or_else(|error| panic!("{sql}: {error}"))
+        .unwrap_or_else(|error| panic!("{sql}: {error}")))
 }
 
 /// One legitimate write: the writer's key, its resource, generation 1.
@@ -127,7 +118,7 @@ async fn a_no_key_flood_costs_a_legitimate_writer_no_error_and_the_audit_no_rows
     for n in 0..300 {
         baseline.push(write(&writer, &base, n).await.expect("a baseline write"));
     }
-    let pool = raw_pool(&db).await;
+    let pool = db.raw_pool().await;
     let audit_before = count(&pool, "SELECT COUNT(*) FROM audit").await;
     let heads_before = count(&pool, "SELECT COUNT(*) FROM chain_heads").await;
 
@@ -377,7 +368,7 @@ async fn refusals_are_counted_per_source_and_reason_and_add_up(#[case] backend: 
         "{forbidden}"
     );
 
-    let pool = raw_pool(&db).await;
+    let pool = db.raw_pool().await;
     assert_eq!(count(&pool, "SELECT COUNT(*) FROM audit").await, 0);
     assert_eq!(count(&pool, "SELECT COUNT(*) FROM chain_heads").await, 0);
     pool.close().await;
@@ -488,7 +479,7 @@ async fn old_refusal_rows_are_pruned_with_the_audit(#[case] backend: Backend) {
     );
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(report["refusals"], 1, "{report}");
-    let pool = raw_pool(&db).await;
+    let pool = db.raw_pool().await;
     assert_eq!(count(&pool, "SELECT COUNT(*) FROM refusals").await, 1);
     assert_eq!(count(&pool, "SELECT MAX(count) FROM refusals").await, 7);
     pool.close().await;
@@ -527,12 +518,11 @@ async fn spray(base: &str, addresses: u16, per_address: usize) -> i64 {
 }
 
 /// Rows of `refusals` by interval: how many name a source (not `other`), and the total count.
-async fn rows_by_interval(pool: &AnyPool) -> BTreeMap<i64, (i64, i64, i64)> {
-    let rows: Vec<(i64, String, i64)> =
-        sqlx::query_as("SELECT interval_start_us, source_kind, count FROM refusals")
-            .fetch_all(pool)
+async fn rows_by_interval(pool: &RawPool) -> BTreeMap<i64, (i64, i64, i64)> {
+    let rows: Vec<(i64, String, i64)> = on_raw!(pool, h => sqlx::query_as("SELECT interval_start_us, source_kind, count FROM refusals")
+            .fetch_all(h)
             .await
-            .unwrap();
+            .unwrap());
     let mut by_interval: BTreeMap<i64, (i64, i64, i64)> = BTreeMap::new();
     for (interval, kind, count) in rows {
         let entry = by_interval.entry(interval).or_default();
@@ -562,7 +552,7 @@ async fn a_spray_from_many_addresses_adds_a_bounded_number_of_rows(#[case] backe
     let (daemon, _keys) = keyed_daemon(&db).await;
     let sent = spray(&daemon.base, 300, 1).await + spray(&daemon.base, 20, 2).await;
     assert!(daemon.terminate().await, "the daemon stops cleanly");
-    let pool = raw_pool(&db).await;
+    let pool = db.raw_pool().await;
     let by_interval = rows_by_interval(&pool).await;
     println!("{sent} refusals from 300 addresses: rows by interval {by_interval:?}");
     for (interval, (named, other, _)) in &by_interval {
@@ -697,7 +687,7 @@ async fn refusal_rows_are_pruned_past_their_own_retention(#[case] backend: Backe
         .unwrap();
     store.close().await;
     let daemon = Daemon::spawn(&db, &[]).await;
-    let pool = raw_pool(&db).await;
+    let pool = db.raw_pool().await;
     let mut left = count(&pool, "SELECT COUNT(*) FROM refusals").await;
     for _ in 0..100 {
         if left == 1 {

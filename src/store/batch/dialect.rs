@@ -5,9 +5,9 @@
 use super::plan::Plan;
 use super::shared::Observed;
 use crate::domain::FencedWrite;
+use crate::store::native::Conn;
 use crate::store::wal_sync::{CommitTicket, WalSync};
 use crate::store::StoreError;
-use sqlx::AnyConnection;
 use std::collections::BTreeSet;
 use std::future::Future;
 use std::sync::Arc;
@@ -45,6 +45,8 @@ pub(super) enum Application {
 }
 
 pub(super) trait Dialect: Sync {
+    /// The database's native connection.
+    type Connection: Send;
     /// Where a segment's audit rows go, learnt with its observation.
     type Position: Send;
     /// Whether batches may be decided on the state this daemon's own commits left
@@ -55,7 +57,7 @@ pub(super) trait Dialect: Sync {
     /// chain heads of resources without a row, and where the audit rows go.
     fn observe(
         &self,
-        conn: &mut AnyConnection,
+        conn: &mut Self::Connection,
         opening: Opening,
         keys: &BTreeSet<&str>,
         writes: &[FencedWrite],
@@ -63,12 +65,15 @@ pub(super) trait Dialect: Sync {
 
     /// `rows` were changed on purpose between observing and applying (external locks'
     /// records): a check of the rows changed since the observation must expect them.
+    /// The connection as the store's statements common to both databases take it.
+    fn native(conn: &mut Self::Connection) -> Conn<'_>;
+
     fn expect_changes(position: &mut Self::Position, rows: i64);
 
     /// Applies the plan as a compare-and-set on what it was decided on.
     fn apply(
         &self,
-        conn: &mut AnyConnection,
+        conn: &mut Self::Connection,
         position: Self::Position,
         plan: &Plan<'_>,
         closing: Closing<'_>,

@@ -34,9 +34,10 @@ use crate::domain::{FencedWrite, LeasePolicy, WriteResult};
 use crate::store::authority;
 use crate::store::chain_heads::StartingHeads;
 use crate::store::leases::{lease_record, LEASE_COLUMNS};
+use crate::store::native::{on_db, Conn, Native};
 use crate::store::tx::{begin_audited_on, clock_us, retrying};
 use crate::store::wal_sync::{CommitTicket, Durability, WalSync};
-use crate::store::{Backend, Store, StoreError};
+use crate::store::{Store, StoreError};
 use dialect::{Application, Closing, Dialect, Opening};
 pub(crate) use known::KnownResources;
 use plan::Plan;
@@ -44,7 +45,7 @@ use postgres::{DecidedOn, Postgres};
 pub(crate) use sessions::BatchSessions;
 use shared::{padded, placeholders, Observed, ObservedLeases};
 use sqlite::Sqlite;
-use sqlx::{AnyConnection, Executor};
+use sqlx::{Executor, PgConnection, SqliteConnection};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -134,17 +135,20 @@ impl Store {
         observations: &AtomicU32,
         unsynced: Option<&Arc<WalSync>>,
     ) -> Result<Attempt, StoreError> {
-        match self.backend {
-            Backend::Sqlite => {
+        match &self.writer {
+            Native::Sqlite(writer) => {
                 observations.fetch_add(1, Ordering::Relaxed);
-                let (results, durability) = self.try_apply_sqlite(writes, policy, unsynced).await?;
+                let mut conn = writer.acquire().await?;
+                let (results, durability) = self
+                    .try_apply_sqlite(&mut conn, writes, policy, unsynced)
+                    .await?;
                 Ok(Attempt {
                     results,
                     durability,
                     dead_ids: Vec::new(),
                 })
             }
-            Backend::Postgres => self.try_apply_postgres(writes, policy, observations).await,
+            Native::Postgres(_) => self.try_apply_postgres(writes, policy, observations).await,
         }
     }
 
@@ -159,7 +163,11 @@ impl Store {
         policy: LeasePolicy,
         observations: &AtomicU32,
     ) -> Result<Attempt, StoreError> {
-        let mut session = self.batch_sessions.take().await?;
+        let sessions = self
+            .batch_sessions
+            .as_ref()
+            .ok_or_else(|| crate::store::error::corrupt("a read-only store was asked to write"))?;
+        let mut session = sessions.take().await?;
         let attempt = self
             .apply_postgres_on(&mut session, writes, policy, observations)
             .await;
@@ -169,7 +177,7 @@ impl Store {
 
     async fn apply_postgres_on(
         &self,
-        conn: &mut AnyConnection,
+        conn: &mut PgConnection,
         writes: &[FencedWrite],
         policy: LeasePolicy,
         observations: &AtomicU32,
@@ -196,7 +204,7 @@ impl Store {
                 let applied = self
                     .apply_segment(
                         &Postgres,
-                        &mut tx,
+                        &mut *tx,
                         segment,
                         policy,
                         Opening::Within,
@@ -239,7 +247,7 @@ impl Store {
     /// names no lease, since a lease is the authority's state, not the resource's.
     async fn try_apply_known(
         &self,
-        conn: &mut AnyConnection,
+        conn: &mut PgConnection,
         writes: &[FencedWrite],
         policy: LeasePolicy,
         observations: &AtomicU32,
@@ -335,6 +343,7 @@ impl Store {
     /// runs the batch again.
     async fn try_apply_sqlite(
         &self,
+        conn: &mut SqliteConnection,
         writes: &[FencedWrite],
         policy: LeasePolicy,
         unsynced: Option<&Arc<WalSync>>,
@@ -343,7 +352,6 @@ impl Store {
         let Some(last) = segments.len().checked_sub(1) else {
             return Ok((Vec::new(), None));
         };
-        let mut conn = self.writer.acquire().await?;
         let mut results = Vec::with_capacity(writes.len());
         let mut ticket = None;
         for (index, segment) in segments.into_iter().enumerate() {
@@ -358,7 +366,7 @@ impl Store {
                 false => Closing::Within,
             };
             let applied = self
-                .apply_segment(&Sqlite, &mut conn, segment, policy, opening, closing)
+                .apply_segment(&Sqlite, conn, segment, policy, opening, closing)
                 .await;
             match applied {
                 Ok(Segment::Applied {
@@ -369,20 +377,19 @@ impl Store {
                     ticket = committed;
                 }
                 Ok(Segment::Changed { .. }) => {
-                    roll_back(&mut conn).await;
+                    roll_back(conn).await;
                     return Err(crate::store::error::corrupt(
                         "a SQLite batch found a resource changed",
                     ));
                 }
                 Err(error) => {
-                    roll_back(&mut conn).await;
+                    roll_back(conn).await;
                     return Err(error);
                 }
             }
         }
         // Committed and back to FULL by the last statement: no check needed on release.
         self.writer_clean.store(true, Ordering::SeqCst);
-        drop(conn);
         Ok((results, ticket.as_ref().map(CommitTicket::durability)))
     }
 
@@ -391,7 +398,7 @@ impl Store {
     async fn apply_segment<D: Dialect>(
         &self,
         dialect: &D,
-        conn: &mut AnyConnection,
+        conn: &mut D::Connection,
         writes: &[FencedWrite],
         policy: LeasePolicy,
         opening: Opening,
@@ -404,12 +411,12 @@ impl Store {
             unwritten_heads,
             mut audit,
         } = dialect.observe(conn, opening, &keys, writes).await?;
-        let leases = observe_leases(conn, self.backend, &*self.clock, writes).await?;
+        let leases = observe_leases(D::native(conn), &*self.clock, writes).await?;
         let lock_names: BTreeSet<String> = writes
             .iter()
             .filter_map(|w| w.authority.as_ref().map(|view| view.lock.lease_name()))
             .collect();
-        let mut locks = authority::observe(conn, self.backend, &lock_names).await?;
+        let mut locks = authority::observe(D::native(conn), &lock_names).await?;
 
         let decided = plan::decide_in_order(
             writes,
@@ -424,7 +431,7 @@ impl Store {
             &*self.clock,
         )?;
         if !locks.is_empty() {
-            let stored = authority::store(conn, &locks, self.clock.now_us()).await?;
+            let stored = authority::store(D::native(conn), &locks, self.clock.now_us()).await?;
             D::expect_changes(&mut audit, stored);
         }
         if let Some(hook) = &self.observe_hook {
@@ -496,7 +503,7 @@ enum Segment {
 
 /// Ends a SQLite batch that failed with its transaction perhaps still open. Best effort: should
 /// this fail too, the writer's check on release closes the connection.
-async fn roll_back(conn: &mut AnyConnection) {
+async fn roll_back(conn: &mut SqliteConnection) {
     if let Err(error) = conn.execute("ROLLBACK").await {
         tracing::debug!(%error, "rolling back a failed batch");
     }
@@ -544,8 +551,7 @@ impl CommittedBatch {
 /// The leases the batch names, with the authority's clock; share-locked on PostgreSQL (see
 /// `ObservedLeases`).
 async fn observe_leases(
-    conn: &mut AnyConnection,
-    backend: Backend,
+    mut conn: Conn<'_>,
     clock: &dyn Clock,
     writes: &[FencedWrite],
 ) -> Result<ObservedLeases, StoreError> {
@@ -560,26 +566,31 @@ async fn observe_leases(
             now_us: 0,
         });
     }
-    let lock = match backend {
-        Backend::Postgres => " ORDER BY name FOR SHARE",
-        Backend::Sqlite => "",
+    let lock = match conn {
+        Native::Postgres(_) => " ORDER BY name FOR SHARE",
+        Native::Sqlite(_) => "",
     };
     let names = padded(names.into_iter().collect());
     let sql = format!(
         "SELECT {LEASE_COLUMNS} FROM leases WHERE name IN ({}){lock}",
         placeholders(1, names.len())
     );
-    let mut query = sqlx::query(&sql);
-    for name in names {
-        query = query.bind(name);
-    }
-    let rows = query.fetch_all(&mut *conn).await?;
-    let mut records = HashMap::with_capacity(rows.len());
-    for row in &rows {
-        let record = lease_record(row)?;
-        records.insert(record.name.as_str().to_owned(), record);
-    }
-    let now_us = clock_us(conn, backend, clock).await?;
+    let records = on_db!(conn.reborrow(), conn => {
+        let mut query = sqlx::query(&sql);
+        for name in names {
+            query = query.bind(name);
+        }
+        query
+            .fetch_all(conn)
+            .await?
+            .iter()
+            .map(|row| {
+                let record = lease_record(row)?;
+                Ok((record.name.as_str().to_owned(), record))
+            })
+            .collect::<Result<HashMap<_, _>, StoreError>>()?
+    });
+    let now_us = clock_us(conn, clock).await?;
     Ok(ObservedLeases { records, now_us })
 }
 
@@ -607,7 +618,7 @@ mod tests {
         wal.settle().await.unwrap();
         // The unsynced level was the batch's own: the next transaction syncs its commit again.
         let level: i64 = sqlx::query_scalar("PRAGMA synchronous")
-            .fetch_one(&store.writer)
+            .fetch_one(store.sqlite_writer())
             .await
             .unwrap();
         assert_eq!(level, 2, "FULL");
@@ -628,7 +639,7 @@ mod tests {
             "CREATE TRIGGER poison BEFORE INSERT ON audit WHEN NEW.resource = 'poison' \
              BEGIN SELECT RAISE(ABORT, 'poisoned write'); END",
         )
-        .execute(&store.writer)
+        .execute(store.sqlite_writer())
         .await
         .unwrap();
         // Two segments (the repeated operation starts the second); the second one's statement
@@ -659,7 +670,7 @@ mod tests {
         assert!(matches!(results[0].decision, Decision::Accept { .. }));
         assert!(store.read_value(&a).await.unwrap().is_some());
         let level: i64 = sqlx::query_scalar("PRAGMA synchronous")
-            .fetch_one(&store.writer)
+            .fetch_one(store.sqlite_writer())
             .await
             .unwrap();
         assert_eq!(level, 2, "FULL");

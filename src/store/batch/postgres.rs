@@ -30,8 +30,9 @@ use super::rows::{
 };
 use super::shared::Observed;
 use crate::domain::FencedWrite;
+use crate::store::native::{Conn, Native};
 use crate::store::StoreError;
-use sqlx::{AnyConnection, Row};
+use sqlx::{PgConnection, Row};
 use std::collections::BTreeSet;
 
 /// The batch's resources, the operations its idempotency keys name and its `chain_heads` rows,
@@ -243,13 +244,14 @@ fn application(rows: Rows, must_be_unrecorded: Option<String>) -> (String, Vec<S
 pub(super) struct Postgres;
 
 impl Dialect for Postgres {
+    type Connection = PgConnection;
     /// The statement that applies a batch draws its ids.
     type Position = ();
     const KNOWS_STATE: bool = true;
 
     async fn observe(
         &self,
-        conn: &mut AnyConnection,
+        conn: &mut PgConnection,
         _opening: Opening,
         keys: &BTreeSet<&str>,
         writes: &[FencedWrite],
@@ -257,12 +259,16 @@ impl Dialect for Postgres {
         observe(conn, keys, writes).await
     }
 
+    fn native(conn: &mut PgConnection) -> Conn<'_> {
+        Native::Postgres(conn)
+    }
+
     /// The compare-and-set counts only what it changes itself.
     fn expect_changes(_position: &mut (), _rows: i64) {}
 
     async fn apply(
         &self,
-        conn: &mut AnyConnection,
+        conn: &mut PgConnection,
         _position: (),
         plan: &Plan<'_>,
         _closing: Closing<'_>,
@@ -275,7 +281,7 @@ impl Dialect for Postgres {
 }
 
 async fn observe(
-    conn: &mut AnyConnection,
+    conn: &mut PgConnection,
     keys: &BTreeSet<&str>,
     writes: &[FencedWrite],
 ) -> Result<Observed<()>, StoreError> {
@@ -314,7 +320,7 @@ pub(super) enum DecidedOn<'a> {
 /// Applies the batch as a compare-and-set on what it was decided on. Outside a transaction the
 /// statement commits itself.
 pub(super) async fn apply(
-    conn: &mut AnyConnection,
+    conn: &mut PgConnection,
     plan: &Plan<'_>,
     decided_on: DecidedOn<'_>,
 ) -> Result<Application, StoreError> {

@@ -12,7 +12,7 @@
 //! another instead of failing.
 
 use crate::store::StoreError;
-use sqlx::{AnyConnection, AnyPool, Connection};
+use sqlx::{Connection, PgConnection, PgPool};
 use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -25,19 +25,19 @@ const CHECK_AFTER_IDLE: Duration = Duration::from_secs(1);
 pub(crate) struct BatchSessions {
     /// Opens connections with the batch session's settings (its `after_connect`); each is
     /// detached from it at once, so the pool neither counts nor pings it.
-    opener: AnyPool,
+    opener: PgPool,
     idle: Mutex<Vec<Idle>>,
     /// Sessions open at most, as the pool's limit was.
     open: Arc<Semaphore>,
 }
 
 struct Idle {
-    conn: AnyConnection,
+    conn: PgConnection,
     since: Instant,
 }
 
 impl BatchSessions {
-    pub(crate) fn new(opener: AnyPool) -> Self {
+    pub(crate) fn new(opener: PgPool) -> Self {
         let limit = opener.options().get_max_connections();
         Self {
             opener,
@@ -96,7 +96,7 @@ impl BatchSessions {
 
 /// A connection held for one batch. Dropped without `finish`, it is closed.
 pub(crate) struct Session {
-    conn: AnyConnection,
+    conn: PgConnection,
     home: Arc<BatchSessions>,
     /// Held until the connection is idle again or closed.
     permit: OwnedSemaphorePermit,
@@ -132,15 +132,15 @@ fn answered<T>(outcome: &Result<T, StoreError>) -> bool {
 }
 
 impl Deref for Session {
-    type Target = AnyConnection;
+    type Target = PgConnection;
 
-    fn deref(&self) -> &AnyConnection {
+    fn deref(&self) -> &PgConnection {
         &self.conn
     }
 }
 
 impl DerefMut for Session {
-    fn deref_mut(&mut self) -> &mut AnyConnection {
+    fn deref_mut(&mut self) -> &mut PgConnection {
         &mut self.conn
     }
 }

@@ -25,9 +25,10 @@ use super::rows::{
 use super::shared::Observed;
 use crate::domain::FencedWrite;
 use crate::store::error::corrupt;
+use crate::store::native::{Conn, Native};
 use crate::store::wal_sync::CommitTicket;
 use crate::store::StoreError;
-use sqlx::{AnyConnection, Row};
+use sqlx::{Row, SqliteConnection};
 use std::collections::BTreeSet;
 
 /// SQLite's dialect of the batch engine.
@@ -42,18 +43,23 @@ pub(super) struct SqlitePosition {
 }
 
 impl Dialect for Sqlite {
+    type Connection = SqliteConnection;
     type Position = SqlitePosition;
     /// One writer: every batch observes in its own transaction anyway.
     const KNOWS_STATE: bool = false;
 
     async fn observe(
         &self,
-        conn: &mut AnyConnection,
+        conn: &mut SqliteConnection,
         opening: Opening,
         keys: &BTreeSet<&str>,
         writes: &[FencedWrite],
     ) -> Result<Observed<SqlitePosition>, StoreError> {
         observe(conn, opening, keys, writes).await
+    }
+
+    fn native(conn: &mut SqliteConnection) -> Conn<'_> {
+        Native::Sqlite(conn)
     }
 
     fn expect_changes(position: &mut SqlitePosition, rows: i64) {
@@ -62,7 +68,7 @@ impl Dialect for Sqlite {
 
     async fn apply(
         &self,
-        conn: &mut AnyConnection,
+        conn: &mut SqliteConnection,
         position: SqlitePosition,
         plan: &Plan<'_>,
         closing: Closing<'_>,
@@ -101,7 +107,7 @@ const BEGIN_UNSYNCED_AND_OBSERVE: &str =
 const BEGIN_AND_OBSERVE: &str = concat!("BEGIN; ", observation!());
 
 async fn observe(
-    conn: &mut AnyConnection,
+    conn: &mut SqliteConnection,
     opening: Opening,
     keys: &BTreeSet<&str>,
     writes: &[FencedWrite],
@@ -302,7 +308,7 @@ pub(crate) const CREATE_BATCH_CHECK: &str = "CREATE TEMP TABLE IF NOT EXISTS bat
 /// with `Closing::Commit` commits it. A resource no longer as observed fails the check: a bug,
 /// since a stale snapshot cannot write at all.
 async fn apply(
-    conn: &mut AnyConnection,
+    conn: &mut SqliteConnection,
     audit: SqlitePosition,
     plan: &Plan<'_>,
     closing: Closing<'_>,
@@ -388,7 +394,7 @@ mod tests {
         "; COMMIT"
     );
 
-    async fn chain_rows(conn: &mut AnyConnection) -> i64 {
+    async fn chain_rows(conn: &mut SqliteConnection) -> i64 {
         sqlx::query_scalar("SELECT count(*) FROM chain_heads")
             .fetch_one(&mut *conn)
             .await
@@ -400,7 +406,7 @@ mod tests {
         let folder = tempfile::tempdir().unwrap();
         let url = format!("sqlite://{}", folder.path().join("db").display());
         let store = Store::open(&url, &StoreOptions::default()).await.unwrap();
-        let mut conn = store.writer.acquire().await.unwrap();
+        let mut conn = store.sqlite_writer().acquire().await.unwrap();
         let before: i64 = sqlx::query_scalar("SELECT total_changes()")
             .fetch_one(&mut *conn)
             .await

@@ -7,6 +7,7 @@ mod db;
 mod http;
 mod owndb;
 mod process;
+mod raw;
 mod sse;
 
 pub use app::TestApp;
@@ -14,6 +15,7 @@ pub use db::{Backend, TestDb};
 pub use http::{audit_of, encode, http_builder, http_client, Put, Reply};
 pub use owndb::{audit_of_scope, Guard, UserConn, UserDb, ORDERS};
 pub use process::{bench_report, peer, Daemon, DaemonLog};
+pub use raw::{Raw, RawConn, RawPool};
 pub use sse::SseClient;
 
 /// A small deterministic generator so that failures replay exactly.
