@@ -2,7 +2,6 @@
 
 use crate::domain::refusal::RefusalReason;
 use crate::domain::Outcome;
-use crate::store::Backend;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::encoding::{EncodeLabel, EncodeLabelSet, LabelSetEncoder};
 use prometheus_client::metrics::counter::Counter;
@@ -102,15 +101,15 @@ pub struct Metrics {
 
 impl Metrics {
     pub fn new() -> Self {
-        Self::build(None)
+        Self::build(false)
     }
 
-    /// As `new`, with what only `backend` has: on SQLite, the WAL file's size.
-    pub fn for_backend(backend: Backend) -> Self {
-        Self::build(Some(backend))
+    /// As `new`, with the size of the database's WAL file (SQLite's).
+    pub fn with_wal_file() -> Self {
+        Self::build(true)
     }
 
-    fn build(backend: Option<Backend>) -> Self {
+    fn build(wal_file: bool) -> Self {
         let mut registry = Registry::with_prefix("fencewatch");
         let writes = Family::<OutcomeLabels, Counter>::default();
         for outcome in Outcome::ALL {
@@ -230,7 +229,7 @@ impl Metrics {
              origin or Host, an address over its budget of refusals), by reason",
             refusals.clone(),
         );
-        let sqlite_wal_bytes = (backend == Some(Backend::Sqlite)).then(|| {
+        let sqlite_wal_bytes = wal_file.then(|| {
             let gauge = Gauge::default();
             registry.register_with_unit(
                 "sqlite_wal",
@@ -549,7 +548,7 @@ mod tests {
 
     #[test]
     fn the_registry_converts_whole() {
-        let metrics = Metrics::for_backend(Backend::Sqlite);
+        let metrics = Metrics::with_wal_file();
         let text = metrics.render_as(Exposition::Text);
         assert!(
             text.contains("# TYPE fencewatch_writes_total counter\n"),

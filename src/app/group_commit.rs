@@ -16,7 +16,7 @@
 
 use crate::domain::{FencedWrite, LeasePolicy, WriteResult};
 use crate::live::CommitFeed;
-use crate::store::{Backend, Store, StoreError, MAX_BATCH};
+use crate::store::{CommitPath, Store, StoreError, MAX_BATCH};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -99,18 +99,19 @@ impl GroupCommit {
     /// answering cannot hold the queue until TCP gives up. SQLite's is not: its commit in
     /// flight must be seen to its end before the WAL sync may count it written.
     pub fn start(store: Store, policy: LeasePolicy, abandon_after: Duration) -> Self {
-        let workers = match store.backend() {
-            Backend::Sqlite => 1,
-            Backend::Postgres => postgres_workers(
+        let path = store.commit_path();
+        let workers = match path {
+            CommitPath::OneWriter => 1,
+            CommitPath::Sessions { connections } => postgres_workers(
                 std::thread::available_parallelism().map_or(1, |n| n.get()),
-                store.writer_connections(),
+                connections,
             ),
         };
         let (queue, jobs) = mpsc::channel(QUEUE_DEPTH);
         let jobs = Arc::new(Mutex::new(jobs));
         let feed = Feed::default();
         let in_flight = Arc::new(AtomicUsize::new(0));
-        if store.backend() == Backend::Sqlite {
+        if path == CommitPath::OneWriter {
             let answers = tokio::runtime::Handle::current();
             match spawn_dedicated(store.clone(), policy, jobs.clone(), answers, feed.clone()) {
                 Ok(()) => {
@@ -125,7 +126,8 @@ impl GroupCommit {
                 }
             }
         }
-        let leader = (store.backend() == Backend::Postgres).then(|| {
+        let sessions = matches!(path, CommitPath::Sessions { .. });
+        let leader = sessions.then(|| {
             Arc::new(Leader {
                 store: store.clone(),
                 policy,
@@ -133,7 +135,7 @@ impl GroupCommit {
                 in_flight: in_flight.clone(),
             })
         });
-        let abandon_after = (store.backend() == Backend::Postgres).then_some(abandon_after);
+        let abandon_after = sessions.then_some(abandon_after);
         for _ in 0..workers {
             tokio::spawn(work(
                 store.clone(),

@@ -31,7 +31,10 @@ pub async fn start(
     live: LiveConfig,
     access: Access,
 ) -> Result<AppState, StoreError> {
-    let metrics = Metrics::for_backend(service.store().backend());
+    let metrics = match service.store().has_wal_file() {
+        true => Metrics::with_wal_file(),
+        false => Metrics::new(),
+    };
     let live = Live::start(service.store().clone(), live, metrics.clone()).await?;
     let service = service
         .publishing_to(live.tail.feed.clone())

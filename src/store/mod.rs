@@ -56,6 +56,17 @@ use std::sync::Arc;
 /// anything. Tests use it to pause one writer there while another commits.
 pub type ObserveHook = Arc<dyn Fn() -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
 
+/// How writes reach the database, for group commit to shape its workers by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommitPath {
+    /// One writer connection, whose commits' WAL frames are synced after them (SQLite): one
+    /// worker, best on a thread of its own, and a commit in flight is always seen to its end.
+    OneWriter,
+    /// Sessions of a server, `connections` at most (PostgreSQL): several workers, a lone write
+    /// committed by its writer itself, and a batch the server stopped answering abandoned.
+    Sessions { connections: u32 },
+}
+
 /// A handle on the database; cheap to clone.
 #[derive(Clone)]
 pub struct Store {
@@ -113,9 +124,20 @@ impl Store {
         self
     }
 
-    /// How many connections may write at once.
-    pub fn writer_connections(&self) -> u32 {
-        self.writer.max_connections()
+    /// How group commit drives this database's writes.
+    pub fn commit_path(&self) -> CommitPath {
+        match &self.writer {
+            native::Native::Sqlite(_) => CommitPath::OneWriter,
+            native::Native::Postgres(pool) => CommitPath::Sessions {
+                connections: pool.options().get_max_connections(),
+            },
+        }
+    }
+
+    /// Whether the database keeps a write-ahead log file beside it that the daemon watches
+    /// (SQLite's; see `wal_bytes`).
+    pub fn has_wal_file(&self) -> bool {
+        self.wal.is_some()
     }
 
     /// Answers whether the database is reachable.

@@ -63,10 +63,6 @@ impl Pool {
         })
     }
 
-    pub(crate) fn max_connections(&self) -> u32 {
-        on_db!(self, pool => pool.options().get_max_connections())
-    }
-
     pub(crate) async fn close(&self) {
         on_db!(self, pool => pool.close().await)
     }
