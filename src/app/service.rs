@@ -1,5 +1,5 @@
-//! The use cases, between the HTTP edge and the store. Later work (events, overlaps, metrics)
-//! hooks in here, after the store has committed.
+//! The use cases, between the HTTP edge and the store: what the daemon does, each bounded by
+//! the database timeout, counted, and published to the live side once committed.
 
 use crate::app::group_commit::GroupCommit;
 use crate::app::refusals::{Refusal, RefusalLedger};
@@ -170,7 +170,9 @@ impl FenceService {
         crate::store::within(self.limits.db_timeout, operation).await
     }
 
-    pub async fn write(&self, write: &FencedWrite) -> Result<WriteResult, StoreError> {
+    /// Commits `write` by group commit, as it stands: only `write` (`checked`), which gives it
+    /// the view of any lock it names, may call this.
+    async fn commit(&self, write: &FencedWrite) -> Result<WriteResult, StoreError> {
         let started = Instant::now();
         let result = self.bounded(self.commits.write(write.clone())).await;
         if let Ok(done) = &result {

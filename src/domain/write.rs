@@ -28,8 +28,9 @@ pub struct FencedWrite {
     pub content_type: Option<String>,
     /// The authenticated caller, when API keys are configured.
     pub caller: Option<String>,
-    /// The external lock the write names, as its service answered just before.
-    pub authority: Option<AuthorityView>,
+    /// The external lock the write names, as its service answered just before: set by the
+    /// service alone, never by whoever builds the write.
+    pub(crate) authority: Option<AuthorityView>,
     body: Bytes,
     body_sha256: String,
 }

@@ -46,7 +46,7 @@ async fn write(
     let max_bytes = state.service.limits().max_value_bytes;
     let caller = caller.and_then(|Extension(Caller(name))| name);
     match write_request::parse(key, &headers, body, max_bytes, caller).await {
-        Ok(write) => match state.service.write_checked(&write).await {
+        Ok(write) => match state.service.write(&write).await {
             Ok(result) => Ok(write_response(result)),
             Err(WriteError::Store(error)) => Err(Problem::from(error)),
             Err(WriteError::NoAuthority(error)) => {

@@ -469,3 +469,28 @@ async fn a_batch_connection_the_server_ended_while_idle_is_replaced_before_use()
     assert!(report.breaches.is_empty(), "{:?}", report.breaches);
     assert_eq!(report.rows, 4);
 }
+
+/// The service has one door for writes, and it is the checked one: a write naming an external
+/// lock through the library, as through HTTP, is refused when the daemon has no such lock
+/// service, rather than committed without its check.
+#[tokio::test]
+async fn the_service_writes_only_through_the_lock_check() {
+    let db = TestDb::new(Backend::Sqlite).await;
+    let service = FenceService::new(db.store().await, Limits::default());
+    let mut named = write("jobs/1", 7, "from a holder nobody asked etcd about");
+    named.lease = Some(fencewatch::domain::LeaseName::parse("etcd:jobs").unwrap());
+    let outcome = service.write(&named).await;
+    assert!(
+        outcome
+            .as_ref()
+            .is_err_and(|error| error.to_string().contains("--etcd")),
+        "{outcome:?}"
+    );
+    let stored = db
+        .store()
+        .await
+        .read_value(&ResourceKey::parse("jobs/1").unwrap())
+        .await
+        .unwrap();
+    assert!(stored.is_none(), "nothing was written");
+}

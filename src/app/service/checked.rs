@@ -34,9 +34,9 @@ pub enum WriteError {
     },
 }
 impl FenceService {
-    /// A write from the edge: when it names an external lock, the lock is read first (within
-    /// the database timeout) and judged in the write's transaction.
-    pub async fn write_checked(&self, write: &FencedWrite) -> Result<WriteResult, WriteError> {
+    /// The one door for fenced writes: when a write names an external lock, the lock is read
+    /// first (within the database timeout) and judged in the write's transaction.
+    pub async fn write(&self, write: &FencedWrite) -> Result<WriteResult, WriteError> {
         let lock = write
             .lease
             .as_ref()
@@ -93,9 +93,9 @@ impl FenceService {
                 observation,
                 observed_at_us,
             });
-            return self.count_anomaly(self.write(&checked).await?);
+            return self.count_anomaly(self.commit(&checked).await?);
         }
-        self.count_anomaly(self.write(write).await?)
+        self.count_anomaly(self.commit(write).await?)
     }
 
     /// The lock service did not answer. Only what its answer could not change is decided: the
@@ -135,7 +135,7 @@ impl FenceService {
         if write.authority.is_some() || !(replayable || out_of_scope) {
             return Err(unavailable(source));
         }
-        let result = self.write(write).await?;
+        let result = self.commit(write).await?;
         let foreseen = match &result.decision {
             Decision::Replay(_) => true,
             Decision::OutOfScope | Decision::KeyReuse { .. } => out_of_scope,
