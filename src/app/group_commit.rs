@@ -18,7 +18,7 @@ use crate::domain::{FencedWrite, LeasePolicy, WriteResult};
 use crate::live::CommitFeed;
 use crate::store::{CommitPath, Store, StoreError, MAX_BATCH};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, Mutex};
 
@@ -89,8 +89,8 @@ impl Drop for InFlight {
     }
 }
 
-/// Where a batch's audit rows go once durable, if anywhere (set once the live side starts).
-type Feed = Arc<OnceLock<Arc<CommitFeed>>>;
+/// Where a batch's audit rows go once durable, if anywhere (the live side's feed).
+type Feed = Option<Arc<CommitFeed>>;
 
 impl GroupCommit {
     /// Starts the workers: PostgreSQL's on the current runtime, SQLite's on a thread of its own.
@@ -98,7 +98,7 @@ impl GroupCommit {
     /// connection (its writers learn that its outcome is unknown), so that a server that stopped
     /// answering cannot hold the queue until TCP gives up. SQLite's is not: its commit in
     /// flight must be seen to its end before the WAL sync may count it written.
-    pub fn start(store: Store, policy: LeasePolicy, abandon_after: Duration) -> Self {
+    pub fn start(store: Store, policy: LeasePolicy, abandon_after: Duration, feed: Feed) -> Self {
         let path = store.commit_path();
         let workers = match path {
             CommitPath::OneWriter => 1,
@@ -109,7 +109,6 @@ impl GroupCommit {
         };
         let (queue, jobs) = mpsc::channel(QUEUE_DEPTH);
         let jobs = Arc::new(Mutex::new(jobs));
-        let feed = Feed::default();
         let in_flight = Arc::new(AtomicUsize::new(0));
         if path == CommitPath::OneWriter {
             let answers = tokio::runtime::Handle::current();
@@ -154,14 +153,6 @@ impl GroupCommit {
         }
     }
 
-    /// Hands every batch's audit rows to `feed` once durable, before its writers are answered.
-    /// Only the first call counts.
-    pub fn publish_to(&self, feed: Arc<CommitFeed>) {
-        if self.feed.set(feed).is_err() {
-            tracing::debug!("group commit already publishes to a feed");
-        }
-    }
-
     /// Queues `write` and waits for its batch to commit; on PostgreSQL, with nothing queued
     /// and nothing in flight, commits it itself.
     pub async fn write(&self, write: FencedWrite) -> Result<WriteResult, StoreError> {
@@ -196,7 +187,7 @@ impl Leader {
             .apply_batch_committed(std::slice::from_ref(&write), self.policy);
         let mut committed = crate::store::within(self.abandon_after, applying).await?;
         let dead = committed.take_dead_audit_ids();
-        let feed = feed.get();
+        let feed = feed.as_ref();
         if let (false, Some(feed)) = (dead.is_empty(), feed) {
             feed.push_dead(dead);
         }
@@ -313,7 +304,7 @@ async fn commit(
     match applied {
         Ok(mut committed) => {
             let dead = committed.take_dead_audit_ids();
-            if let (false, Some(feed)) = (dead.is_empty(), feed.get()) {
+            if let (false, Some(feed)) = (dead.is_empty(), feed.as_ref()) {
                 feed.push_dead(dead);
             }
             // Nothing waiting: no write queued, and no earlier batch whose writers, once
@@ -338,7 +329,7 @@ async fn commit(
             tracing::warn!(%error, writes = writes.len(), "a write batch failed; applying its writes one by one");
             for (write, reply) in writes.iter().zip(replies) {
                 let result = store.apply_write(write, policy).await;
-                if let (Ok(done), Some(feed)) = (&result, feed.get()) {
+                if let (Ok(done), Some(feed)) = (&result, feed.as_ref()) {
                     feed.push([done.entry.clone()]);
                 }
                 let _ = reply.send(result);
@@ -360,7 +351,7 @@ type Reply = oneshot::Sender<Result<WriteResult, StoreError>>;
 fn answer(durable: Result<Vec<WriteResult>, StoreError>, replies: Vec<Reply>, feed: &Feed) {
     match durable {
         Ok(results) => {
-            if let Some(feed) = feed.get() {
+            if let Some(feed) = feed.as_ref() {
                 feed.push(results.iter().map(|result| result.entry.clone()));
             }
             for (reply, result) in replies.into_iter().zip(results) {

@@ -72,41 +72,49 @@ pub struct FenceService {
     refusals: Arc<RefusalLedger>,
 }
 
+/// What a service is wired to besides its store, all there before it starts.
+#[derive(Default)]
+pub struct Wiring {
+    /// Where every audit row it commits goes once durable (group commit's batches whole, before
+    /// their writers are answered): the live side's feed.
+    pub feed: Option<Arc<CommitFeed>>,
+    /// Where it counts.
+    pub metrics: Metrics,
+    /// External lock services writes may name (`serve --etcd`, `--zookeeper`).
+    pub authorities: Authorities,
+}
+
 impl FenceService {
     /// Starts the group-commit workers and the task that writes refusals, so it must run on a
-    /// tokio runtime.
-    pub fn new(store: Store, limits: Limits) -> Self {
+    /// tokio runtime; what they publish to and count into is given, never patched in later.
+    pub fn start(store: Store, limits: Limits, wiring: Wiring) -> Self {
+        let Wiring {
+            feed,
+            metrics,
+            authorities,
+        } = wiring;
         let refusals = Arc::new(RefusalLedger::new(store.clone()));
         RefusalLedger::spawn_flusher(&refusals, limits.db_timeout);
         Self {
-            commits: GroupCommit::start(store.clone(), limits.leases, limits.db_timeout),
+            commits: GroupCommit::start(
+                store.clone(),
+                limits.leases,
+                limits.db_timeout,
+                feed.clone(),
+            ),
             store,
             limits,
-            feed: None,
-            metrics: Metrics::new(),
-            authorities: Arc::new(Authorities::default()),
+            feed,
+            metrics,
+            authorities: Arc::new(authorities),
             refusals,
         }
     }
 
-    /// The same service, with external lock services writes may name.
-    pub fn with_authorities(mut self, authorities: Authorities) -> Self {
-        self.authorities = Arc::new(authorities);
-        self
-    }
-
-    /// The same service, counting into `metrics`.
-    pub fn measured(mut self, metrics: Metrics) -> Self {
-        self.metrics = metrics;
-        self
-    }
-
-    /// The same service, handing every audit row it commits to `feed` once it is durable
-    /// (group commit's batches whole, before their writers are answered).
-    pub fn publishing_to(mut self, feed: Arc<CommitFeed>) -> Self {
-        self.commits.publish_to(feed.clone());
-        self.feed = Some(feed);
-        self
+    /// A service publishing to nothing, counting into metrics of its own, with no external
+    /// lock service: for tools and tests that drive the fence without the live side.
+    pub fn new(store: Store, limits: Limits) -> Self {
+        Self::start(store, limits, Wiring::default())
     }
 
     pub fn limits(&self) -> &Limits {

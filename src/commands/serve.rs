@@ -1,7 +1,7 @@
 //! `fencewatch serve`: open the store, bind, announce the address, serve until a signal.
 
 use crate::app::retention::{claim_retention, RetentionFlags, RetentionTasks};
-use crate::app::service::{FenceService, Limits};
+use crate::app::service::{FenceService, Limits, Wiring};
 use crate::authority::Authorities;
 use crate::cli::{LeaseScopeArg, ServeArgs};
 use crate::domain::source::{split_watch_arg, SourceName};
@@ -23,22 +23,31 @@ use std::io::Write;
 use std::sync::Arc;
 use tokio::net::TcpListener;
 
-/// The composition root: starts the live side (tail, overlaps, alerts) over the service's
-/// store, wires the service to publish to it and count into its metrics, and returns what the
-/// router serves. `serve`, the demo and the tests all start a daemon through here.
+/// The composition root, in dependency order: the metrics, the live side (tail, overlaps,
+/// alerts) over the store, then the service publishing to it and counting into the metrics;
+/// returns what the router serves. `serve`, the demo and the tests all start a daemon through
+/// here.
 pub async fn start(
-    service: FenceService,
+    store: Store,
+    limits: Limits,
+    authorities: Authorities,
     live: LiveConfig,
     access: Access,
 ) -> Result<AppState, StoreError> {
-    let metrics = match service.store().has_wal_file() {
+    let metrics = match store.has_wal_file() {
         true => Metrics::with_wal_file(),
         false => Metrics::new(),
     };
-    let live = Live::start(service.store().clone(), live, metrics.clone()).await?;
-    let service = service
-        .publishing_to(live.tail.feed.clone())
-        .measured(metrics);
+    let live = Live::start(store.clone(), live, metrics.clone()).await?;
+    let service = FenceService::start(
+        store,
+        limits,
+        Wiring {
+            feed: Some(live.tail.feed.clone()),
+            metrics,
+            authorities,
+        },
+    );
     Ok(AppState::new(service, live, access))
 }
 
@@ -75,22 +84,19 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     claim_retention(&store, &retention)
         .await
         .context("failed to store or read the database's retention")?;
-    let service = FenceService::new(
-        store.clone(),
-        Limits {
-            max_value_bytes: args.max_value_bytes,
-            body_read_timeout: args.body_read_timeout,
-            db_timeout: args.db_timeout,
-            leases: LeasePolicy {
-                scope: match args.lease_scope {
-                    LeaseScopeArg::Any => LeaseScope::Any,
-                    LeaseScopeArg::Prefix => LeaseScope::Prefix,
-                },
-                strict: args.strict_leases,
-                require_lease: args.require_lease,
+    let limits = Limits {
+        max_value_bytes: args.max_value_bytes,
+        body_read_timeout: args.body_read_timeout,
+        db_timeout: args.db_timeout,
+        leases: LeasePolicy {
+            scope: match args.lease_scope {
+                LeaseScopeArg::Any => LeaseScope::Any,
+                LeaseScopeArg::Prefix => LeaseScope::Prefix,
             },
+            strict: args.strict_leases,
+            require_lease: args.require_lease,
         },
-    );
+    };
     let mut authorities = Authorities::default();
     if !args.etcd.is_empty() {
         authorities = authorities.with_etcd(args.etcd.clone(), args.db_timeout)?;
@@ -98,7 +104,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     if !args.zookeeper.is_empty() {
         authorities = authorities.with_zookeeper(args.zookeeper.clone(), args.db_timeout)?;
     }
-    let service = if authorities.configured() {
+    if authorities.configured() {
         let etcd: Vec<String> = args.etcd.iter().map(|url| redact_url(url)).collect();
         let zookeeper = &args.zookeeper;
         // A daemon whose lock service is down still starts (its own leases work); /readyz says so.
@@ -112,10 +118,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 ),
             }
         }
-        service.with_authorities(authorities)
-    } else {
-        service
-    };
+    }
     let listener = TcpListener::bind(&args.listen)
         .await
         .with_context(|| format!("failed to listen on {}", args.listen))?;
@@ -154,7 +157,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         allowed_origins,
         allowed_hosts,
     };
-    let state = start(service, live, access)
+    let state = start(store.clone(), limits, authorities, live, access)
         .await
         .context("failed to start the live side")?;
     let signals = ShutdownSignals::install()?;

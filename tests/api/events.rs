@@ -3,7 +3,7 @@
 
 use crate::helpers::{Backend, SseClient, TestApp};
 use crate::test_db;
-use fencewatch::app::service::{FenceService, Limits};
+use fencewatch::app::service::{FenceService, Limits, Wiring};
 use fencewatch::live::EventBus;
 use fencewatch::live::{Live, LiveMessage, Subscriber};
 use rstest::rstest;
@@ -243,7 +243,14 @@ async fn a_stalled_subscriber_blocks_nothing_and_loses_nothing(#[case] backend: 
     )
     .await
     .unwrap();
-    let service = FenceService::new(store, Limits::default()).publishing_to(live.tail.feed.clone());
+    let service = FenceService::start(
+        store,
+        Limits::default(),
+        Wiring {
+            feed: Some(live.tail.feed.clone()),
+            ..Wiring::default()
+        },
+    );
     let mut stalled = Subscriber::new(live.clone(), None);
 
     let mut ids = Vec::new();

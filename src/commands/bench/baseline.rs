@@ -49,6 +49,7 @@ pub(super) async fn run_store(
         store.clone(),
         LeasePolicy::default(),
         crate::store::DEFAULT_DB_TIMEOUT,
+        None,
     );
     let stop = Arc::new(AtomicBool::new(false));
     let started = Instant::now();

@@ -10,7 +10,8 @@ mod story;
 mod summary;
 pub mod zookeeper;
 
-use crate::app::service::{FenceService, Limits};
+use crate::app::service::Limits;
+use crate::authority::Authorities;
 use crate::client::DaemonClient;
 use crate::domain::Outcome;
 use crate::http::{self, Access};
@@ -90,7 +91,9 @@ pub async fn run(options: DemoOptions) -> anyhow::Result<()> {
         ..LiveConfig::default()
     };
     let state = super::serve::start(
-        FenceService::new(store.clone(), Limits::default()),
+        store.clone(),
+        Limits::default(),
+        Authorities::default(),
         live,
         Access::default(),
     )

@@ -2,7 +2,7 @@
 
 use super::db::TestDb;
 use super::http::{audit_of, http_client, Put, Reply};
-use fencewatch::app::service::{FenceService, Limits};
+use fencewatch::app::service::Limits;
 use fencewatch::http::auth::ApiKeys;
 use fencewatch::http::{router, serve, Access};
 use fencewatch::live::{Live, LiveConfig};
@@ -63,7 +63,9 @@ impl TestApp {
         access: Access,
     ) -> TestApp {
         let state = fencewatch::commands::serve::start(
-            FenceService::new(store.clone(), limits),
+            store.clone(),
+            limits,
+            Default::default(),
             live,
             access,
         )
