@@ -4,22 +4,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub mod exit_codes;
 mod fence;
 pub use fence::{FenceArgs, FenceCommand, FenceTarget, FENCE_EXIT_CODES_HELP};
-
-/// The exit codes of `lease` and `write` (`commands::answer::exit_code` gives them).
-pub const EXIT_CODES_HELP: &str = "Exit codes:
-  0  accepted (or replayed); lease granted, renewed, released or shown
-  1  the daemon could not be reached or failed (5xx)
-  2  bad command line
-  3  stale token: a newer generation was accepted or issued (409 stale-token)
-  4  revision mismatch (412)
-  5  idempotency key reused for another request (422)
-  6  lease held by another, lost, or expired (409 lease-held, lease-lost, lease-expired)
-  7  not allowed: no or wrong API key, forged token, resource out of the lease's scope, a Host
-     the daemon does not answer to, too many refused requests (401, 403, 421, 429)
-  8  invalid request or value too large (400, 413)
-  9  not found (404)";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -89,7 +76,7 @@ pub enum Command {
     /// store.
     Bench(BenchArgs),
     /// Write stdin as a resource's value, fenced by a token.
-    #[command(after_help = EXIT_CODES_HELP)]
+    #[command(after_help = exit_codes::help())]
     Write(WriteArgs),
     /// Hold an etcd or ZooKeeper lock while a command runs (like `etcdctl lock`): the command
     /// gets FENCEWATCH_TOKEN and FENCEWATCH_LEASE, so `fencewatch write` in it needs no flags.
@@ -344,7 +331,7 @@ pub struct Connection {
 }
 
 #[derive(Debug, Clone, Args)]
-#[command(after_help = EXIT_CODES_HELP)]
+#[command(after_help = exit_codes::help())]
 pub struct LeaseArgs {
     #[command(subcommand)]
     pub action: LeaseAction,

@@ -1,24 +1,9 @@
 //! What `fencewatch lease` and `write` do with the daemon's answer: print it as it came, and
-//! exit with a code that says what kind of answer it was, so that shell workers can branch on
-//! it (the codes are listed in the command line's help).
+//! exit with the code `cli::exit_codes` gives its kind, so that shell workers can branch on it.
 
+use crate::cli::exit_codes;
 use crate::client::Answer;
 use serde_json::Value;
-
-/// The exit code for an answer of the daemon.
-pub fn exit_code(status: u16, problem_type: Option<&str>) -> u8 {
-    match (status, problem_type) {
-        (200..=299, _) => 0,
-        (409, Some("stale-token")) => 3,
-        (412, _) => 4,
-        (422, _) => 5,
-        (409, Some("lease-held" | "lease-lost" | "lease-expired")) => 6,
-        (401 | 403 | 421 | 429, _) => 7,
-        (400 | 413, _) => 8,
-        (404, _) => 9,
-        _ => 1,
-    }
-}
 
 /// The answer's body as a JSON document to print: any JSON the daemon sent, else its text as
 /// a JSON string; nothing for an empty body.
@@ -33,7 +18,7 @@ pub fn document(answer: &Answer) -> Value {
 /// Prints the answer (on stdout when it was a success, else on stderr) and returns its exit
 /// code.
 pub fn report(answer: &Answer) -> anyhow::Result<u8> {
-    let code = exit_code(answer.status, answer.problem().kind.as_deref());
+    let code = exit_codes::for_answer(answer.status, answer.problem().kind);
     let body = document(answer);
     if !body.is_null() {
         let line = body.to_string();
@@ -44,28 +29,4 @@ pub fn report(answer: &Answer) -> anyhow::Result<u8> {
         }
     }
     Ok(code)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn exit_codes_tell_the_kinds_apart() {
-        assert_eq!(exit_code(201, None), 0);
-        assert_eq!(exit_code(200, None), 0);
-        assert_eq!(exit_code(204, None), 0);
-        assert_eq!(exit_code(409, Some("stale-token")), 3);
-        assert_eq!(exit_code(412, Some("revision-mismatch")), 4);
-        assert_eq!(exit_code(422, Some("idempotency-key-reuse")), 5);
-        assert_eq!(exit_code(409, Some("lease-held")), 6);
-        assert_eq!(exit_code(409, Some("lease-lost")), 6);
-        assert_eq!(exit_code(409, Some("lease-expired")), 6);
-        assert_eq!(exit_code(403, Some("unknown-generation")), 7);
-        assert_eq!(exit_code(401, Some("unauthorized")), 7);
-        assert_eq!(exit_code(400, Some("invalid-request")), 8);
-        assert_eq!(exit_code(413, Some("payload-too-large")), 8);
-        assert_eq!(exit_code(404, Some("not-found")), 9);
-        assert_eq!(exit_code(503, Some("unavailable")), 1);
-    }
 }

@@ -65,7 +65,8 @@ pub struct WriteIntent<'a> {
 pub enum Decision {
     /// The same operation again: answer with its stored result, apply nothing.
     Replay(RecordedOperation),
-    /// The idempotency key was used before for another token or body.
+    /// The idempotency key was used before for another token or body: answered
+    /// `idempotency-key-reuse`, audited `idempotency_conflict`.
     KeyReuse { recorded: RecordedOperation },
     /// The lease may not fence this resource (`--lease-scope`).
     OutOfScope,
@@ -77,7 +78,8 @@ pub enum Decision {
     LeaseExpired,
     /// A higher generation was accepted already.
     Stale,
-    /// `If-Match` does not name the current revision.
+    /// `If-Match` does not name the current revision: answered `revision-mismatch`, audited
+    /// `revision_conflict`.
     RevisionMismatch,
     /// Apply: the fence moves to `token` and the revision to `revision`. `lease_lapsed` flags
     /// a lease-checked write whose grant had lapsed (accepted when leases are not strict).

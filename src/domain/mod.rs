@@ -7,6 +7,7 @@ pub mod authority;
 pub mod backoff;
 pub mod chain;
 pub mod clock;
+pub mod duration;
 pub mod fence;
 pub mod fence_audit;
 pub mod fence_overlaps;

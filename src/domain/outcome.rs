@@ -16,9 +16,12 @@ pub enum Outcome {
     /// Rejected: the lease's current generation, but its grant had lapsed
     /// (`--strict-leases`).
     LeaseExpired,
-    /// Rejected: `If-Match` named another revision.
+    /// Rejected: `If-Match` named another revision (`Decision::RevisionMismatch`). The audit
+    /// calls it `revision_conflict` and the answer `revision-mismatch`: the contract fixes both.
     RevisionConflict,
-    /// Rejected: an `Idempotency-Key` reused with another token or body.
+    /// Rejected: an `Idempotency-Key` reused with another token or body (`Decision::KeyReuse`).
+    /// The audit calls it `idempotency_conflict` and the answer `idempotency-key-reuse`: the
+    /// contract fixes both.
     IdempotencyConflict,
     /// Rejected: malformed request.
     Invalid,

@@ -8,6 +8,7 @@
 //! budget of refusals (`RefusalBudget`), beyond which it is answered `429` at no cost. Pure: the
 //! times are given in.
 
+use super::duration::saturating_micros;
 use std::collections::{BTreeMap, HashMap};
 use std::net::{IpAddr, Ipv6Addr};
 
@@ -187,9 +188,7 @@ pub struct RefusalTally {
 impl RefusalTally {
     pub fn new(interval: std::time::Duration, max_entries: usize) -> Self {
         Self {
-            interval_us: i64::try_from(interval.as_micros())
-                .unwrap_or(i64::MAX)
-                .max(1),
+            interval_us: saturating_micros(interval).max(1),
             max_entries,
             counts: HashMap::new(),
         }

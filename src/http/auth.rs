@@ -5,6 +5,7 @@ use super::problem::Problem;
 use super::refusal::refuse;
 use super::scopes::{Grants, Need, Scope, UnknownScope};
 use super::AppState;
+use crate::api::problem::ProblemType;
 use axum::extract::{Request, State};
 use axum::http::header;
 use axum::middleware::Next;
@@ -251,11 +252,17 @@ pub async fn require_key(
                     request.uri().path()
                 ),
             };
-            (Problem::forbidden(detail), caller.0)
+            (Problem::new(ProblemType::Forbidden, detail), caller.0)
         }
-        Some(Authenticated::Unknown) => (Problem::unauthorized("the API key is not valid"), None),
+        Some(Authenticated::Unknown) => (
+            Problem::new(ProblemType::Unauthorized, "the API key is not valid"),
+            None,
+        ),
         None => (
-            Problem::unauthorized("an API key is required: send Authorization: Bearer KEY"),
+            Problem::new(
+                ProblemType::Unauthorized,
+                "an API key is required: send Authorization: Bearer KEY",
+            ),
             None,
         ),
     };

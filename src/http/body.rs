@@ -5,6 +5,7 @@
 
 use super::problem::Problem;
 use super::AppState;
+use crate::api::problem::ProblemType;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::middleware::Next;
@@ -100,8 +101,12 @@ impl BodyError {
     /// The problem to answer, saying of a body too large what `too_large` says.
     pub fn problem(&self, too_large: impl FnOnce(usize) -> String) -> Problem {
         match self {
-            BodyError::TooLarge { limit, .. } => Problem::payload_too_large(too_large(*limit)),
-            BodyError::TimedOut(timed_out) => Problem::request_timeout(timed_out.to_string()),
+            BodyError::TooLarge { limit, .. } => {
+                Problem::new(ProblemType::PayloadTooLarge, too_large(*limit))
+            }
+            BodyError::TimedOut(timed_out) => {
+                Problem::new(ProblemType::RequestTimeout, timed_out.to_string())
+            }
             BodyError::Unreadable(detail) => Problem::invalid_request(detail.clone()),
         }
     }
@@ -184,8 +189,8 @@ mod tests {
         assert_eq!(started.elapsed(), Duration::from_secs(10));
         assert!(matches!(error, BodyError::TimedOut(_)), "{error:?}");
         let problem = error.problem(|_| unreachable!());
-        assert_eq!(problem.status.as_u16(), 408);
-        assert_eq!(problem.kind, "request-timeout");
+        assert_eq!(problem.status().as_u16(), 408);
+        assert_eq!(problem.kind.slug(), "request-timeout");
         assert_eq!(problem.detail, "the request body did not arrive within 10s");
     }
 

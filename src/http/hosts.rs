@@ -15,6 +15,7 @@
 
 use super::problem::Problem;
 use super::AppState;
+use crate::api::problem::ProblemType;
 use axum::extract::{Request, State};
 use axum::http::{header, Version};
 use axum::middleware::Next;
@@ -136,9 +137,12 @@ pub(super) async fn guard(State(state): State<AppState>, request: Request, next:
         (Some(value), _) => String::from_utf8_lossy(value.as_bytes()).into_owned(),
         (None, Some(authority)) => authority.as_str().to_owned(),
     };
-    let problem = Problem::misdirected_request(format!(
+    let problem = Problem::new(
+        ProblemType::MisdirectedRequest,
+        format!(
         "this daemon does not answer to the host {shown:?}; serve --allowed-host NAME allows one"
-    ));
+    ),
+    );
     super::refusal::refuse(&state, request, problem, None).await
 }
 
@@ -227,12 +231,15 @@ mod tests {
         assert!(not_one_host(&request(Version::HTTP_10, &["localhost"])).is_none());
         let missing = not_one_host(&request(Version::HTTP_11, &[])).unwrap();
         assert_eq!(
-            (missing.status.as_u16(), missing.kind),
+            (missing.status().as_u16(), missing.kind.slug()),
             (400, "invalid-request")
         );
         for version in [Version::HTTP_10, Version::HTTP_11] {
             let two = not_one_host(&request(version, &["localhost", "evil.example"])).unwrap();
-            assert_eq!((two.status.as_u16(), two.kind), (400, "invalid-request"));
+            assert_eq!(
+                (two.status().as_u16(), two.kind.slug()),
+                (400, "invalid-request")
+            );
             assert!(two.detail.contains("not 2"), "{}", two.detail);
             assert!(not_one_host(&request(version, &["a", "a"])).is_some());
         }

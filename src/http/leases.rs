@@ -8,6 +8,7 @@ use super::AppState;
 use crate::api::leases::{
     AcquireRequest, LeaseHistory, LeaseState as ViewState, LeaseView, ReleaseRequest, RenewRequest,
 };
+use crate::api::problem::ProblemType;
 use crate::domain::audit::format_rfc3339_micros;
 use crate::domain::{FencingToken, Holder, LeaseName, LeaseRecord, ParseError, Ttl};
 use crate::store::{AcquireResult, LeaseHistoryQuery, LeaseState, ReleaseResult, RenewResult};
@@ -81,13 +82,16 @@ async fn history(
             lease: name.as_str().to_owned(),
             events,
         })),
-        None if crate::domain::authority::ExternalLock::from_lease(&name).is_some() => Err(
-            Problem::not_found(format!("no write has seen lock {:?} held", name.as_str())),
-        ),
-        None => Err(Problem::not_found(format!(
-            "lease {:?} has never been acquired",
-            name.as_str()
-        ))),
+        None if crate::domain::authority::ExternalLock::from_lease(&name).is_some() => {
+            Err(Problem::new(
+                ProblemType::NotFound,
+                format!("no write has seen lock {:?} held", name.as_str()),
+            ))
+        }
+        None => Err(Problem::new(
+            ProblemType::NotFound,
+            format!("lease {:?} has never been acquired", name.as_str()),
+        )),
     }
 }
 
@@ -144,13 +148,15 @@ fn require_json(headers: &HeaderMap) -> Result<(), Problem> {
     if essence.eq_ignore_ascii_case("application/json") {
         Ok(())
     } else if declared.is_empty() {
-        Err(Problem::unsupported_media_type(
+        Err(Problem::new(
+            ProblemType::UnsupportedMediaType,
             "a lease request's body must be sent with Content-Type: application/json",
         ))
     } else {
-        Err(Problem::unsupported_media_type(format!(
-            "a lease request's body must be application/json, not {declared:?}"
-        )))
+        Err(Problem::new(
+            ProblemType::UnsupportedMediaType,
+            format!("a lease request's body must be application/json, not {declared:?}"),
+        ))
     }
 }
 
@@ -173,10 +179,10 @@ async fn show(State(state): State<AppState>, uri: Uri) -> Result<Response, Probl
     let name = lease_name(uri.path().strip_prefix(PREFIX).unwrap_or_default())?;
     match state.service.lease(&name).await? {
         Some(LeaseState { record, now_us }) => Ok(json_ok(&view(&record, now_us))),
-        None => Err(Problem::not_found(format!(
-            "lease {:?} has never been acquired",
-            name.as_str()
-        ))),
+        None => Err(Problem::new(
+            ProblemType::NotFound,
+            format!("lease {:?} has never been acquired", name.as_str()),
+        )),
     }
 }
 
@@ -188,22 +194,27 @@ async fn act(
 ) -> Result<Response, Problem> {
     let rest = uri.path().strip_prefix(PREFIX).unwrap_or_default();
     let Some((raw_name, action)) = rest.rsplit_once('/') else {
-        return Err(Problem::not_found(
+        return Err(Problem::new(
+            ProblemType::NotFound,
             "POST to /v1/leases/NAME/acquire, renew or release",
         ));
     };
     let name = lease_name(raw_name)?;
     if name.is_reserved() {
-        return Err(Problem::reserved_name(format!(
-            "lease names under {:?} belong to the daemon itself",
-            LeaseName::RESERVED_PREFIX
-        )));
+        return Err(Problem::new(
+            ProblemType::ReservedName,
+            format!(
+                "lease names under {:?} belong to the daemon itself",
+                LeaseName::RESERVED_PREFIX
+            ),
+        ));
     }
     if crate::domain::authority::ExternalLock::from_lease(&name).is_some() {
-        return Err(Problem::reserved_name(format!(
+        let detail = format!(
             "lease {:?} names a lock of an external authority, which this daemon does not grant",
             name.as_str()
-        )));
+        );
+        return Err(Problem::new(ProblemType::ReservedName, detail));
     }
     require_json(&headers)?;
     let body = read_body(&headers, body).await?;
@@ -215,12 +226,15 @@ async fn act(
             let ttl = Ttl::from_millis(request.ttl_ms).map_err(invalid)?;
             match service.acquire_lease(&name, &holder, ttl).await? {
                 AcquireResult::Granted(record) => Ok(json_ok(&granted(&record))),
-                AcquireResult::Held(current) => Err(Problem::lease_held(format!(
-                    "lease {:?} is held by {:?} until {}",
-                    name.as_str(),
-                    current.holder.as_str(),
-                    expires_at(&current)
-                ))
+                AcquireResult::Held(current) => Err(Problem::new(
+                    ProblemType::LeaseHeld,
+                    format!(
+                        "lease {:?} is held by {:?} until {}",
+                        name.as_str(),
+                        current.holder.as_str(),
+                        expires_at(&current)
+                    ),
+                )
                 .with_members(serde_json::json!({
                     "lease": name.as_str(),
                     "holder": current.holder.as_str(),
@@ -251,9 +265,10 @@ async fn act(
                 ReleaseResult::Lost(current) => Err(lost(&name, &holder, token, current.as_ref())),
             }
         }
-        other => Err(Problem::not_found(format!(
-            "unknown lease action {other:?}: use acquire, renew or release"
-        ))),
+        other => Err(Problem::new(
+            ProblemType::NotFound,
+            format!("unknown lease action {other:?}: use acquire, renew or release"),
+        )),
     }
 }
 
@@ -265,7 +280,10 @@ fn lost(
     current: Option<&LeaseState>,
 ) -> Problem {
     let Some(LeaseState { record, now_us }) = current else {
-        return Problem::lease_lost(format!("lease {:?} has never been acquired", name.as_str()));
+        return Problem::new(
+            ProblemType::LeaseLost,
+            format!("lease {:?} has never been acquired", name.as_str()),
+        );
     };
     let why = if record.token != token || &record.holder != holder {
         format!(
@@ -279,6 +297,9 @@ fn lost(
     } else {
         format!("generation {token} expired at {}", expires_at(record))
     };
-    Problem::lease_lost(format!("lease {:?}: {why}", name.as_str()))
-        .with_members(serde_json::json!({ "lease": view(record, *now_us) }))
+    Problem::new(
+        ProblemType::LeaseLost,
+        format!("lease {:?}: {why}", name.as_str()),
+    )
+    .with_members(serde_json::json!({ "lease": view(record, *now_us) }))
 }

@@ -21,6 +21,7 @@ pub mod scopes;
 mod slots;
 mod write_request;
 
+use crate::api::problem::ProblemType;
 use crate::app::service::FenceService;
 use crate::live::Live;
 use auth::ApiKeys;
@@ -198,11 +199,17 @@ fn panicked(_: Box<dyn std::any::Any + Send + 'static>) -> axum::response::Respo
 }
 
 async fn not_found(uri: Uri) -> Problem {
-    Problem::not_found(format!("no such endpoint: {}", uri.path()))
+    Problem::new(
+        ProblemType::NotFound,
+        format!("no such endpoint: {}", uri.path()),
+    )
 }
 
 async fn method_not_allowed(method: Method, uri: Uri) -> Problem {
-    Problem::method_not_allowed(format!("{method} is not allowed on {}", uri.path()))
+    Problem::new(
+        ProblemType::MethodNotAllowed,
+        format!("{method} is not allowed on {}", uri.path()),
+    )
 }
 
 #[cfg(test)]
@@ -244,7 +251,7 @@ mod tests {
             )
             .route(
                 "/missing",
-                get(|| async { Problem::not_found("nothing here") }),
+                get(|| async { Problem::new(ProblemType::NotFound, "nothing here") }),
             )
             .layer(axum::middleware::from_fn(log_failures));
 

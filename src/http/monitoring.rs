@@ -4,6 +4,7 @@ use super::problem::{json_ok, Problem};
 use super::query::{Limit, QueryParams, Resource, StateFilter, StrictQuery};
 use super::AppState;
 use crate::api::monitoring::{AlertList, OverlapList};
+use crate::api::problem::ProblemType;
 use crate::metrics::Exposition;
 use crate::store::OverlapQuery;
 use axum::extract::{Path, State};
@@ -70,7 +71,10 @@ async fn report(
     let id = overlap_id(&id)?;
     match state.service.incident_report(id).await? {
         Some(report) => Ok(json_ok(&report)),
-        None => Err(Problem::not_found(format!("no overlap {id}"))),
+        None => Err(Problem::new(
+            ProblemType::NotFound,
+            format!("no overlap {id}"),
+        )),
     }
 }
 

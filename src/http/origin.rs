@@ -5,6 +5,7 @@
 
 use super::problem::Problem;
 use super::AppState;
+use crate::api::problem::ProblemType;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderName, HeaderValue, Method};
 use axum::middleware::Next;
@@ -85,9 +86,10 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
         return next.run(request).await;
     }
     let shown = String::from_utf8_lossy(origin.as_bytes()).into_owned();
-    let problem = Problem::cross_origin(format!(
+    let detail = format!(
         "requests from the web origin {shown:?} are refused; serve --allow-origin ORIGIN allows one"
-    ));
+    );
+    let problem = Problem::new(ProblemType::CrossOrigin, detail);
     super::refusal::refuse(&state, request, problem, None).await
 }
 

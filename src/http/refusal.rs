@@ -9,11 +9,11 @@
 use super::problem::{Problem, WriteMembers};
 use super::write_request::Refusal;
 use super::AppState;
+use crate::api::problem::ProblemType;
 use crate::app::refusals::Refusal as Refused;
 use crate::domain::refusal::{RefusalReason, RefusalSample, RefusalSource, Spend};
 use crate::domain::{AuditEntry, RefusedAttempt, ResourceKey};
 use axum::extract::{ConnectInfo, Request};
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use std::net::SocketAddr;
 
@@ -48,23 +48,27 @@ pub(super) async fn refuse(
         .refused_before_fence(refused, || sample(&request, &problem));
     match spend {
         Spend::Within => problem.into_response(),
-        Spend::Exhausted { retry_after_secs } => Problem::too_many_requests(
+        Spend::Exhausted { retry_after_secs } => Problem::new(
+            ProblemType::TooManyRequests,
             format!(
                 "too many refused requests from this address; retry after {retry_after_secs} s \
                  (a request with a valid API key is never limited)"
             ),
-            retry_after_secs,
         )
+        .with_retry_after(retry_after_secs)
         .into_response(),
     }
 }
 
+/// The reason a refusal is counted under: its problem type, which every refusal before the
+/// fence is one of (any other is counted as `forbidden`).
 fn reason_of(problem: &Problem) -> RefusalReason {
-    match (problem.status, problem.kind) {
-        (StatusCode::UNAUTHORIZED, _) => RefusalReason::Unauthorized,
-        (StatusCode::MISDIRECTED_REQUEST, _) => RefusalReason::MisdirectedRequest,
-        (_, "cross-origin") => RefusalReason::CrossOrigin,
-        (_, "reserved-name") => RefusalReason::ReservedName,
+    match problem.kind {
+        ProblemType::Unauthorized => RefusalReason::Unauthorized,
+        ProblemType::MisdirectedRequest => RefusalReason::MisdirectedRequest,
+        ProblemType::CrossOrigin => RefusalReason::CrossOrigin,
+        ProblemType::ReservedName => RefusalReason::ReservedName,
+        ProblemType::TooManyRequests => RefusalReason::TooManyRequests,
         _ => RefusalReason::Forbidden,
     }
 }
@@ -92,8 +96,8 @@ pub(super) async fn refused_response(
 ) -> Problem {
     let problem = match refusal {
         Refusal::Invalid(detail) => Problem::invalid_request(detail),
-        Refusal::TooLarge(detail) => Problem::payload_too_large(detail),
-        Refusal::TimedOut(detail) => Problem::request_timeout(detail),
+        Refusal::TooLarge(detail) => Problem::new(ProblemType::PayloadTooLarge, detail),
+        Refusal::TimedOut(detail) => Problem::new(ProblemType::RequestTimeout, detail),
     };
     match state.service.refuse(&attempt).await {
         Ok(entry) => problem.with_members(members(&entry)),
@@ -111,5 +115,21 @@ pub(super) fn members(entry: &AuditEntry) -> WriteMembers {
         revision: entry.revision,
         idempotency_key: entry.idempotency_key.clone(),
         audit_id: entry.id,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A refusal's reason is named as the problem type it was answered with: the metrics and
+    /// the `refusals` rows say what the client was told.
+    #[test]
+    fn each_refusal_reason_is_named_as_its_problem_type() {
+        for reason in RefusalReason::ALL {
+            let kind = ProblemType::from_slug(reason.as_str());
+            assert_ne!(kind, ProblemType::Unknown, "{reason:?}");
+            assert_eq!(reason_of(&Problem::new(kind, "refused")), reason);
+        }
     }
 }

@@ -10,6 +10,7 @@ use super::problem::Problem;
 use super::refusal::{refuse, RESOURCES_PREFIX};
 use super::write_request::named_lease;
 use super::AppState;
+use crate::api::problem::ProblemType;
 use crate::domain::LeaseName;
 use axum::extract::{Request, State};
 use axum::http::Method;
@@ -30,10 +31,11 @@ pub(super) async fn guard(State(state): State<AppState>, request: Request, next:
         .extensions()
         .get::<Caller>()
         .and_then(|Caller(name)| name.clone());
-    let problem = Problem::reserved_name(format!(
+    let detail = format!(
         "Fencing-Lease names a lease under {:?}, which belongs to the daemon itself; a write \
          cannot be fenced by it",
         LeaseName::RESERVED_PREFIX
-    ));
+    );
+    let problem = Problem::new(ProblemType::ReservedName, detail);
     refuse(&state, request, problem, caller).await
 }

@@ -7,6 +7,7 @@ use super::body::{content_length, read_limited};
 use super::problem::{json_ok, Problem, WriteMembers};
 use super::refusal::{members, RESOURCES_PREFIX};
 use super::AppState;
+use crate::api::problem::ProblemType;
 use crate::api::reset::ResetRequest;
 use crate::domain::{FencingToken, Reset, ResetReason, ResourceKey};
 use axum::body::Body;
@@ -44,7 +45,12 @@ pub(super) async fn reset(
     let raw_key = path
         .strip_prefix(RESOURCES_PREFIX)
         .and_then(|rest| rest.strip_suffix(ACTION))
-        .ok_or_else(|| Problem::method_not_allowed(format!("POST is not allowed on {path}")))?;
+        .ok_or_else(|| {
+            Problem::new(
+                ProblemType::MethodNotAllowed,
+                format!("POST is not allowed on {path}"),
+            )
+        })?;
     let key =
         ResourceKey::from_percent_encoded(raw_key).map_err(|e| Problem::invalid_request(e.0))?;
     require_json(&headers)?;
@@ -63,10 +69,13 @@ pub(super) async fn reset(
             members: members(&done.entry),
             previous_highest_token: done.previous_highest_token,
         })),
-        None => Err(Problem::not_found(format!(
-            "resource {:?} has never been written: there is no fence to reset",
-            reset.key.as_str()
-        ))),
+        None => Err(Problem::new(
+            ProblemType::NotFound,
+            format!(
+                "resource {:?} has never been written: there is no fence to reset",
+                reset.key.as_str()
+            ),
+        )),
     }
 }
 
@@ -81,9 +90,12 @@ fn require_json(headers: &HeaderMap) -> Result<(), Problem> {
     if essence.eq_ignore_ascii_case("application/json") {
         Ok(())
     } else {
-        Err(Problem::unsupported_media_type(format!(
-            "a reset's body must be sent with Content-Type: application/json, not {declared:?}"
-        )))
+        Err(Problem::new(
+            ProblemType::UnsupportedMediaType,
+            format!(
+                "a reset's body must be sent with Content-Type: application/json, not {declared:?}"
+            ),
+        ))
     }
 }
 

@@ -6,8 +6,9 @@ use super::refusal::{members, refused_response, RESOURCES_PREFIX};
 use super::reset::reset;
 use super::write_request::{self, Refusal};
 use super::AppState;
+use crate::api::problem::ProblemType;
 use crate::app::service::WriteError;
-use crate::domain::{Applied, Decision, Outcome, ResourceKey, Revision, WriteResult};
+use crate::domain::{Applied, AuditEntry, Decision, Outcome, ResourceKey, Revision, WriteResult};
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode, Uri};
@@ -80,35 +81,31 @@ fn write_response(result: WriteResult) -> Response {
             };
             json_response(status, &body, recorded.revision, true)
         }
-        Decision::KeyReuse { .. } => {
-            Problem::idempotency_key_reuse(entry.detail.clone().unwrap_or_default())
-                .with_members(members(entry))
-                .into_response()
-        }
-        Decision::Stale | Decision::Superseded => {
-            Problem::stale_token(entry.detail.clone().unwrap_or_default())
-                .with_members(members(entry))
-                .into_response()
-        }
-        Decision::UnknownGeneration => {
-            Problem::unknown_generation(entry.detail.clone().unwrap_or_default())
-                .with_members(members(entry))
-                .into_response()
-        }
-        Decision::OutOfScope => Problem::out_of_scope(entry.detail.clone().unwrap_or_default())
-            .with_members(members(entry))
-            .into_response(),
-        Decision::LeaseExpired => Problem::lease_expired(entry.detail.clone().unwrap_or_default())
-            .with_members(members(entry))
-            .into_response(),
         Decision::RevisionMismatch => {
             let current = Revision::new(entry.revision).unwrap_or(Revision::NEVER_WRITTEN);
-            Problem::revision_mismatch(entry.detail.clone().unwrap_or_default())
-                .with_members(members(entry))
+            refused_by_fence(ProblemType::RevisionMismatch, entry)
                 .with_etag(current.etag())
                 .into_response()
         }
+        Decision::KeyReuse { .. } => {
+            refused_by_fence(ProblemType::IdempotencyKeyReuse, entry).into_response()
+        }
+        Decision::Stale | Decision::Superseded => {
+            refused_by_fence(ProblemType::StaleToken, entry).into_response()
+        }
+        Decision::UnknownGeneration => {
+            refused_by_fence(ProblemType::UnknownGeneration, entry).into_response()
+        }
+        Decision::OutOfScope => refused_by_fence(ProblemType::OutOfScope, entry).into_response(),
+        Decision::LeaseExpired => {
+            refused_by_fence(ProblemType::LeaseExpired, entry).into_response()
+        }
     }
+}
+
+/// The problem answering a write the fence refused, with its audit row's detail and members.
+fn refused_by_fence(kind: ProblemType, entry: &AuditEntry) -> Problem {
+    Problem::new(kind, entry.detail.clone().unwrap_or_default()).with_members(members(entry))
 }
 
 /// `201 Created` for a resource's first revision, `200 OK` after; a replay answers as the
@@ -147,9 +144,10 @@ fn json_response(
 async fn read(State(state): State<AppState>, uri: Uri) -> Result<Response, Problem> {
     let key = key_from(&uri)?;
     let Some(stored) = state.service.read(&key).await? else {
-        return Err(Problem::not_found(format!(
-            "resource {key:?} has never been written"
-        )));
+        return Err(Problem::new(
+            ProblemType::NotFound,
+            format!("resource {key:?} has never been written"),
+        ));
     };
     let content_type = stored
         .content_type

@@ -5,6 +5,7 @@
 
 use super::{micros, text, time};
 use crate::cli::{AuditCommand, AuditFilterArgs, ExportFormat};
+use crate::domain::duration::saturating_micros;
 use crate::domain::fence_audit::FenceAuditRow;
 use crate::domain::fence_overlaps::incidents;
 use crate::domain::incident::{condense, Evidence, Folding, IncidentReport};
@@ -206,7 +207,7 @@ async fn fence_incidents(db: &OwnDb, now: DateTime<Utc>) -> anyhow::Result<Vec<O
 }
 
 fn quiet_us() -> i64 {
-    i64::try_from(QUIET.as_micros()).unwrap_or(i64::MAX)
+    saturating_micros(QUIET)
 }
 
 /// An incident of the fence, from its audit alone: the fence keeps no history of the leases,

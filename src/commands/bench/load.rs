@@ -5,6 +5,7 @@ use super::connection::{exchange, Endpoint};
 use super::cpu::{peak_rss_mib, CpuMark, CpuPerWrite};
 use super::tally::{finish, summarise, Tally};
 use super::{BenchOptions, EventsResult, PathResult, Picks};
+use crate::api::problem::ProblemType;
 use anyhow::Context;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -272,7 +273,11 @@ async fn write_on_one_connection(
                 let took = began.elapsed();
                 match status {
                     200 | 201 => tally.record(took, false),
-                    409 => tally.record(took, true),
+                    // By status alone, the problem's type unread: a stale token's status is the
+                    // refusal the stale share is sent to get.
+                    status if status == ProblemType::StaleToken.status() => {
+                        tally.record(took, true)
+                    }
                     _ => tally.errors += 1,
                 }
             }
