@@ -5,21 +5,11 @@
 
 #[test]
 fn the_domain_names_no_database_runtime_web_or_terminal_crate() {
-    let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/domain");
-    let mut checked = 0;
-    for entry in std::fs::read_dir(&folder).unwrap() {
-        let path = entry.unwrap().path();
-        let text = std::fs::read_to_string(&path).unwrap();
-        for forbidden in ["sqlx", "tokio", "axum", "ratatui", "crossterm", "reqwest"] {
-            assert!(
-                !text.contains(forbidden),
-                "{} names {forbidden}",
-                path.display()
-            );
-        }
-        checked += 1;
-    }
-    assert!(checked >= 5, "found only {checked} files under src/domain");
+    assert_names_none(
+        "src/domain",
+        &["sqlx", "tokio", "axum", "ratatui", "crossterm", "reqwest"],
+        5,
+    );
 }
 
 /// Asserts that no Rust file under `folder` (at any depth) names any of `forbidden`.
