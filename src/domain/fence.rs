@@ -67,7 +67,7 @@ pub enum Decision {
     Replay(RecordedOperation),
     /// The idempotency key was used before for another token or body: answered
     /// `idempotency-key-reuse`, audited `idempotency_conflict`.
-    KeyReuse { recorded: RecordedOperation },
+    IdempotencyKeyReuse { recorded: RecordedOperation },
     /// The lease may not fence this resource (`--lease-scope`).
     OutOfScope,
     /// The token is above any generation the lease has issued: forged or foreign.
@@ -93,7 +93,7 @@ impl Decision {
     pub fn outcome(&self) -> Outcome {
         match self {
             Decision::Replay(_) => Outcome::Replayed,
-            Decision::KeyReuse { .. } => Outcome::IdempotencyConflict,
+            Decision::IdempotencyKeyReuse { .. } => Outcome::IdempotencyConflict,
             Decision::OutOfScope | Decision::UnknownGeneration => Outcome::Unauthorized,
             Decision::Superseded => Outcome::Superseded,
             Decision::LeaseExpired => Outcome::LeaseExpired,
@@ -118,7 +118,7 @@ pub fn decide(
         return if recorded.token == intent.token && recorded.body_sha256 == intent.body_sha256 {
             Decision::Replay(recorded.clone())
         } else {
-            Decision::KeyReuse {
+            Decision::IdempotencyKeyReuse {
                 recorded: recorded.clone(),
             }
         };
@@ -398,7 +398,7 @@ mod tests {
                 if recorded_token == token_value && same_body {
                     prop_assert_eq!(decision, Decision::Replay(recorded));
                 } else {
-                    prop_assert_eq!(decision, Decision::KeyReuse { recorded });
+                    prop_assert_eq!(decision, Decision::IdempotencyKeyReuse { recorded });
                 }
             }
         }

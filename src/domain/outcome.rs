@@ -19,7 +19,7 @@ pub enum Outcome {
     /// Rejected: `If-Match` named another revision (`Decision::RevisionMismatch`). The audit
     /// calls it `revision_conflict` and the answer `revision-mismatch`: the contract fixes both.
     RevisionConflict,
-    /// Rejected: an `Idempotency-Key` reused with another token or body (`Decision::KeyReuse`).
+    /// Rejected: an `Idempotency-Key` reused with another token or body (`Decision::IdempotencyKeyReuse`).
     /// The audit calls it `idempotency_conflict` and the answer `idempotency-key-reuse`: the
     /// contract fixes both.
     IdempotencyConflict,

@@ -87,7 +87,7 @@ fn write_response(result: WriteResult) -> Response {
                 .with_etag(current.etag())
                 .into_response()
         }
-        Decision::KeyReuse { .. } => {
+        Decision::IdempotencyKeyReuse { .. } => {
             refused_by_fence(ProblemType::IdempotencyKeyReuse, entry).into_response()
         }
         Decision::Stale | Decision::Superseded => {

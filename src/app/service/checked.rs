@@ -138,7 +138,7 @@ impl FenceService {
         let result = self.commit(write).await?;
         let foreseen = match &result.decision {
             Decision::Replay(_) => true,
-            Decision::OutOfScope | Decision::KeyReuse { .. } => out_of_scope,
+            Decision::OutOfScope | Decision::IdempotencyKeyReuse { .. } => out_of_scope,
             _ => false,
         };
         if !foreseen {

@@ -407,7 +407,7 @@ fn audit_entry(
             "repeat of the operation recorded as audit {}",
             recorded.audit_id
         )),
-        Decision::KeyReuse { recorded } => Some(format!(
+        Decision::IdempotencyKeyReuse { recorded } => Some(format!(
             "idempotency key was recorded with token {} and body sha256 {} (audit {})",
             recorded.token, recorded.body_sha256, recorded.audit_id
         )),
