@@ -18,6 +18,7 @@ pub mod key;
 pub mod label;
 pub mod lease;
 pub mod lease_history;
+pub mod lock_record;
 pub mod outcome;
 pub mod overlap;
 pub mod prefix;

@@ -2,8 +2,8 @@
 //! successor's first accepted write, and the grants of the generations involved, each read with
 //! an index rather than by walking the resource's whole history.
 
-use super::authority_history::observed_event;
 use super::leases::{history_event, lease_event};
+use super::lock_holders::observed_event;
 use super::native::on_db;
 use super::reads::{audit_entry, AUDIT_COLUMNS};
 use super::{Store, StoreError};

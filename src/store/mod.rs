@@ -5,8 +5,6 @@
 
 mod alerts;
 mod audit_query;
-mod authority;
-mod authority_history;
 mod batch;
 mod chain;
 mod chain_heads;
@@ -15,6 +13,8 @@ mod db_url;
 mod error;
 mod incident;
 mod leases;
+mod lock_holders;
+mod lock_records;
 pub(crate) mod native;
 mod overlaps;
 mod pg_schema;
@@ -28,9 +28,9 @@ mod tx;
 mod wal_sync;
 mod watched;
 
+pub use crate::domain::lock_record::{RecordedLock, Sighting};
 pub use alerts::{AlertChange, RejectionCount, StoredAlert};
 pub use audit_query::{AuditFilter, AuditRecord};
-pub use authority::{RecordedLock, RegressedLock, Sighting};
 pub use batch::{CommittedBatch, MAX_BATCH};
 pub use chain::{Breach, PruneReport, VerifyReport};
 pub use connect::{is_sqlite_url, Backend, OpenMode, StoreOptions, DEFAULT_DB_TIMEOUT};
@@ -40,6 +40,7 @@ pub use error::{within, StoreError};
 pub use leases::{
     AcquireResult, LeaseEvent, LeaseHistoryQuery, LeaseState, ReleaseResult, RenewResult,
 };
+pub use lock_records::RegressedLock;
 pub use overlaps::OverlapQuery;
 pub use pg_schema::{InvalidSchema, PgSchema};
 pub use reads::{AuditQuery, StoredValue};

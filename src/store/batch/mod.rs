@@ -33,9 +33,9 @@ mod sqlite_run;
 
 use crate::domain::clock::Clock;
 use crate::domain::{FencedWrite, LeasePolicy, WriteResult};
-use crate::store::authority;
 use crate::store::chain_heads::StartingHeads;
 use crate::store::leases::{lease_record, LEASE_COLUMNS};
+use crate::store::lock_records;
 use crate::store::native::{on_db, Conn, Native};
 use crate::store::tx::{clock_us, retrying};
 use crate::store::wal_sync::{CommitTicket, Durability, WalSync};
@@ -174,7 +174,7 @@ impl Store {
             .iter()
             .filter_map(|w| w.authority.as_ref().map(|view| view.lock.lease_name()))
             .collect();
-        let mut locks = authority::observe(D::native(conn), &lock_names).await?;
+        let mut locks = lock_records::observe(D::native(conn), &lock_names).await?;
 
         let decided = plan::decide_in_order(
             writes,
@@ -189,7 +189,7 @@ impl Store {
             &*self.clock,
         )?;
         if !locks.is_empty() {
-            let stored = authority::store(D::native(conn), &locks, self.clock.now_us()).await?;
+            let stored = lock_records::store(D::native(conn), &locks, self.clock.now_us()).await?;
             D::expect_changes(&mut audit, stored);
         }
         if let Some(hook) = &self.observe_hook {

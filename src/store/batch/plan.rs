@@ -6,11 +6,11 @@
 use super::shared::{ChainHeads, Link, ObservedLeases, ObservedResource};
 use crate::domain::authority::Anomaly;
 use crate::domain::clock::Clock;
+use crate::domain::lock_record::{self, RecordedLock};
 use crate::domain::{
     chain, decide, AuditEntry, Decision, FencedWrite, LeaseCheck, LeasePolicy, RecordedOperation,
     ResourceState, Revision, WriteIntent, WriteResult,
 };
-use crate::store::authority::{self, RecordedLock};
 use crate::store::chain_heads::{UnwrittenMoves, UnwrittenSeen};
 use crate::store::error::corrupt;
 use crate::store::StoreError;
@@ -153,7 +153,7 @@ pub(super) fn decide_in_order<'a>(
         let lease = match &write.authority {
             Some(view) => {
                 let working = locks.entry(view.lock.lease_name()).or_default();
-                let judged = authority::judge(
+                let judged = lock_record::judge(
                     view,
                     write.token.get(),
                     write.owner.as_ref().map(|o| o.as_str()),
