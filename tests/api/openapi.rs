@@ -4,6 +4,7 @@
 
 use crate::helpers::{Backend, Daemon, Reply, TestApp};
 use crate::test_db;
+use fencewatch::api::events::EventKind;
 use fencewatch::app::service::Limits;
 use fencewatch::domain::Outcome;
 use fencewatch::http::auth::ApiKeys;
@@ -241,6 +242,46 @@ fn the_description_names_every_problem_type_and_outcome() {
         outcomes,
         "Outcome in docs/openapi.yaml"
     );
+}
+
+/// Resolves a local `$ref` (`#/components/...`) against the description.
+fn resolve<'a>(spec: &'a Value, schema: &'a Value) -> &'a Value {
+    match schema["$ref"].as_str() {
+        Some(pointer) => spec
+            .pointer(pointer.trim_start_matches('#'))
+            .unwrap_or_else(|| panic!("{pointer} is not in docs/openapi.yaml")),
+        None => schema,
+    }
+}
+
+#[test]
+fn every_event_kind_has_its_data_described() {
+    let spec = spec();
+    let stream = &spec["paths"]["/v1/events"]["get"]["responses"]["200"]["content"]
+        ["text/event-stream"]["schema"];
+    let one_of = resolve(&spec, stream)["oneOf"]
+        .as_array()
+        .expect("the event schema is a oneOf, one per kind");
+    let mut documented = BTreeSet::new();
+    for kind_schema in one_of {
+        let kind_schema = resolve(&spec, kind_schema);
+        let name = kind_schema["properties"]["event"]["const"]
+            .as_str()
+            .expect("each kind's schema names its `event`")
+            .to_owned();
+        let data = &kind_schema["properties"]["data"];
+        assert_eq!(data["contentMediaType"], "application/json", "{name}");
+        assert!(
+            data["contentSchema"].is_object(),
+            "{name}: no contentSchema"
+        );
+        assert!(documented.insert(name.clone()), "{name} is described twice");
+    }
+    let kinds: BTreeSet<String> = EventKind::ALL
+        .iter()
+        .map(|kind| kind.name().to_owned())
+        .collect();
+    assert_eq!(documented, kinds, "the event kinds of docs/openapi.yaml");
 }
 
 #[tokio::test]
