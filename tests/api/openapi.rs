@@ -320,8 +320,8 @@ async fn the_description_is_served_as_json_with_the_read_scope() {
 
 /// Schemathesis generates requests from the served description for about a minute, valid and
 /// invalid, and fails on any 5xx, any status, content type or header the description does not
-/// give for the operation, and any body that does not match its schema. `/v1/events` is left
-/// out: its answer is an endless stream, which a request-response client waits on forever.
+/// give for the operation, and any body that does not match its schema: for `/v1/events`, each
+/// event of the stream (its SSE fields, and its data against the kind's `contentSchema`).
 #[cfg_attr(
     not(fencewatch_schemathesis),
     ignore = "needs schemathesis on the PATH (pip install schemathesis)"
@@ -357,6 +357,19 @@ async fn schemathesis_finds_nothing_the_description_does_not_allow() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let work = tempfile::tempdir().unwrap();
+    // The stream does not end: schemathesis reads an event stream until it has read
+    // `max-stream-events` events (or the request timeout passes) and validates each of them.
+    // Three keep a call to about a second: `stats` comes at once and then each second, the
+    // `write`s a `Last-Event-ID` missed at once, `overlap`s twice a second while the stale
+    // writes below go on.
+    std::fs::write(
+        work.path().join("schemathesis.toml"),
+        "[[operations]]\ninclude-path = \"/v1/events\"\nmax-stream-events = 3\n",
+    )
+    .unwrap();
+    // Stale writes all along, so that a stream carries `overlap` events (the overlap grows)
+    // and the stale-owner alert fires.
+    let stale_writes = tokio::spawn(stale_writes_to(daemon.base.clone()));
     let started = std::time::Instant::now();
     let run = tokio::process::Command::new("schemathesis")
         .current_dir(work.path())
@@ -366,8 +379,6 @@ async fn schemathesis_finds_nothing_the_description_does_not_allow() {
             "--checks",
             "not_a_server_error,status_code_conformance,content_type_conformance,\
              response_headers_conformance,response_schema_conformance",
-            "--exclude-path",
-            "/v1/events",
             "--max-time",
             "50",
             // One worker: CPython 3.11 fails parsing source in two threads at once ("AST
@@ -386,12 +397,17 @@ async fn schemathesis_finds_nothing_the_description_does_not_allow() {
         .await
         .expect("schemathesis ends within 240 s")
         .expect("run schemathesis");
+    stale_writes.abort();
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         output.status.success(),
         "schemathesis failed ({}):\n{stdout}\n{stderr}",
         output.status
+    );
+    assert!(
+        stdout.contains("Configuration:") && stdout.contains("schemathesis.toml"),
+        "schemathesis did not read its configuration (the stream's event count):\n{stdout}"
     );
     let summary: Vec<&str> = stdout
         .lines()
@@ -404,4 +420,21 @@ async fn schemathesis_finds_nothing_the_description_does_not_allow() {
         summary.join("; ")
     );
     assert!(daemon.terminate().await, "the daemon stops cleanly");
+}
+
+/// A newer generation's write to `openapi/stream`, then an older one's every 200 ms.
+async fn stale_writes_to(base: String) {
+    let http = crate::helpers::http_client();
+    let url = format!("{base}/v1/resources/openapi/stream");
+    let put = |token: &'static str| {
+        http.put(&url)
+            .header("fencing-token", token)
+            .body("v")
+            .send()
+    };
+    let _ = put("9").await;
+    loop {
+        let _ = put("8").await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
