@@ -1,17 +1,158 @@
-//! The live stream's events (`GET /v1/events`), typed: the daemon serializes these and the
-//! dashboard deserializes the same types, so the two cannot disagree about a field.
-
-use crate::domain::{AuditEntry, Overlap};
-use serde::{Deserialize, Serialize};
-use std::sync::Arc;
+//! The live stream's events (`GET /v1/events`), typed: the bus carries [`DaemonEvent`], the
+//! daemon writes it as SSE and the dashboard reads the same type back, so no two places can
+//! disagree about an event's name or a field.
+//!
+//! Adding an event kind is one line in the `daemon_events!` list below (its variant, its data
+//! type and its SSE name); every `match` on `DaemonEvent` elsewhere is exhaustive, so the
+//! compiler points at each place that has to handle it, and `tests/api/openapi.rs` fails until
+//! `docs/openapi.yaml` describes its data.
 
 use crate::domain::alert::AlertState;
+use crate::domain::{AuditEntry, Outcome, Overlap};
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
+/// A `write` event: the audit row itself, with its id as the SSE id.
+pub type WriteEvent = AuditEntry;
 /// An `alert` event, and an alert as `GET /v1/alerts` shows it.
 pub type AlertEvent = AlertView;
 /// A `stats` event, and `GET /v1/stats`.
 pub type StatsEvent = StatsView;
+
+/// Declares [`DaemonEvent`] and [`EventKind`] from one list of `Variant(DataType) = "name"`:
+/// the name-to-variant and variant-to-data mappings are generated here and nowhere else.
+macro_rules! daemon_events {
+    ($($(#[$attr:meta])* $variant:ident($data:ty) = $name:literal,)+) => {
+        /// One event of `GET /v1/events`, as the daemon publishes it and every client reads it.
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum DaemonEvent {
+            $($(#[$attr])* $variant(Arc<$data>),)+
+        }
+
+        /// What kind a [`DaemonEvent`] is: its SSE `event:` name.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum EventKind {
+            $($variant,)+
+        }
+
+        impl EventKind {
+            pub const ALL: &'static [EventKind] = &[$(EventKind::$variant,)+];
+
+            /// The SSE `event:` name.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(EventKind::$variant => $name,)+
+                }
+            }
+        }
+
+        impl DaemonEvent {
+            pub fn kind(&self) -> EventKind {
+                match self {
+                    $(DaemonEvent::$variant(_) => EventKind::$variant,)+
+                }
+            }
+
+            /// The SSE `data:` line: the event's data as JSON.
+            pub fn data(&self) -> Result<String, EventError> {
+                match self {
+                    $(DaemonEvent::$variant(data) => serde_json::to_string(&**data),)+
+                }
+                .map_err(|source| EventError::Encode {
+                    kind: self.kind(),
+                    source,
+                })
+            }
+
+            fn decode(kind: EventKind, data: &str) -> Result<Self, EventError> {
+                match kind {
+                    $(EventKind::$variant => {
+                        serde_json::from_str(data).map(|data| DaemonEvent::$variant(Arc::new(data)))
+                    })+
+                }
+                .map_err(|source| EventError::Decode { kind, source })
+            }
+        }
+    };
+}
+
+daemon_events! {
+    /// An audit row, in id order once every lower id is final (a watched database's rows as
+    /// they are taken in).
+    Write(WriteEvent) = "write",
+    /// An ownership overlap opened, grew or closed.
+    Overlap(OverlapEvent) = "overlap",
+    /// An alert changed state.
+    Alert(AlertEvent) = "alert",
+    /// The figures of `GET /v1/stats`, each second.
+    Stats(StatsEvent) = "stats",
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EventError {
+    #[error("unknown event type {0:?}")]
+    UnknownKind(String),
+    #[error("bad {kind} event: {source}")]
+    Decode {
+        kind: EventKind,
+        source: serde_json::Error,
+    },
+    #[error("cannot encode a {kind} event: {source}")]
+    Encode {
+        kind: EventKind,
+        source: serde_json::Error,
+    },
+}
+
+impl EventKind {
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|kind| kind.name() == name)
+    }
+}
+
+impl std::fmt::Display for EventKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl DaemonEvent {
+    /// Reads an SSE event back from its name and data.
+    pub fn parse(kind: &str, data: &str) -> Result<Self, EventError> {
+        let kind =
+            EventKind::from_name(kind).ok_or_else(|| EventError::UnknownKind(kind.to_owned()))?;
+        Self::decode(kind, data)
+    }
+
+    /// The SSE `id:`: the audit id of this daemon's own writes, where a client resumes with
+    /// `Last-Event-ID`. A watched database's row has none, its id being that database's.
+    pub fn sse_id(&self) -> Option<i64> {
+        match self {
+            DaemonEvent::Write(row) => row.source.is_none().then_some(row.id),
+            DaemonEvent::Overlap(_) | DaemonEvent::Alert(_) | DaemonEvent::Stats(_) => None,
+        }
+    }
+}
+
+/// What happened to an overlap since it was last published.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OverlapChange {
+    Opened,
+    Grew,
+    Closed,
+}
+
+/// An `overlap` event: the overlap's state now, and the change that made it so. `change` is
+/// absent where an overlap comes from `GET /v1/overlaps` rather than the stream.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OverlapEvent {
+    #[serde(flatten)]
+    pub overlap: Overlap,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change: Option<OverlapChange>,
+}
 
 /// An alert as the API and the live stream show it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -40,12 +181,12 @@ pub struct AlertView {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Rates {
     pub total: f64,
-    pub by_outcome: BTreeMap<String, f64>,
+    pub by_outcome: PerOutcome<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct StatsView {
-    pub totals: BTreeMap<String, u64>,
+    pub totals: PerOutcome<u64>,
     pub rates: BTreeMap<String, Rates>,
     pub open_overlaps: u64,
     pub firing_alerts: u64,
@@ -62,7 +203,7 @@ pub struct StatsView {
 /// watching it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct SourceStats {
-    pub totals: BTreeMap<String, u64>,
+    pub totals: PerOutcome<u64>,
     pub rates: BTreeMap<String, Rates>,
     pub open_overlaps: u64,
     /// The watched database's audit id up to which every row has been taken in.
@@ -71,111 +212,224 @@ pub struct SourceStats {
     pub up: bool,
 }
 
-/// A `write` event: the audit row itself, with its id as the SSE id.
-pub type WriteEvent = AuditEntry;
-
-/// What happened to an overlap since it was last published.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum OverlapChange {
-    Opened,
-    Grew,
-    Closed,
+/// One value per outcome, on the wire an object keyed by outcome name (`{"accepted": 3, …}`).
+/// The fields are in name order, so the members come out sorted. A reader ignores a member it
+/// does not know (a newer daemon's outcome) and takes a missing one as the default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PerOutcome<T> {
+    pub accepted: T,
+    pub idempotency_conflict: T,
+    pub invalid: T,
+    pub lease_expired: T,
+    pub replayed: T,
+    pub reset: T,
+    pub revision_conflict: T,
+    pub stale: T,
+    pub superseded: T,
+    pub unauthorized: T,
 }
 
-/// An `overlap` event: the overlap's state now, and the change that made it so. `change` is
-/// absent where an overlap comes from `GET /v1/overlaps` rather than the stream.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OverlapEvent {
-    #[serde(flatten)]
-    pub overlap: Overlap,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub change: Option<OverlapChange>,
-}
-
-/// One event of the stream, as either side holds it.
-#[derive(Debug, Clone, PartialEq)]
-pub enum DaemonEvent {
-    Write(Arc<WriteEvent>),
-    Overlap(Arc<OverlapEvent>),
-    Alert(Arc<AlertEvent>),
-    Stats(Arc<StatsEvent>),
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum EventError {
-    #[error("unknown event type {0:?}")]
-    UnknownKind(String),
-    #[error("bad {kind} event: {source}")]
-    Data {
-        kind: &'static str,
-        source: serde_json::Error,
-    },
-}
-
-impl DaemonEvent {
-    /// The SSE `event:` name.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            DaemonEvent::Write(_) => "write",
-            DaemonEvent::Overlap(_) => "overlap",
-            DaemonEvent::Alert(_) => "alert",
-            DaemonEvent::Stats(_) => "stats",
+impl<T> PerOutcome<T> {
+    pub fn from_fn(mut value: impl FnMut(Outcome) -> T) -> Self {
+        Self {
+            accepted: value(Outcome::Accepted),
+            idempotency_conflict: value(Outcome::IdempotencyConflict),
+            invalid: value(Outcome::Invalid),
+            lease_expired: value(Outcome::LeaseExpired),
+            replayed: value(Outcome::Replayed),
+            reset: value(Outcome::Reset),
+            revision_conflict: value(Outcome::RevisionConflict),
+            stale: value(Outcome::Stale),
+            superseded: value(Outcome::Superseded),
+            unauthorized: value(Outcome::Unauthorized),
         }
     }
 
-    /// The SSE `data:` line.
-    pub fn data(&self) -> Result<String, serde_json::Error> {
-        match self {
-            DaemonEvent::Write(row) => serde_json::to_string(&**row),
-            DaemonEvent::Overlap(overlap) => serde_json::to_string(&**overlap),
-            DaemonEvent::Alert(alert) => serde_json::to_string(&**alert),
-            DaemonEvent::Stats(stats) => serde_json::to_string(&**stats),
+    pub fn get(&self, outcome: Outcome) -> &T {
+        match outcome {
+            Outcome::Accepted => &self.accepted,
+            Outcome::IdempotencyConflict => &self.idempotency_conflict,
+            Outcome::Invalid => &self.invalid,
+            Outcome::LeaseExpired => &self.lease_expired,
+            Outcome::Replayed => &self.replayed,
+            Outcome::Reset => &self.reset,
+            Outcome::RevisionConflict => &self.revision_conflict,
+            Outcome::Stale => &self.stale,
+            Outcome::Superseded => &self.superseded,
+            Outcome::Unauthorized => &self.unauthorized,
         }
     }
 
-    /// Reads an SSE event back from its name and data.
-    pub fn parse(kind: &str, data: &str) -> Result<Self, EventError> {
-        fn read<T: serde::de::DeserializeOwned>(
-            kind: &'static str,
-            data: &str,
-        ) -> Result<Arc<T>, EventError> {
-            serde_json::from_str(data)
-                .map(Arc::new)
-                .map_err(|source| EventError::Data { kind, source })
+    pub fn get_mut(&mut self, outcome: Outcome) -> &mut T {
+        match outcome {
+            Outcome::Accepted => &mut self.accepted,
+            Outcome::IdempotencyConflict => &mut self.idempotency_conflict,
+            Outcome::Invalid => &mut self.invalid,
+            Outcome::LeaseExpired => &mut self.lease_expired,
+            Outcome::Replayed => &mut self.replayed,
+            Outcome::Reset => &mut self.reset,
+            Outcome::RevisionConflict => &mut self.revision_conflict,
+            Outcome::Stale => &mut self.stale,
+            Outcome::Superseded => &mut self.superseded,
+            Outcome::Unauthorized => &mut self.unauthorized,
         }
-        Ok(match kind {
-            "write" => DaemonEvent::Write(read("write", data)?),
-            "overlap" => DaemonEvent::Overlap(read("overlap", data)?),
-            "alert" => DaemonEvent::Alert(read("alert", data)?),
-            "stats" => DaemonEvent::Stats(read("stats", data)?),
-            other => return Err(EventError::UnknownKind(other.to_owned())),
-        })
+    }
+
+    /// Each outcome with its value, in name order (the order of the JSON members).
+    pub fn iter(&self) -> impl Iterator<Item = (Outcome, &T)> {
+        let mut outcomes = Outcome::ALL;
+        outcomes.sort_unstable_by_key(|outcome| outcome.as_str());
+        outcomes
+            .into_iter()
+            .map(move |outcome| (outcome, self.get(outcome)))
+    }
+}
+
+impl std::ops::AddAssign<&PerOutcome<u64>> for PerOutcome<u64> {
+    fn add_assign(&mut self, other: &PerOutcome<u64>) {
+        for (outcome, count) in other.iter() {
+            let total = self.get_mut(outcome);
+            *total = total.saturating_add(*count);
+        }
+    }
+}
+
+/// One event of each kind as it goes on the wire, for tests on both sides of it.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use super::EventKind;
+
+    pub const WRITE: &str = r#"{"id":7,"at":"2025-11-30T03:39:58.123456Z","resource":"a/b","outcome":"stale","token":7,"highest_token":8,"revision":3,"idempotency_key":null,"expected_revision":null,"owner":"w-7","lease":null,"body_sha256":null,"body_len":null,"detail":"superseded","caller":null}"#;
+    pub const WATCHED_WRITE: &str = r#"{"id":3,"at":"2025-11-30T03:39:58.000001Z","resource":"orders/eu","outcome":"accepted","token":8,"highest_token":8,"revision":1,"idempotency_key":null,"expected_revision":null,"owner":"new","lease":null,"body_sha256":null,"body_len":null,"detail":null,"caller":null,"source":"shop"}"#;
+    pub const OVERLAP: &str = r#"{"id":1,"resource":"a/b","stale_token":7,"superseding_token":8,"stale_owner":"w-7","superseding_owner":null,"first_seen":"2025-11-30T03:39:50.000000Z","last_seen":"2025-11-30T03:39:51.000000Z","rejected_writes":2,"state":"open","closed_at":null,"change":"grew"}"#;
+    pub const ALERT: &str = r#"{"rule":"StaleOwnerSpike","resource":null,"state":"firing","since":"2025-11-30T03:39:50.000000Z","fired_at":"2025-11-30T03:39:55.000000Z","value":25,"threshold":20,"window_seconds":60.0,"for_seconds":0.0,"keep_firing_for_seconds":0.0,"labels":{"severity":"page"},"summary":"25 stale writes in 1m"}"#;
+    pub const STATS: &str = r#"{"totals":{"accepted":3,"idempotency_conflict":0,"invalid":0,"lease_expired":0,"replayed":0,"reset":0,"revision_conflict":0,"stale":1,"superseded":0,"unauthorized":0},"rates":{"10s":{"total":0.4,"by_outcome":{"accepted":0.3,"idempotency_conflict":0.0,"invalid":0.0,"lease_expired":0.0,"replayed":0.0,"reset":0.0,"revision_conflict":0.0,"stale":0.1,"superseded":0.0,"unauthorized":0.0}}},"open_overlaps":1,"firing_alerts":0,"events_dropped":0,"through_audit_id":9}"#;
+
+    /// The wire form of one event of each kind: (SSE name, data).
+    pub fn wire(kind: EventKind) -> (&'static str, &'static str) {
+        match kind {
+            EventKind::Write => ("write", WRITE),
+            EventKind::Overlap => ("overlap", OVERLAP),
+            EventKind::Alert => ("alert", ALERT),
+            EventKind::Stats => ("stats", STATS),
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::fixtures::*;
     use super::*;
 
     #[test]
-    fn every_event_reads_back_as_written() {
-        let row = r#"{"id":7,"at":"2025-11-30T03:39:58.123456Z","resource":"a/b","outcome":"stale","token":7,"highest_token":8,"revision":3,"idempotency_key":null,"expected_revision":null,"owner":"w-7","lease":null,"body_sha256":null,"body_len":null,"detail":"superseded","caller":null}"#;
-        let overlap = r#"{"id":1,"resource":"a/b","stale_token":7,"superseding_token":8,"stale_owner":"w-7","superseding_owner":null,"first_seen":"2025-11-30T03:39:50.000000Z","last_seen":"2025-11-30T03:39:51.000000Z","rejected_writes":2,"state":"open","closed_at":null,"change":"grew"}"#;
-        let stats = r#"{"totals":{"accepted":3},"rates":{},"open_overlaps":1,"firing_alerts":0,"events_dropped":0,"through_audit_id":9}"#;
-        for (kind, data) in [("write", row), ("overlap", overlap), ("stats", stats)] {
-            let event = DaemonEvent::parse(kind, data).unwrap();
+    fn every_kind_reads_back_as_written_under_its_own_name() {
+        let mut names = std::collections::BTreeSet::new();
+        for &kind in EventKind::ALL {
+            let (name, data) = wire(kind);
+            assert_eq!(kind.name(), name);
+            assert!(names.insert(name), "{name} names two kinds");
+            assert_eq!(EventKind::from_name(name), Some(kind));
+            let event = DaemonEvent::parse(name, data).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert_eq!(event.kind(), kind);
-            assert_eq!(event.data().unwrap(), data, "{kind} round-trips");
+            assert_eq!(
+                event.data().unwrap(),
+                data,
+                "{name} round-trips byte for byte"
+            );
+            assert_eq!(
+                DaemonEvent::parse(name, &event.data().unwrap()).unwrap(),
+                event
+            );
         }
-        let DaemonEvent::Overlap(o) = DaemonEvent::parse("overlap", overlap).unwrap() else {
+    }
+
+    #[test]
+    fn the_data_reads_into_its_own_type() {
+        let DaemonEvent::Overlap(overlap) = DaemonEvent::parse("overlap", OVERLAP).unwrap() else {
             panic!("not an overlap")
         };
-        assert_eq!(o.change, Some(OverlapChange::Grew));
-        assert!(DaemonEvent::parse("write", "{}").is_err());
+        assert_eq!(overlap.change, Some(OverlapChange::Grew));
+        let DaemonEvent::Stats(stats) = DaemonEvent::parse("stats", STATS).unwrap() else {
+            panic!("not stats")
+        };
+        assert_eq!(*stats.totals.get(Outcome::Accepted), 3);
+        assert_eq!(stats.rates["10s"].by_outcome.stale, 0.1);
+    }
+
+    #[test]
+    fn only_the_daemons_own_writes_carry_an_sse_id() {
+        let id = |name: &str, data: &str| DaemonEvent::parse(name, data).unwrap().sse_id();
+        assert_eq!(id("write", WRITE), Some(7));
+        assert_eq!(id("write", WATCHED_WRITE), None);
+        for name in ["overlap", "alert", "stats"] {
+            assert_eq!(id(name, wire(EventKind::from_name(name).unwrap()).1), None);
+        }
+    }
+
+    #[test]
+    fn unknown_kinds_and_bad_data_are_errors() {
+        assert!(matches!(
+            DaemonEvent::parse("write", "{}"),
+            Err(EventError::Decode {
+                kind: EventKind::Write,
+                ..
+            })
+        ));
         assert!(matches!(
             DaemonEvent::parse("nope", "{}"),
-            Err(EventError::UnknownKind(_))
+            Err(EventError::UnknownKind(name)) if name == "nope"
         ));
+        assert!(matches!(
+            DaemonEvent::parse("stats", WRITE),
+            Err(EventError::Decode {
+                kind: EventKind::Stats,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn per_outcome_members_are_the_outcome_names_in_order() {
+        let numbered = PerOutcome::from_fn(|outcome| {
+            Outcome::ALL.iter().position(|o| *o == outcome).unwrap() as u64 + 1
+        });
+        let json = serde_json::to_value(numbered).unwrap();
+        let members: Vec<&String> = json.as_object().unwrap().keys().collect();
+        let mut names: Vec<&str> = Outcome::ALL.iter().map(|o| o.as_str()).collect();
+        names.sort_unstable();
+        assert_eq!(members, names);
+        for (index, outcome) in Outcome::ALL.into_iter().enumerate() {
+            assert_eq!(json[outcome.as_str()], index as u64 + 1);
+            assert_eq!(*numbered.get(outcome), index as u64 + 1);
+        }
+        let listed: Vec<&str> = numbered.iter().map(|(o, _)| o.as_str()).collect();
+        assert_eq!(listed, names, "iter() goes in the members' order");
+        let text = serde_json::to_string(&numbered).unwrap();
+        assert!(
+            text.starts_with(r#"{"accepted":1,"idempotency_conflict":7,"#),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_reader_takes_missing_outcomes_as_zero_and_skips_unknown_ones() {
+        let read: PerOutcome<u64> =
+            serde_json::from_str(r#"{"stale":2,"a_newer_outcome":5}"#).unwrap();
+        assert_eq!(
+            read,
+            PerOutcome {
+                stale: 2,
+                ..PerOutcome::default()
+            }
+        );
+        let mut sum = read;
+        sum += &PerOutcome {
+            stale: 1,
+            accepted: 4,
+            ..PerOutcome::default()
+        };
+        *sum.get_mut(Outcome::Reset) += 1;
+        assert_eq!((sum.stale, sum.accepted, sum.reset), (3, 4, 1));
     }
 }

@@ -6,7 +6,8 @@
 
 use super::problem::Problem;
 use super::AppState;
-use crate::live::{LiveMessage, Subscriber};
+use crate::api::events::{DaemonEvent, EventError};
+use crate::live::Subscriber;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
@@ -42,11 +43,15 @@ async fn events(State(state): State<AppState>, headers: HeaderMap) -> Result<Res
     let stream = stream::unfold(
         (subscriber, permit),
         |(mut subscriber, permit)| async move {
-            let message = subscriber.next().await?;
-            Some((
-                Ok::<_, Infallible>(sse_event(message)),
-                (subscriber, permit),
-            ))
+            loop {
+                let event = subscriber.next().await?;
+                match sse_event(&event) {
+                    Ok(sse) => return Some((Ok::<_, Infallible>(sse), (subscriber, permit))),
+                    // The stream goes on: ending it would have the client resume at this same
+                    // event and fail again.
+                    Err(error) => tracing::error!(%error, "cannot send a live event; skipped"),
+                }
+            }
         },
     );
     Ok(Sse::new(stream)
@@ -54,25 +59,59 @@ async fn events(State(state): State<AppState>, headers: HeaderMap) -> Result<Res
         .into_response())
 }
 
-fn sse_event(message: LiveMessage) -> SseEvent {
-    match message {
-        // A watched database's row carries no `id:`: its id is that database's, and a client's
-        // `Last-Event-ID` must stay a position in this daemon's audit.
-        LiveMessage::Write(row) if row.source.is_some() => SseEvent::default()
-            .event("write")
-            .data(serde_json::to_string(&row).unwrap_or_default()),
-        LiveMessage::Write(row) => SseEvent::default()
-            .event("write")
-            .id(row.id.to_string())
-            .data(serde_json::to_string(&row).unwrap_or_default()),
-        LiveMessage::Overlap(overlap) => SseEvent::default()
-            .event("overlap")
-            .data(serde_json::to_string(&*overlap).unwrap_or_default()),
-        LiveMessage::Alert(alert) => SseEvent::default()
-            .event("alert")
-            .data(serde_json::to_string(&*alert).unwrap_or_default()),
-        LiveMessage::Stats(stats) => SseEvent::default()
-            .event("stats")
-            .data(serde_json::to_string(&stats).unwrap_or_default()),
+/// An event as SSE, in the order of its lines: `event:` its kind's name, `id:` where it has
+/// one, `data:` its JSON.
+fn sse_event(event: &DaemonEvent) -> Result<SseEvent, EventError> {
+    let data = event.data()?;
+    let sse = SseEvent::default().event(event.kind().name());
+    let sse = match event.sse_id() {
+        Some(id) => sse.id(id.to_string()),
+        None => sse,
+    };
+    Ok(sse.data(data))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::events::fixtures::{wire, WATCHED_WRITE};
+    use crate::api::events::EventKind;
+
+    /// The bytes a stream of `events` sends.
+    async fn sent(events: &[DaemonEvent]) -> String {
+        let frames: Vec<Result<SseEvent, Infallible>> = events
+            .iter()
+            .map(|event| Ok(sse_event(event).unwrap()))
+            .collect();
+        let response = Sse::new(stream::iter(frames)).into_response();
+        let body = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        String::from_utf8(body.to_vec()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn every_kind_is_sent_under_its_name_with_its_data_as_given() {
+        for &kind in EventKind::ALL {
+            let (name, data) = wire(kind);
+            let event = DaemonEvent::parse(name, data).unwrap();
+            let id = match kind {
+                EventKind::Write => "id: 7\n",
+                EventKind::Overlap | EventKind::Alert | EventKind::Stats => "",
+            };
+            assert_eq!(
+                sent(&[event]).await,
+                format!("event: {name}\n{id}data: {data}\n\n")
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_watched_databases_row_has_no_id_line() {
+        let event = DaemonEvent::parse("write", WATCHED_WRITE).unwrap();
+        assert_eq!(
+            sent(&[event]).await,
+            format!("event: write\ndata: {WATCHED_WRITE}\n\n")
+        );
     }
 }

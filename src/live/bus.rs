@@ -2,28 +2,15 @@
 //! that falls behind loses its place rather than slowing the tail, and nothing here is on the
 //! write path.
 
-use crate::api::events::{AlertEvent, OverlapEvent};
-use crate::domain::AuditEntry;
+use crate::api::events::DaemonEvent;
 use prometheus_client::metrics::counter::Counter;
-use std::sync::Arc;
 use tokio::sync::broadcast;
-
-/// One thing that happened, as the live stream tells it.
-#[derive(Debug, Clone)]
-pub enum Event {
-    /// An audit row, delivered in id order once every lower id is final.
-    Write(Arc<AuditEntry>),
-    /// An ownership overlap opened, grew or closed.
-    Overlap(Arc<OverlapEvent>),
-    /// An alert changed state.
-    Alert(Arc<AlertEvent>),
-}
 
 /// A bounded broadcast: a subscriber that falls behind loses its place (and refills from the
 /// audit) instead of slowing anyone down. What was skipped is counted.
 #[derive(Debug, Clone)]
 pub struct EventBus {
-    sender: broadcast::Sender<Event>,
+    sender: broadcast::Sender<DaemonEvent>,
     dropped: Counter,
 }
 
@@ -48,12 +35,12 @@ impl EventBus {
         self
     }
 
-    pub fn publish(&self, event: Event) {
+    pub fn publish(&self, event: DaemonEvent) {
         // No subscriber is not an error: the event is in the audit anyway.
         let _ = self.sender.send(event);
     }
 
-    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+    pub fn subscribe(&self) -> broadcast::Receiver<DaemonEvent> {
         self.sender.subscribe()
     }
 

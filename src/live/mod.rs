@@ -9,12 +9,12 @@ mod stats;
 mod tail;
 pub mod watch;
 
-pub use bus::{Event, EventBus};
+pub use bus::EventBus;
 pub use feed::{CommitFeed, Taken};
 pub use stats::{Rates, StatsView, StatsWindow};
 pub use tail::{spawn_tail, TailHandle, TailSources};
 
-use crate::api::events::{AlertEvent, OverlapChange, OverlapEvent};
+use crate::api::events::{DaemonEvent, OverlapChange, OverlapEvent};
 use crate::domain::{AuditEntry, Holder, OverlapState};
 use crate::metrics::{Metrics, WatchedSource};
 use crate::store::{Store, StoreError};
@@ -26,15 +26,6 @@ use tokio::sync::broadcast::error::RecvError;
 
 /// Rows fetched from the audit per replay query.
 const REPLAY_PAGE: u32 = 500;
-
-/// What a subscriber receives.
-#[derive(Debug, Clone)]
-pub enum LiveMessage {
-    Write(Arc<AuditEntry>),
-    Overlap(Arc<OverlapEvent>),
-    Alert(Arc<AlertEvent>),
-    Stats(StatsView),
-}
 
 #[derive(Clone)]
 pub struct Live {
@@ -289,7 +280,7 @@ async fn watch_overlaps(
                     (OverlapState::Open, _) => OverlapChange::Grew,
                 };
                 let id = overlap.id;
-                bus.publish(Event::Overlap(Arc::new(OverlapEvent {
+                bus.publish(DaemonEvent::Overlap(Arc::new(OverlapEvent {
                     overlap,
                     change: Some(change),
                 })));
@@ -320,7 +311,7 @@ impl Drop for SubscriberPermit {
 /// with its place kept by write id.
 pub struct Subscriber {
     live: Live,
-    events: tokio::sync::broadcast::Receiver<Event>,
+    events: tokio::sync::broadcast::Receiver<DaemonEvent>,
     /// Rows read from the audit, waiting to be sent.
     backlog: VecDeque<AuditEntry>,
     /// The highest write id sent (or skipped as already known to the client).
@@ -354,14 +345,14 @@ impl Subscriber {
     }
 
     /// The next message; `None` when the stream must end (the client should reconnect).
-    pub async fn next(&mut self) -> Option<LiveMessage> {
+    pub async fn next(&mut self) -> Option<DaemonEvent> {
         loop {
             if *self.stopping.borrow() {
                 return None;
             }
             if let Some(row) = self.backlog.pop_front() {
                 self.last_sent = row.id;
-                return Some(LiveMessage::Write(Arc::new(row)));
+                return Some(DaemonEvent::Write(Arc::new(row)));
             }
             if self.last_sent < self.replay_until {
                 match self
@@ -384,17 +375,17 @@ impl Subscriber {
                 received = self.events.recv() => match received {
                     // A watched database's row: its id is that database's, no place in this
                     // stream's order, and it is not replayed (`Last-Event-ID` is ours).
-                    Ok(Event::Write(row)) if row.source.is_some() => {
-                        return Some(LiveMessage::Write(row));
+                    Ok(DaemonEvent::Write(row)) if row.source.is_some() => {
+                        return Some(DaemonEvent::Write(row));
                     }
-                    Ok(Event::Write(row)) => {
+                    Ok(DaemonEvent::Write(row)) => {
                         if row.id > self.last_sent {
                             self.last_sent = row.id;
-                            return Some(LiveMessage::Write(row));
+                            return Some(DaemonEvent::Write(row));
                         }
                     }
-                    Ok(Event::Overlap(overlap)) => return Some(LiveMessage::Overlap(overlap)),
-                    Ok(Event::Alert(alert)) => return Some(LiveMessage::Alert(alert)),
+                    // Overlaps and alerts have no place in the write order: passed on as they come.
+                    Ok(event) => return Some(event),
                     Err(RecvError::Lagged(skipped)) => {
                         // Too slow for the channel: count it, then take the writes from the audit.
                         self.live.bus.count_dropped(skipped);
@@ -402,7 +393,9 @@ impl Subscriber {
                     }
                     Err(RecvError::Closed) => return None,
                 },
-                _ = self.ticker.tick() => return Some(LiveMessage::Stats(self.live.stats_view().await)),
+                _ = self.ticker.tick() => {
+                    return Some(DaemonEvent::Stats(Arc::new(self.live.stats_view().await)));
+                }
                 _ = self.stopping.changed() => return None,
             }
         }

@@ -1,37 +1,30 @@
 //! Totals per outcome and rates over the last 10 s, 1 min and 5 min, in constant memory:
 //! a ring of one-second buckets.
 
+use crate::api::events::PerOutcome;
 pub use crate::api::events::{Rates, StatsView};
 use crate::domain::Outcome;
 use std::collections::BTreeMap;
 
 const SECONDS: usize = 300;
-const OUTCOMES: usize = Outcome::ALL.len();
 
 #[derive(Debug, Clone)]
 pub struct StatsWindow {
-    totals: [u64; OUTCOMES],
-    buckets: Vec<[u32; OUTCOMES]>,
+    totals: PerOutcome<u64>,
+    buckets: Vec<PerOutcome<u32>>,
     /// The second (since the epoch) that `buckets[second % SECONDS]` holds.
     stamps: Vec<i64>,
-}
-
-fn index(outcome: Outcome) -> usize {
-    Outcome::ALL
-        .iter()
-        .position(|o| *o == outcome)
-        .unwrap_or_default()
 }
 
 impl StatsWindow {
     pub fn new(totals: impl IntoIterator<Item = (Outcome, u64)>) -> Self {
         let mut window = Self {
-            totals: [0; OUTCOMES],
-            buckets: vec![[0; OUTCOMES]; SECONDS],
+            totals: PerOutcome::default(),
+            buckets: vec![PerOutcome::default(); SECONDS],
             stamps: vec![i64::MIN; SECONDS],
         };
         for (outcome, count) in totals {
-            window.totals[index(outcome)] += count;
+            *window.totals.get_mut(outcome) += count;
         }
         window
     }
@@ -41,19 +34,19 @@ impl StatsWindow {
         let slot = second.rem_euclid(SECONDS as i64) as usize;
         if self.stamps[slot] != second {
             self.stamps[slot] = second;
-            self.buckets[slot] = [0; OUTCOMES];
+            self.buckets[slot] = PerOutcome::default();
         }
-        self.buckets[slot][index(outcome)] += 1;
-        self.totals[index(outcome)] += 1;
+        *self.buckets[slot].get_mut(outcome) += 1;
+        *self.totals.get_mut(outcome) += 1;
     }
 
     /// Counts one write in the totals only: one too old for any rate window.
     pub fn record_total(&mut self, outcome: Outcome) {
-        self.totals[index(outcome)] += 1;
+        *self.totals.get_mut(outcome) += 1;
     }
 
     pub fn total(&self, outcome: Outcome) -> u64 {
-        self.totals[index(outcome)]
+        *self.totals.get(outcome)
     }
 
     /// Writes of `outcome` over the `seconds` seconds up to and including `now`.
@@ -64,7 +57,7 @@ impl StatsWindow {
             .map(|second| {
                 let slot = second.rem_euclid(SECONDS as i64) as usize;
                 if self.stamps[slot] == second {
-                    u64::from(self.buckets[slot][index(outcome)])
+                    u64::from(*self.buckets[slot].get(outcome))
                 } else {
                     0
                 }
@@ -73,27 +66,19 @@ impl StatsWindow {
     }
 
     pub fn rates(&self, now: i64, seconds: usize) -> Rates {
-        let by_outcome: BTreeMap<String, f64> = Outcome::ALL
-            .iter()
-            .map(|o| {
-                (
-                    o.as_str().to_owned(),
-                    self.count_since(*o, now, seconds) as f64 / seconds as f64,
-                )
-            })
-            .collect();
+        let by_outcome =
+            PerOutcome::from_fn(|o| self.count_since(o, now, seconds) as f64 / seconds as f64);
         Rates {
-            total: by_outcome.values().sum(),
+            // Summed in the members' order, so that the total is the sum a reader of the JSON
+            // gets.
+            total: by_outcome.iter().map(|(_, rate)| rate).sum(),
             by_outcome,
         }
     }
 
     pub fn view(&self, now: i64) -> StatsView {
         StatsView {
-            totals: Outcome::ALL
-                .iter()
-                .map(|o| (o.as_str().to_owned(), self.total(*o)))
-                .collect(),
+            totals: self.totals,
             rates: [("10s", 10), ("1m", 60), ("5m", 300)]
                 .into_iter()
                 .map(|(name, seconds)| (name.to_owned(), self.rates(now, seconds)))
@@ -123,7 +108,8 @@ mod tests {
         assert_eq!(window.count_since(Outcome::Stale, 1000, 10), 20);
         assert_eq!(window.count_since(Outcome::Accepted, 1000, 10), 1);
         assert_eq!(window.count_since(Outcome::Accepted, 1000, 300), 2);
-        assert_eq!(window.rates(1000, 10).by_outcome["stale"], 2.0);
+        assert_eq!(window.rates(1000, 10).by_outcome.stale, 2.0);
+        assert_eq!(window.rates(1000, 10).total, 2.1);
         // 300 s later the same slots hold other seconds: nothing is counted twice.
         window.record(Outcome::Stale, 1300);
         assert_eq!(window.count_since(Outcome::Stale, 1300, 300), 1);

@@ -10,10 +10,11 @@
 //! The audit is read only for what the feed lacks: at the poll, and when the feed has held
 //! rows beyond a missing id for longer than a short grace.
 
-use super::bus::{Event, EventBus};
+use super::bus::EventBus;
 use super::feed::CommitFeed;
 use super::order::FinalOrder;
 use super::stats::StatsWindow;
+use crate::api::events::DaemonEvent;
 use crate::domain::clock::SharedClock;
 use crate::domain::AuditEntry;
 use crate::store::Store;
@@ -138,7 +139,7 @@ impl Publisher {
         if let Ok(mut window) = self.stats.lock() {
             window.record(row.outcome, second);
         }
-        self.bus.publish(Event::Write(row));
+        self.bus.publish(DaemonEvent::Write(row));
     }
 
     /// Publishes what the feed holds that continues the cursor; whether a gap remains.

@@ -15,7 +15,7 @@ impl From<StreamUpdate> for Msg {
         match update {
             StreamUpdate::Connected { replayed_from } => Msg::Connected { replayed_from },
             StreamUpdate::Attached(attach) => Msg::Snapshot(Snapshot {
-                stats: Some(attach.stats),
+                stats: Some(Arc::new(attach.stats)),
                 writes: attach.writes.into_iter().map(Arc::new).collect(),
                 overlaps: attach
                     .overlaps

@@ -208,7 +208,7 @@ pub(crate) mod fixtures {
     //! A dashboard mid-incident, at a fixed time, for model tests and snapshots.
     use super::model::{Model, Msg, Snapshot};
     use crate::api::events::AlertView;
-    use crate::api::events::{DaemonEvent, OverlapEvent, StatsEvent, WriteEvent};
+    use crate::api::events::{DaemonEvent, OverlapEvent, PerOutcome, StatsEvent, WriteEvent};
     use crate::domain::alert::AlertState;
     use crate::domain::{Outcome, Overlap, OverlapState};
     use chrono::{DateTime, Utc};
@@ -338,23 +338,21 @@ pub(crate) mod fixtures {
                     11,
                 ),
             ],
-            stats: Some(StatsEvent {
-                totals: [
-                    ("accepted", 1200),
-                    ("stale", 31),
-                    ("superseded", 7),
-                    ("replayed", 3),
-                ]
-                .into_iter()
-                .map(|(k, v)| (k.to_owned(), v))
-                .collect(),
+            stats: Some(Arc::new(StatsEvent {
+                totals: PerOutcome {
+                    accepted: 1200,
+                    stale: 31,
+                    superseded: 7,
+                    replayed: 3,
+                    ..PerOutcome::default()
+                },
                 rates: Default::default(),
                 open_overlaps: 1,
                 firing_alerts: 1,
                 events_dropped: 0,
                 through_audit_id: 0,
                 sources: Default::default(),
-            }),
+            })),
             writes: Vec::new(),
         }));
         for id in 1..=6 {
@@ -371,10 +369,11 @@ pub(crate) mod fixtures {
     pub fn watched_messages() -> Vec<Msg> {
         use crate::api::events::SourceStats;
         let stats = StatsEvent {
-            totals: [("accepted", 1200), ("stale", 31)]
-                .into_iter()
-                .map(|(k, v)| (k.to_owned(), v))
-                .collect(),
+            totals: PerOutcome {
+                accepted: 1200,
+                stale: 31,
+                ..PerOutcome::default()
+            },
             rates: Default::default(),
             open_overlaps: 1,
             firing_alerts: 1,
@@ -383,10 +382,11 @@ pub(crate) mod fixtures {
             sources: [(
                 "shop".to_owned(),
                 SourceStats {
-                    totals: [("accepted", 40), ("stale", 2)]
-                        .into_iter()
-                        .map(|(k, v)| (k.to_owned(), v))
-                        .collect(),
+                    totals: PerOutcome {
+                        accepted: 40,
+                        stale: 2,
+                        ..PerOutcome::default()
+                    },
                     rates: Default::default(),
                     open_overlaps: 1,
                     through_id: 3,

@@ -1,6 +1,6 @@
 //! `tui --once`: the overview printed once, as JSON, for scripts.
 
-use crate::api::events::{AlertView, Rates, SourceStats};
+use crate::api::events::{AlertView, PerOutcome, Rates, SourceStats};
 use crate::client::{ClientError, DaemonClient};
 use crate::domain::alert::AlertState;
 use crate::domain::{Overlap, OverlapState};
@@ -20,7 +20,7 @@ pub struct Overview {
     /// Each watched database's figures (`serve --watch`), when the daemon watches any.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub sources: BTreeMap<String, SourceStats>,
-    pub totals: BTreeMap<String, u64>,
+    pub totals: PerOutcome<u64>,
     pub url: String,
 }
 

@@ -3,9 +3,10 @@
 
 use crate::helpers::{Backend, SseClient, TestApp};
 use crate::test_db;
+use fencewatch::api::events::DaemonEvent;
 use fencewatch::app::service::{FenceService, Limits, Wiring};
 use fencewatch::live::EventBus;
-use fencewatch::live::{Live, LiveMessage, Subscriber};
+use fencewatch::live::{Live, Subscriber};
 use rstest::rstest;
 use std::time::Duration;
 
@@ -269,7 +270,7 @@ async fn a_stalled_subscriber_blocks_nothing_and_loses_nothing(#[case] backend: 
     }
     let mut received = Vec::new();
     while received.len() < ids.len() {
-        if let LiveMessage::Write(row) = tokio::time::timeout(WAIT, stalled.next())
+        if let DaemonEvent::Write(row) = tokio::time::timeout(WAIT, stalled.next())
             .await
             .unwrap()
             .unwrap()
@@ -393,7 +394,6 @@ async fn sigterm_ends_live_streams_and_the_daemon_exits() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streamed_rows_are_the_rows_the_audit_holds(#[case] backend: Backend) {
     use fencewatch::domain::Outcome;
-    use fencewatch::live::Event;
     let db = test_db!(backend);
     let app = TestApp::spawn(&db).await;
     // One resource far ahead: every write to it is stale.
@@ -441,7 +441,7 @@ async fn streamed_rows_are_the_rows_the_audit_holds(#[case] backend: Backend) {
     let mut streamed = Vec::new();
     while streamed.len() < audit.len() {
         match tokio::time::timeout(WAIT, bus.recv()).await {
-            Ok(Ok(Event::Write(row))) => streamed.push((*row).clone()),
+            Ok(Ok(DaemonEvent::Write(row))) => streamed.push((*row).clone()),
             Ok(Ok(_)) => {}
             other => panic!(
                 "the bus ended or lagged after {} rows: {other:?}",
@@ -529,7 +529,6 @@ async fn a_row_from_outside_the_feed_is_streamed_in_its_place(#[case] backend: B
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_tail_publishes_what_the_feed_hands_it() {
     use fencewatch::domain::{AuditEntry, Outcome};
-    use fencewatch::live::Event;
     let db = test_db!(Backend::Sqlite);
     let store = db.store().await;
     let live = Live::start(store, Default::default(), Default::default())
@@ -557,7 +556,7 @@ async fn the_tail_publishes_what_the_feed_hands_it() {
     };
     live.tail.feed.push([row.clone()]);
     match tokio::time::timeout(WAIT, bus.recv()).await {
-        Ok(Ok(Event::Write(published))) => assert_eq!(*published, row),
+        Ok(Ok(DaemonEvent::Write(published))) => assert_eq!(*published, row),
         other => panic!("not published: {other:?}"),
     }
     let mut horizon = live.tail.horizon.clone();

@@ -4,6 +4,7 @@
 
 use crate::helpers::{Backend, Daemon, Reply, TestApp};
 use crate::test_db;
+use fencewatch::api::events::EventKind;
 use fencewatch::api::problem::ProblemType;
 use fencewatch::app::service::Limits;
 use fencewatch::domain::Outcome;
@@ -241,6 +242,46 @@ fn the_description_names_every_problem_type_and_outcome() {
     );
 }
 
+/// Resolves a local `$ref` (`#/components/...`) against the description.
+fn resolve<'a>(spec: &'a Value, schema: &'a Value) -> &'a Value {
+    match schema["$ref"].as_str() {
+        Some(pointer) => spec
+            .pointer(pointer.trim_start_matches('#'))
+            .unwrap_or_else(|| panic!("{pointer} is not in docs/openapi.yaml")),
+        None => schema,
+    }
+}
+
+#[test]
+fn every_event_kind_has_its_data_described() {
+    let spec = spec();
+    let stream = &spec["paths"]["/v1/events"]["get"]["responses"]["200"]["content"]
+        ["text/event-stream"]["schema"];
+    let one_of = resolve(&spec, stream)["oneOf"]
+        .as_array()
+        .expect("the event schema is a oneOf, one per kind");
+    let mut documented = BTreeSet::new();
+    for kind_schema in one_of {
+        let kind_schema = resolve(&spec, kind_schema);
+        let name = kind_schema["properties"]["event"]["const"]
+            .as_str()
+            .expect("each kind's schema names its `event`")
+            .to_owned();
+        let data = &kind_schema["properties"]["data"];
+        assert_eq!(data["contentMediaType"], "application/json", "{name}");
+        assert!(
+            data["contentSchema"].is_object(),
+            "{name}: no contentSchema"
+        );
+        assert!(documented.insert(name.clone()), "{name} is described twice");
+    }
+    let kinds: BTreeSet<String> = EventKind::ALL
+        .iter()
+        .map(|kind| kind.name().to_owned())
+        .collect();
+    assert_eq!(documented, kinds, "the event kinds of docs/openapi.yaml");
+}
+
 #[tokio::test]
 async fn the_description_is_served_as_json_with_the_read_scope() {
     let db = test_db!(Backend::Sqlite);
@@ -277,8 +318,8 @@ async fn the_description_is_served_as_json_with_the_read_scope() {
 
 /// Schemathesis generates requests from the served description for about a minute, valid and
 /// invalid, and fails on any 5xx, any status, content type or header the description does not
-/// give for the operation, and any body that does not match its schema. `/v1/events` is left
-/// out: its answer is an endless stream, which a request-response client waits on forever.
+/// give for the operation, and any body that does not match its schema: for `/v1/events`, each
+/// event of the stream (its SSE fields, and its data against the kind's `contentSchema`).
 #[cfg_attr(
     not(fencewatch_schemathesis),
     ignore = "needs schemathesis on the PATH (pip install schemathesis)"
@@ -314,6 +355,19 @@ async fn schemathesis_finds_nothing_the_description_does_not_allow() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let work = tempfile::tempdir().unwrap();
+    // The stream does not end: schemathesis reads an event stream until it has read
+    // `max-stream-events` events (or the request timeout passes) and validates each of them.
+    // Three keep a call to about a second: `stats` comes at once and then each second, the
+    // `write`s a `Last-Event-ID` missed at once, `overlap`s twice a second while the stale
+    // writes below go on.
+    std::fs::write(
+        work.path().join("schemathesis.toml"),
+        "[[operations]]\ninclude-path = \"/v1/events\"\nmax-stream-events = 3\n",
+    )
+    .unwrap();
+    // Stale writes all along, so that a stream carries `overlap` events (the overlap grows)
+    // and the stale-owner alert fires.
+    let stale_writes = tokio::spawn(stale_writes_to(daemon.base.clone()));
     let started = std::time::Instant::now();
     let run = tokio::process::Command::new("schemathesis")
         .current_dir(work.path())
@@ -323,8 +377,6 @@ async fn schemathesis_finds_nothing_the_description_does_not_allow() {
             "--checks",
             "not_a_server_error,status_code_conformance,content_type_conformance,\
              response_headers_conformance,response_schema_conformance",
-            "--exclude-path",
-            "/v1/events",
             "--max-time",
             "50",
             // One worker: CPython 3.11 fails parsing source in two threads at once ("AST
@@ -343,12 +395,17 @@ async fn schemathesis_finds_nothing_the_description_does_not_allow() {
         .await
         .expect("schemathesis ends within 240 s")
         .expect("run schemathesis");
+    stale_writes.abort();
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         output.status.success(),
         "schemathesis failed ({}):\n{stdout}\n{stderr}",
         output.status
+    );
+    assert!(
+        stdout.contains("Configuration:") && stdout.contains("schemathesis.toml"),
+        "schemathesis did not read its configuration (the stream's event count):\n{stdout}"
     );
     let summary: Vec<&str> = stdout
         .lines()
@@ -361,4 +418,21 @@ async fn schemathesis_finds_nothing_the_description_does_not_allow() {
         summary.join("; ")
     );
     assert!(daemon.terminate().await, "the daemon stops cleanly");
+}
+
+/// A newer generation's write to `openapi/stream`, then an older one's every 200 ms.
+async fn stale_writes_to(base: String) {
+    let http = crate::helpers::http_client();
+    let url = format!("{base}/v1/resources/openapi/stream");
+    let put = |token: &'static str| {
+        http.put(&url)
+            .header("fencing-token", token)
+            .body("v")
+            .send()
+    };
+    let _ = put("9").await;
+    loop {
+        let _ = put("8").await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }

@@ -10,13 +10,13 @@ mod story;
 mod summary;
 pub mod zookeeper;
 
+use crate::api::events::DaemonEvent;
 use crate::app::service::Limits;
 use crate::authority::Authorities;
 use crate::client::DaemonClient;
 use crate::domain::Outcome;
 use crate::http::{self, Access};
 use crate::live::alerts::{AlertConfig, Rule};
-use crate::live::Event;
 use crate::live::LiveConfig;
 use crate::store::{Store, StoreOptions};
 use anyhow::Context;
@@ -104,7 +104,7 @@ pub async fn run(options: DemoOptions) -> anyhow::Result<()> {
     let log = alert_log.clone();
     let alert_watch = tokio::spawn(async move {
         while let Ok(event) = alert_events.recv().await {
-            if let (Event::Alert(alert), Ok(mut log)) = (event, log.lock()) {
+            if let (DaemonEvent::Alert(alert), Ok(mut log)) = (event, log.lock()) {
                 log.observe(&alert, chrono::Utc::now());
             }
         }

@@ -1,14 +1,13 @@
 //! What the demo tells at its end: the incidents with their resources and generations, the
 //! alerts that fired and resolved, where the database is and how to look at it again.
 
-use crate::api::events::AlertEvent;
+use crate::api::events::{AlertEvent, PerOutcome};
 use crate::domain::alert::AlertState;
 use crate::domain::audit::{serialize_optional_rfc3339_micros, serialize_rfc3339_micros};
 use crate::domain::{Overlap, OverlapState};
 use crate::live::alerts::{default_rules, Rule};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use std::collections::BTreeMap;
 
 /// The summary, printed as text or (`--json`) as this object.
 #[derive(Debug, Clone, Serialize)]
@@ -17,7 +16,7 @@ pub struct Summary {
     pub workers: usize,
     pub resources: usize,
     /// Totals per outcome.
-    pub writes: BTreeMap<String, u64>,
+    pub writes: PerOutcome<u64>,
     /// How many incidents (ownership overlaps), and how many are still open.
     pub overlaps: usize,
     pub open_overlaps: usize,
@@ -135,7 +134,7 @@ fn program() -> String {
 }
 
 /// `writes: accepted 10, stale 2`: the outcomes that happened, with their totals.
-pub fn writes_line(totals: &BTreeMap<String, u64>) -> String {
+pub fn writes_line(totals: &PerOutcome<u64>) -> String {
     let writes: Vec<String> = totals
         .iter()
         .filter(|(_, n)| **n > 0)
@@ -201,7 +200,7 @@ impl Summary {
     pub fn new(
         seconds: f64,
         (workers, resources): (usize, usize),
-        writes: BTreeMap<String, u64>,
+        writes: PerOutcome<u64>,
         mut incidents: Vec<Overlap>,
         alerts: Vec<AlertRecord>,
         rules: RulesNote,
@@ -297,7 +296,7 @@ mod tests {
             window_seconds: 10.0,
             for_seconds: 1.0,
             keep_firing_for_seconds: 5.0,
-            labels: BTreeMap::new(),
+            labels: std::collections::BTreeMap::new(),
             summary: String::new(),
         }
     }
@@ -325,7 +324,10 @@ mod tests {
         let summary = Summary::new(
             30.0,
             (4, 3),
-            BTreeMap::from([("accepted".to_owned(), 10), ("stale".to_owned(), 0)]),
+            PerOutcome {
+                accepted: 10,
+                ..PerOutcome::default()
+            },
             Vec::new(),
             log.records,
             RulesNote::new(&[]),

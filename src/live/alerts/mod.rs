@@ -9,10 +9,11 @@ mod rules;
 pub use notify::{backoff, spawn_notifier, Notification};
 pub use rules::{default_rules, AlertConfig, Rule, RulesError, Webhook};
 
+use crate::api::events::DaemonEvent;
 use crate::domain::alert::{step, AlertInstance, AlertState, Transition};
 use crate::domain::audit::format_rfc3339_micros;
 use crate::domain::{FencingToken, Holder, LeaseName, Ttl};
-use crate::live::bus::{Event, EventBus};
+use crate::live::bus::EventBus;
 use crate::store::{
     AcquireResult, AlertChange, RejectionCount, RenewResult, Store, StoreError, StoredAlert,
 };
@@ -377,7 +378,10 @@ pub async fn watch_alerts(store: Store, bus: EventBus, config: Arc<AlertConfig>,
                 continue; // the state at start-up is not a change
             }
             if let Some(rule) = all_rules(&config).find(|r| r.name == stored.rule) {
-                bus.publish(Event::Alert(Arc::new(AlertView::new(rule, Some(stored)))));
+                bus.publish(DaemonEvent::Alert(Arc::new(AlertView::new(
+                    rule,
+                    Some(stored),
+                ))));
             }
         }
         first = false;

@@ -13,10 +13,10 @@
 
 mod late;
 
-use super::bus::{Event, EventBus};
+use super::bus::EventBus;
 use super::order::FinalOrder;
 use super::stats::StatsWindow;
-use crate::api::events::SourceStats;
+use crate::api::events::{DaemonEvent, SourceStats};
 use crate::domain::backoff::doubling;
 use crate::domain::clock::SharedClock;
 use crate::domain::fence_audit::FenceAuditRow;
@@ -390,7 +390,7 @@ impl Watcher {
                     window.record_total(entry.outcome);
                 }
             }
-            self.bus.publish(Event::Write(Arc::new(entry)));
+            self.bus.publish(DaemonEvent::Write(Arc::new(entry)));
         }
     }
 

@@ -112,7 +112,7 @@ impl Model {
     }
 
     pub fn total(&self, outcome: Outcome) -> u64 {
-        self.totals.get(outcome.as_str()).copied().unwrap_or(0)
+        *self.totals.get(outcome)
     }
 
     /// Seconds since the last event, if any.

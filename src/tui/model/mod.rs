@@ -5,7 +5,9 @@ pub mod chart;
 mod lists;
 pub mod timeline;
 
-use crate::api::events::{AlertEvent, DaemonEvent, OverlapEvent, StatsEvent, WriteEvent};
+use crate::api::events::{
+    AlertEvent, DaemonEvent, OverlapEvent, PerOutcome, StatsEvent, WriteEvent,
+};
 use crate::domain::alert::AlertState;
 use crate::domain::incident::IncidentReport;
 use crate::domain::lease_history::LeaseEvent;
@@ -183,7 +185,7 @@ pub enum Msg {
 /// recent writes up to that same id.
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
-    pub stats: Option<StatsEvent>,
+    pub stats: Option<Arc<StatsEvent>>,
     /// Recent writes up to the stats' audit id, oldest first.
     pub writes: Vec<Arc<WriteEvent>>,
     pub overlaps: Vec<OverlapEvent>,
@@ -238,7 +240,7 @@ pub struct Model {
     /// Writes per second, by each write's own time.
     pub rates: Rates,
     /// Totals per outcome, from the latest stats.
-    pub totals: BTreeMap<String, u64>,
+    pub totals: PerOutcome<u64>,
     pub events_dropped: u64,
     pub overlaps: BTreeMap<i64, OverlapEvent>,
     /// By rule, source (`""`: the daemon's own) and resource.
@@ -283,7 +285,7 @@ impl Model {
             sort: OverlapSort::LastSeen,
             selected: 0,
             rates: Rates::default(),
-            totals: BTreeMap::new(),
+            totals: PerOutcome::default(),
             events_dropped: 0,
             overlaps: BTreeMap::new(),
             alerts: BTreeMap::new(),
@@ -492,11 +494,9 @@ impl Model {
     /// The totals shown are the daemon's own and every watched database's together, as the
     /// charts and the rejection log take in rows of both.
     fn apply_stats(&mut self, stats: &StatsEvent) {
-        let mut totals = stats.totals.clone();
+        let mut totals = stats.totals;
         for source in stats.sources.values() {
-            for (outcome, count) in &source.totals {
-                *totals.entry(outcome.clone()).or_insert(0) += count;
-            }
+            totals += &source.totals;
         }
         self.totals = totals;
         self.sources = stats.sources.keys().cloned().collect();
