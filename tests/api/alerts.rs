@@ -3,6 +3,7 @@
 //! resource; a receiver that is down slows nothing; one notification from a fleet of daemons,
 //! and a new evaluator re-sends what it finds firing.
 
+use crate::both_backends;
 use crate::helpers::{http_client, peer, Backend, Daemon, Reply, SseClient, TestApp};
 use crate::test_db;
 use axum::extract::State;
@@ -11,7 +12,7 @@ use axum::{Json, Router};
 use fencewatch::app::service::Limits;
 use fencewatch::live::alerts::AlertConfig;
 use fencewatch::live::LiveConfig;
-use rstest::rstest;
+use rstest_reuse::apply;
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -127,13 +128,7 @@ async fn stale_writes(app: &TestApp, resource: &str, count: usize) {
     }
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_alert_fires_after_for_and_resolves_after_recovery(#[case] backend: Backend) {
     let db = test_db!(backend);
@@ -224,13 +219,7 @@ async fn an_alert_fires_after_for_and_resolves_after_recovery(#[case] backend: B
     assert!(metrics.contains("fencewatch_alerts_firing 0"), "{metrics}");
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn per_resource_rules_fire_for_the_resource(#[case] backend: Backend) {
     let db = test_db!(backend);
@@ -344,13 +333,7 @@ async fn two_daemons_send_one_notification() {
 
 /// The evaluator's writes are fenced by its lease token: once a newer evaluator has written, a
 /// deposed one's late write changes nothing and tells it so.
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn a_deposed_evaluator_cannot_write_alert_state(#[case] backend: Backend) {
     use fencewatch::domain::alert::{AlertInstance, AlertState};

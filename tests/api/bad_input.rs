@@ -1,9 +1,11 @@
 //! Malformed requests get a clear 4xx problem, change nothing, and never a 5xx.
 
+use crate::both_backends;
 use crate::helpers::{Backend, Reply, TestApp};
 use crate::test_db;
 use fencewatch::app::service::Limits;
 use rstest::rstest;
+use rstest_reuse::apply;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const LIMIT: usize = 1024;
@@ -38,13 +40,7 @@ async fn assert_unchanged(app: &TestApp) {
     );
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn bad_keys_are_refused(#[case] backend: Backend) {
     let db = test_db!(backend);
@@ -87,13 +83,7 @@ async fn bad_keys_are_refused(#[case] backend: Backend) {
     assert_unchanged(&app).await;
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn bad_headers_are_refused_and_audited(#[case] backend: Backend) {
     let db = test_db!(backend);
@@ -166,13 +156,7 @@ async fn bad_headers_are_refused_and_audited(#[case] backend: Backend) {
     assert_eq!(invalid, cases.len() + 2);
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn values_over_the_limit_get_413(#[case] backend: Backend) {
     let db = test_db!(backend);
@@ -261,13 +245,7 @@ async fn unknown_routes_and_methods_are_problems(#[case] backend: Backend) {
 
 /// `/readyz` tells a load balancer when the database is gone; `/healthz` only that the process
 /// runs.
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn readiness_follows_the_database(#[case] backend: Backend) {
     let db = test_db!(backend);

@@ -3,6 +3,7 @@
 //! whole across that move, however writers interleave, and across the migration that moved
 //! the existing heads.
 
+use crate::both_backends;
 use crate::helpers::Backend;
 use crate::helpers::RawPool;
 use crate::interleaving::write_for;
@@ -15,6 +16,7 @@ use fencewatch::domain::{
 };
 use fencewatch::store::{ObserveHook, Store};
 use rstest::rstest;
+use rstest_reuse::apply;
 use sqlx::Row;
 use std::sync::Arc;
 use tokio::sync::{oneshot, Mutex};
@@ -81,13 +83,7 @@ fn assert_linked(chain: &[(i64, String, String)]) {
     }
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_head_moves_into_the_resource_when_it_is_created_and_the_chain_stays_whole(
     #[case] backend: Backend,
@@ -203,13 +199,7 @@ fn pausing_hook() -> (ObserveHook, oneshot::Receiver<()>, oneshot::Sender<()>) {
     (hook, reached_rx, release_tx)
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_attempt_that_saw_the_resource_missing_cannot_fork_the_chain_its_creator_moved(
     #[case] backend: Backend,

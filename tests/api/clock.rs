@@ -1,6 +1,7 @@
 //! The daemon's wall clock is one `Clock`, handed in when the store opens: moving it moves the
 //! audit's times and the alert windows together, so an hour-long window is tested in seconds.
 
+use crate::both_backends;
 use crate::helpers::{Backend, TestApp};
 use crate::test_db;
 use fencewatch::app::service::Limits;
@@ -9,7 +10,7 @@ use fencewatch::domain::clock::{Clock, ManualClock};
 use fencewatch::live::alerts::AlertConfig;
 use fencewatch::live::LiveConfig;
 use fencewatch::store::{Store, StoreOptions};
-use rstest::rstest;
+use rstest_reuse::apply;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -50,13 +51,7 @@ async fn wait_for_state(app: &TestApp, state: &str) {
     }
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_audit_times_and_alert_windows_follow_the_daemons_clock(#[case] backend: Backend) {
     let db = test_db!(backend);

@@ -1,9 +1,10 @@
 //! Many clients (and, on PostgreSQL, several daemons) racing on one resource: afterwards the
 //! history must read as if the writes had happened one at a time.
 
+use crate::both_backends;
 use crate::helpers::{audit_of, Backend, Daemon, Reply, Rng, TestApp};
 use crate::test_db;
-use rstest::rstest;
+use rstest_reuse::apply;
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -139,13 +140,7 @@ async fn check(base: &str, resource: &str, seen: &[Seen]) {
     );
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sixteen_clients_on_one_resource(#[case] backend: Backend) {
     let db = test_db!(backend);

@@ -1,19 +1,15 @@
 //! What is acknowledged stays: across clean restarts, SIGTERM under load and SIGKILL under load.
 
+use crate::both_backends;
 use crate::helpers::{audit_of, Backend, Daemon, Reply, TestDb};
 use crate::test_db;
 use rstest::rstest;
+use rstest_reuse::apply;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::time::Duration;
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_keeps_the_highest_generation(#[case] backend: Backend) {
     let db = test_db!(backend);

@@ -1,9 +1,11 @@
 //! etcd locks as the authority of writes (`serve --etcd`, `Fencing-Lease: etcd:PREFIX`), against
 //! a real etcd started per test on free loopback ports.
 
+use crate::both_backends;
 use crate::helpers::{audit_of, bench_report, http_client, Backend, Daemon, Put, Reply, TestDb};
 use fencewatch::authority::etcd::{EtcdClient, EtcdError};
 use rstest::rstest;
+use rstest_reuse::apply;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 use tokio::process::{Child, Command};
@@ -170,13 +172,7 @@ async fn metric(daemon: &Daemon, line_start: &str) -> f64 {
         .unwrap_or_else(|| panic!("no {line_start} in\n{text}"))
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[cfg_attr(not(fencewatch_etcd), ignore = "needs etcd on the PATH")]
 #[tokio::test]
 async fn every_row_of_the_contract(#[case] backend: Backend) {
@@ -701,13 +697,7 @@ async fn lease_history(daemon: &Daemon, lease: &str, query: &str) -> Reply {
 /// Two holders of one lock write in turn: the lock's history names both holder keys with
 /// their generations, in order, as the daemon's own leases' history names their holders; and
 /// the timeline of a resource they wrote says who held which generation.
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[cfg_attr(not(fencewatch_etcd), ignore = "needs etcd on the PATH")]
 #[tokio::test]
 async fn the_holders_written_under_are_the_locks_history(#[case] backend: Backend) {
@@ -825,13 +815,7 @@ async fn the_holders_written_under_are_the_locks_history(#[case] backend: Backen
 
 /// etcd killed between a write and its retry: the retry (same key, token and body) gets the
 /// original answer from the store; anything else is 503 and changes nothing.
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[cfg_attr(not(fencewatch_etcd), ignore = "needs etcd on the PATH")]
 #[tokio::test]
 async fn a_replay_is_answered_while_etcd_is_down(#[case] backend: Backend) {

@@ -1,6 +1,7 @@
 //! The live stream: writes as events in audit order, resumption with `Last-Event-ID`, rows that
 //! commit late, and subscribers that fall behind.
 
+use crate::both_backends;
 use crate::helpers::{Backend, SseClient, TestApp};
 use crate::test_db;
 use fencewatch::api::events::DaemonEvent;
@@ -8,17 +9,12 @@ use fencewatch::app::service::{FenceService, Limits, Wiring};
 use fencewatch::live::EventBus;
 use fencewatch::live::{Live, Subscriber};
 use rstest::rstest;
+use rstest_reuse::apply;
 use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(10);
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_arrive_as_events_with_their_audit_ids(#[case] backend: Backend) {
     let db = test_db!(backend);
@@ -46,13 +42,7 @@ async fn writes_arrive_as_events_with_their_audit_ids(#[case] backend: Backend) 
     assert!(stats["rates"]["10s"]["total"].as_f64().unwrap() > 0.0);
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reconnect_gets_exactly_the_missed_writes(#[case] backend: Backend) {
     let db = test_db!(backend);
@@ -225,13 +215,7 @@ async fn gaps_held_open_together_are_waited_out_together() {
 
 /// A subscriber that stops reading never holds writers up; when it reads again it gets every
 /// write, refilled from the audit, and what it skipped on the bus is counted.
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_subscriber_blocks_nothing_and_loses_nothing(#[case] backend: Backend) {
     let db = test_db!(backend);
@@ -384,13 +368,7 @@ async fn sigterm_ends_live_streams_and_the_daemon_exits() {
 /// The tail publishes the rows this daemon committed from what group commit hands it: under
 /// concurrent writes of every kind (accepted, stale, repeated operations), each row on the bus
 /// is exactly the row the audit holds, every id once, in order.
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streamed_rows_are_the_rows_the_audit_holds(#[case] backend: Backend) {
     use fencewatch::domain::Outcome;
@@ -476,13 +454,7 @@ async fn streamed_rows_are_the_rows_the_audit_holds(#[case] backend: Backend) {
 
 /// A row the feed never saw (written by another process here) leaves a gap among the rows it
 /// did: the tail reads the gap from the audit and keeps the order.
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_row_from_outside_the_feed_is_streamed_in_its_place(#[case] backend: Backend) {
     let db = test_db!(backend);

@@ -1,17 +1,12 @@
 //! The fence itself: the article's register over HTTP, token rules, revisions and reading back.
 
+use crate::both_backends;
 use crate::helpers::{Backend, Reply, TestApp};
 use crate::test_db;
-use rstest::rstest;
+use rstest_reuse::apply;
 
 /// The article's program: 7, then 8, then 7 refused as stale with the value kept, 8 again.
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn the_articles_register(#[case] backend: Backend) {
     let db = test_db!(backend);
@@ -101,13 +96,7 @@ async fn the_articles_register(#[case] backend: Backend) {
 
 /// The stated limit of a fence without the lease authority: a resource that has never seen
 /// generation 8 accepts 7.
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn a_fresh_resource_accepts_seven_until_it_has_seen_eight(#[case] backend: Backend) {
     let db = test_db!(backend);
@@ -148,13 +137,7 @@ async fn a_fresh_resource_accepts_seven_until_it_has_seen_eight(#[case] backend:
         .assert_problem(409, "stale-token");
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn malformed_tokens_are_refused_and_audited(#[case] backend: Backend) {
     let db = test_db!(backend);
@@ -211,13 +194,7 @@ async fn malformed_tokens_are_refused_and_audited(#[case] backend: Backend) {
     );
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn if_match_guards_the_revision(#[case] backend: Backend) {
     let db = test_db!(backend);
@@ -287,13 +264,7 @@ async fn if_match_guards_the_revision(#[case] backend: Backend) {
     assert_eq!(app.get("/v1/resources/doc").await.body, b"e");
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn reads_return_the_value_with_its_fence(#[case] backend: Backend) {
     let db = test_db!(backend);
@@ -354,13 +325,7 @@ async fn reads_return_the_value_with_its_fence(#[case] backend: Backend) {
     );
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn the_audit_pages_newest_first(#[case] backend: Backend) {
     let db = test_db!(backend);
@@ -402,13 +367,7 @@ async fn the_audit_pages_newest_first(#[case] backend: Backend) {
 /// `after=ID` at the SQL level, on both dialects: the page is the oldest `limit` rows above the
 /// id (a reader paging forward must not skip any), still returned newest first, and it narrows
 /// together with `resource` and `before`.
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn the_audit_pages_forward_after_an_id(#[case] backend: Backend) {
     let db = test_db!(backend);

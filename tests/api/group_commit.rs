@@ -1,6 +1,7 @@
 //! Group commit: many writes decided in order in one transaction must mean exactly what the same
 //! writes mean one at a time, and batches must form by themselves under load.
 
+use crate::both_backends;
 use crate::helpers::{Backend, Rng, TestApp, TestDb};
 use crate::test_db;
 use fencewatch::app::service::{FenceService, Limits};
@@ -9,7 +10,7 @@ use fencewatch::domain::{
     Revision, WriteResult,
 };
 use fencewatch::store::{ObserveHook, Store};
-use rstest::rstest;
+use rstest_reuse::apply;
 use sqlx::Connection;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -61,13 +62,7 @@ fn seen(result: &WriteResult) -> (Outcome, i64, i64) {
     )
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_decides_exactly_as_the_same_writes_one_at_a_time(#[case] backend: Backend) {
     let mut checked = 0;
@@ -134,13 +129,7 @@ async fn a_batch_decides_exactly_as_the_same_writes_one_at_a_time(#[case] backen
     assert_eq!(checked, 12 * 40);
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn within_a_batch_later_writes_see_earlier_ones(#[case] backend: Backend) {
     let db = test_db!(backend);
@@ -217,13 +206,7 @@ fn second_batch_held(store: Store, held: Duration) -> Store {
     store.with_observe_hook(hook)
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_writes_share_a_transaction_and_each_gets_its_own_answer(
     #[case] backend: Backend,

@@ -1,20 +1,15 @@
 //! Hostile input: whatever the request, a 4xx problem or a harmless success, never a 5xx, and
 //! nothing but the request's own resource changes.
 
+use crate::both_backends;
 use crate::helpers::{Backend, Reply, SseClient, TestApp};
 use crate::test_db;
 use fencewatch::app::service::Limits;
 use fencewatch::live::LiveConfig;
-use rstest::rstest;
+use rstest_reuse::apply;
 use std::time::Duration;
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn hostile_requests_get_problems_and_change_nothing(#[case] backend: Backend) {
     let db = test_db!(backend);

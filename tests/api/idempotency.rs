@@ -1,18 +1,13 @@
 //! Operation identity (`Idempotency-Key`) is separate from ownership (the token).
 
+use crate::both_backends;
 use crate::helpers::{Backend, TestApp};
 use crate::test_db;
 use fencewatch::app::retention::{claim_retention, RetentionFlags, RetentionTasks};
-use rstest::rstest;
+use rstest_reuse::apply;
 use std::time::Duration;
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn a_repeat_returns_the_stored_result_and_applies_nothing(#[case] backend: Backend) {
     let db = test_db!(backend);
@@ -116,13 +111,7 @@ async fn a_repeat_returns_the_stored_result_and_applies_nothing(#[case] backend:
     );
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn an_older_generation_fails_even_with_a_new_key(#[case] backend: Backend) {
     let db = test_db!(backend);
@@ -173,13 +162,7 @@ async fn an_older_generation_fails_even_with_a_new_key(#[case] backend: Backend)
 
 /// Past the retention window a repeat is decided afresh; `If-Match` is what keeps it from
 /// applying twice (the README's promise).
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn after_retention_a_retry_is_new_and_if_match_makes_it_safe(#[case] backend: Backend) {
     let db = test_db!(backend);
@@ -231,13 +214,7 @@ async fn after_retention_a_retry_is_new_and_if_match_makes_it_safe(#[case] backe
 }
 
 /// The daemon prunes by itself.
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn operation_records_are_pruned_in_the_background(#[case] backend: Backend) {
     let db = test_db!(backend);

@@ -1,6 +1,7 @@
 //! Incident reports: histories with known answers, built on the daemon's own (manual) clock,
 //! reported by `GET /v1/overlaps/{id}/report` and `fencewatch audit report`, member by member.
 
+use crate::both_backends;
 use crate::helpers::{Backend, TestApp, TestDb};
 use crate::test_db;
 use chrono::{DateTime, TimeDelta, Utc};
@@ -10,6 +11,7 @@ use fencewatch::domain::clock::ManualClock;
 use fencewatch::live::LiveConfig;
 use fencewatch::store::{Store, StoreOptions};
 use rstest::rstest;
+use rstest_reuse::apply;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -343,13 +345,7 @@ async fn a_paused_holders_incident_is_reported_with_known_figures(
     assert!(md.contains("|---|---|"), "{md}");
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unknown_incident_is_a_404_and_a_bad_id_a_400(#[case] backend: Backend) {
     let scene = Scene::new(backend).await;
@@ -381,13 +377,7 @@ async fn an_unknown_incident_is_a_404_and_a_bad_id_a_400(#[case] backend: Backen
 }
 
 /// Tokens without a lease: the history cannot tell a lapse, and says so with `null`.
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_lease_the_lapse_is_null(#[case] backend: Backend) {
     let scene = Scene::new(backend).await;
@@ -437,13 +427,7 @@ async fn without_a_lease_the_lapse_is_null(#[case] backend: Backend) {
 
 /// `audit summary` aggregates the incidents since a time; `audit timeline --around` shows the
 /// incident's window only, with renewals folded.
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_summary_and_the_bounded_timeline(#[case] backend: Backend) {
     let scene = Scene::new(backend).await;

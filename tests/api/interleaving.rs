@@ -1,13 +1,14 @@
 //! The article's race, forced: two independent clients on one resource; the older observes the
 //! resource, is paused, and resumes only after the newer one's write has committed.
 
+use crate::both_backends;
 use crate::helpers::RawPool;
 use crate::helpers::{Backend, TestDb};
 use crate::on_raw;
 use crate::test_db;
 use fencewatch::domain::{Decision, FencedWrite, FencingToken, LeasePolicy, ResourceKey};
 use fencewatch::store::{ObserveHook, Store};
-use rstest::rstest;
+use rstest_reuse::apply;
 use sqlx::Row;
 use std::sync::Arc;
 use tokio::sync::{oneshot, Mutex};
@@ -157,13 +158,7 @@ fn invariant_holds(observed: &Observed) -> bool {
         && observed.revision == 2
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_older_write_changes_nothing_after_the_newer_commits(#[case] backend: Backend) {
     let db = test_db!(backend);
@@ -202,13 +197,7 @@ async fn the_older_write_changes_nothing_after_the_newer_commits(#[case] backend
 
 /// The same interleaving against a read-then-write implementation breaks the invariant, so the
 /// test above is known to catch the race it is about.
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_same_interleaving_catches_a_read_then_write_fence(#[case] backend: Backend) {
     let db = test_db!(backend);

@@ -7,13 +7,14 @@
 //! order in which they then get the lock is the order they queued in (PostgreSQL's row lock
 //! queue); SQLite lets one writer at a time and restarts the others.
 
+use crate::both_backends;
 use crate::helpers::{Backend, TestApp, TestDb};
 use crate::helpers::{Raw, RawConn};
 use crate::on_raw;
 use crate::test_db;
 use fencewatch::domain::{Holder, LeaseName, Ttl};
 use fencewatch::store::{AcquireResult, RenewResult, Store};
-use rstest::rstest;
+use rstest_reuse::apply;
 use serde_json::json;
 use sqlx::Row;
 use std::time::Duration;
@@ -212,13 +213,7 @@ async fn renewals_against_acquirers(db: &TestDb, backend: Backend) -> Tally {
     tally
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_grant_overlaps_a_renewal_at_expiry(#[case] backend: Backend) {
     let db = test_db!(backend);
@@ -241,13 +236,7 @@ async fn no_grant_overlaps_a_renewal_at_expiry(#[case] backend: Backend) {
 
 /// A holder whose grant lapsed releases it while another daemon's acquire, already queued for
 /// the row, supersedes it: the release is answered as lost, never `204`.
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn releasing_a_grant_superseded_meanwhile_is_409(#[case] backend: Backend) {
     let db = test_db!(backend);

@@ -1,11 +1,12 @@
 //! The lease authority: its lifecycle, concurrent acquires, and writes checked against it.
 
+use crate::both_backends;
 use crate::helpers::{Backend, Daemon, Reply, TestApp, TestDb};
 use crate::test_db;
 use fencewatch::app::service::Limits;
 use fencewatch::domain::LeasePolicy;
 use fencewatch::domain::{LeaseName, LeaseScope};
-use rstest::rstest;
+use rstest_reuse::apply;
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -62,13 +63,7 @@ async fn app_with(db: &TestDb, policy: LeasePolicy) -> TestApp {
     .await
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn the_lease_lifecycle(#[case] backend: Backend) {
     let db = test_db!(backend);
@@ -159,13 +154,7 @@ async fn the_lease_lifecycle(#[case] backend: Backend) {
     assert!(events.windows(2).all(|pair| pair[0].at <= pair[1].at));
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn bad_lease_requests_get_400(#[case] backend: Backend) {
     let db = test_db!(backend);
@@ -278,13 +267,7 @@ fn assert_each_generation_once(mut granted: Vec<i64>, events: &[fencewatch::stor
     );
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_acquires_grant_each_generation_once(#[case] backend: Backend) {
     let db = test_db!(backend);
@@ -320,13 +303,7 @@ async fn two_daemons_grant_each_generation_once() {
     assert!(first.terminate().await && second.terminate().await);
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn generations_survive_a_restart(#[case] backend: Backend) {
     let db = test_db!(backend);
@@ -358,13 +335,7 @@ async fn generations_survive_a_restart(#[case] backend: Backend) {
 
 /// A write naming a lease is judged by what the authority knows, not only by what the
 /// resource has seen.
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn the_authority_closes_the_gaps(#[case] backend: Backend) {
     let db = test_db!(backend);
@@ -481,13 +452,7 @@ async fn the_authority_closes_the_gaps(#[case] backend: Backend) {
     );
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn lapsed_grants_are_flagged_or_refused(#[case] backend: Backend) {
     let db = test_db!(backend);
@@ -562,13 +527,7 @@ async fn lapsed_grants_are_flagged_or_refused(#[case] backend: Backend) {
     assert!(detail.contains("was released"), "{detail}");
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn a_lease_fences_only_its_scope(#[case] backend: Backend) {
     let db = test_db!(backend);
@@ -607,13 +566,7 @@ async fn a_lease_fences_only_its_scope(#[case] backend: Backend) {
         .assert_problem(404, "not-found");
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn api_keys_guard_v1_and_name_the_caller(#[case] backend: Backend) {
     use fencewatch::http::auth::ApiKeys;
@@ -721,13 +674,7 @@ async fn api_keys_guard_v1_and_name_the_caller(#[case] backend: Backend) {
 
 /// Under `--require-lease`, a token that does not come from the authority is refused, so no
 /// caller can fence a resource out with a generation it invented.
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn required_leases_leave_no_token_to_invent(#[case] backend: Backend) {
     let db = test_db!(backend);
@@ -851,13 +798,7 @@ async fn an_oversized_lease_body_is_a_413_problem() {
 
 /// `GET /v1/lease-history/{name}`: newest first, paged by event id like the audit, read back
 /// from a time; enough for the dashboard to say who held a generation when.
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn a_leases_history_pages_newest_first(#[case] backend: Backend) {
     use fencewatch::api::leases::LeaseHistory;

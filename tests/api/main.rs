@@ -4,6 +4,21 @@
 
 mod helpers;
 
+use rstest_reuse::template;
+
+/// A test of both databases: SQLite always, PostgreSQL where `FENCEWATCH_TEST_PG` was set when
+/// the tests were built (see `build.rs`), ignored otherwise. `#[apply(both_backends)]` on a test
+/// taking `#[case] backend: Backend`.
+#[template]
+#[rstest::rstest]
+#[case::sqlite(crate::helpers::Backend::Sqlite)]
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
+#[case::postgres(crate::helpers::Backend::Postgres)]
+fn both_backends(#[case] backend: crate::helpers::Backend) {}
+
 mod alerts;
 mod audit_tools;
 mod bad_input;

@@ -1,8 +1,9 @@
 //! `/metrics`: valid Prometheus text whose counters agree with the audit.
 
+use crate::both_backends;
 use crate::helpers::{Backend, TestApp};
 use crate::test_db;
-use rstest::rstest;
+use rstest_reuse::apply;
 use std::collections::HashMap;
 
 /// Parses the exposition strictly enough to catch malformed output: every line is a comment or
@@ -44,13 +45,7 @@ fn parse(text: &str) -> HashMap<String, f64> {
     samples
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn metrics_parse_and_match_the_audit(#[case] backend: Backend) {
     let db = test_db!(backend);

@@ -1,11 +1,12 @@
 //! Ownership overlaps: opened by a stale write, grown by the next ones, closed after a quiet
 //! period, kept across restarts.
 
+use crate::both_backends;
 use crate::helpers::{Backend, Daemon, Reply, SseClient, TestApp};
 use crate::test_db;
 use fencewatch::app::service::Limits;
 use fencewatch::live::LiveConfig;
-use rstest::rstest;
+use rstest_reuse::apply;
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -17,13 +18,7 @@ async fn overlaps(app: &TestApp, query: &str) -> Vec<Value> {
     reply.json["overlaps"].as_array().unwrap().clone()
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn overlaps_open_grow_and_close(#[case] backend: Backend) {
     let db = test_db!(backend);
@@ -156,13 +151,7 @@ async fn overlaps_open_grow_and_close(#[case] backend: Backend) {
 
 /// A zombie refused by the lease authority overlaps with the lease's newer holder, even where
 /// the resource never saw the newer generation.
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn a_superseded_write_overlaps_with_the_leases_holder(#[case] backend: Backend) {
     let db = test_db!(backend);
@@ -196,13 +185,7 @@ async fn a_superseded_write_overlaps_with_the_leases_holder(#[case] backend: Bac
     assert_eq!(open[0]["superseding_owner"], "new");
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn overlaps_survive_a_restart(#[case] backend: Backend) {
     let db = test_db!(backend);

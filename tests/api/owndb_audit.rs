@@ -4,9 +4,10 @@
 //! unsealed tail said so, a changed row found). With the daemon's tables there too, the tools
 //! read the daemon's unless `--fence` is given.
 
+use crate::both_backends;
 use crate::helpers::{Backend, UserConn, UserDb};
 use fencewatch::store::{Store, StoreOptions};
-use rstest::rstest;
+use rstest_reuse::apply;
 use serde_json::Value;
 use tokio::process::Command;
 
@@ -53,13 +54,7 @@ async fn incident(conn: &mut UserConn) {
     }
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_audit_tools_read_an_installed_fence(#[case] backend: Backend) {
     let (user, fence) = UserDb::with_protected_orders(backend).await;
@@ -169,13 +164,7 @@ async fn the_audit_tools_read_an_installed_fence(#[case] backend: Backend) {
 
 /// With the daemon's tables in the same database, the tools read the daemon's audit; `--fence`
 /// reads the fence's.
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_the_daemons_tables_too_fence_chooses_the_fence(#[case] backend: Backend) {
     let (user, fence) = UserDb::with_protected_orders(backend).await;

@@ -3,11 +3,12 @@
 //! agree byte for byte on every text, or an intact audit would not verify: quotes, backslashes,
 //! control characters, non-ASCII.
 
+use crate::both_backends;
 use crate::helpers::{Backend, Guard, Rng, UserDb};
 use chrono::DateTime;
 use fencewatch::domain::fence_audit::{row_hash, ChainFault, FenceAuditRow};
 use fencewatch::owndb::InstallOptions;
-use rstest::rstest;
+use rstest_reuse::apply;
 use sqlx::Connection;
 
 /// Characters JSON escapes one way or another, or that a naive encoding would get wrong.
@@ -107,13 +108,7 @@ async fn postgres_and_fencewatch_hash_every_row_alike() {
 
 /// Rows the fence itself wrote with tricky owners and op ids verify (PostgreSQL: hashed by SQL;
 /// SQLite: sealed by fencewatch), and changing one breaks its chain at that row.
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn rows_written_with_any_text_verify_and_a_change_breaks_them(#[case] backend: Backend) {
     let db = UserDb::new(backend).await;

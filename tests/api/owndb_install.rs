@@ -4,9 +4,10 @@
 //! removes only what install created; least privilege holds; a missing SQLite file is never
 //! created; no password is shown.
 
+use crate::both_backends;
 use crate::helpers::{Backend, Guard, UserConn, UserDb, ORDERS};
 use fencewatch::owndb::{AutonomousAudit, InstallOptions, InstallOutcome, OwnDb};
-use rstest::rstest;
+use rstest_reuse::apply;
 use std::process::Output;
 
 /// Runs `fencewatch fence ARGS`.
@@ -155,13 +156,7 @@ async fn pg_dump_public(url: &str) -> String {
         .join("\n")
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn install_upgrade_and_uninstall_are_idempotent_and_leave_the_users_tables_as_they_were(
     #[case] backend: Backend,
@@ -606,13 +601,7 @@ async fn schema_is_refused_for_sqlite_and_bad_names_are_explained() {
 }
 
 /// Two installs at once (two operators, two deploys): one installs, the other finds it done.
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn installs_at_once_install_once(#[case] backend: Backend) {
     let db = UserDb::new(backend).await;
@@ -680,13 +669,7 @@ async fn two_fences_in_one_database_keep_apart() {
 }
 
 /// `fencewatch fence seal` hash-chains SQLite's new rows, once; PostgreSQL has nothing to seal.
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn seal_chains_sqlites_new_rows_once(#[case] backend: Backend) {
     let db = UserDb::new(backend).await;

@@ -2,11 +2,12 @@
 //! the fencewatch daemon whose store is the same database (`lease =>`, `protect --lease`) closes
 //! it: once the lease issued 8, 7 is refused on a scope that never saw 8.
 
+use crate::both_backends;
 use crate::helpers::{audit_of_scope, Backend, Guard, UserDb, ORDERS};
 use fencewatch::domain::{FencingToken, Holder, LeaseName, Ttl};
 use fencewatch::owndb::{InstallOptions, OwnDbError, ProtectSpec, ScopeSource};
 use fencewatch::store::{AcquireResult, ReleaseResult, Store, StoreOptions};
-use rstest::rstest;
+use rstest_reuse::apply;
 
 /// The daemon's store on the user's database (its own migrations make its `leases` table), and
 /// the lease `jobs` granted until it has issued `generation`, then held by `holder` for a
@@ -47,13 +48,7 @@ async fn advance_lease(store: &Store, generation: i64) {
     }
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn a_fresh_scope_accepts_7_until_it_has_seen_8(#[case] backend: Backend) {
     let db = UserDb::new(backend).await;
@@ -185,13 +180,7 @@ async fn the_guard_refuses_a_generation_the_lease_superseded_on_a_scope_that_nev
 
 /// A protected table naming a lease (`protect --lease`), on both backends: the stale row is not
 /// written, on a scope that never saw the lease's newer generation.
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn a_protected_table_naming_a_lease_refuses_what_the_lease_superseded(
     #[case] backend: Backend,

@@ -5,9 +5,10 @@
 //! (a plain table and a check in the application, kept here only) loses the newer value, so the
 //! test can fail.
 
+use crate::both_backends;
 use crate::helpers::{audit_of_scope, Backend, Guard, UserConn, UserDb};
 use fencewatch::domain::fence_audit::FenceAuditRow;
-use rstest::rstest;
+use rstest_reuse::apply;
 use tokio::sync::oneshot;
 
 /// How the older client writes.
@@ -193,13 +194,7 @@ fn attempts(rows: &[FenceAuditRow]) -> Vec<Attempt<'_>> {
         .collect()
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn the_older_clients_write_to_a_protected_table_affects_zero_rows(#[case] backend: Backend) {
     let (db, fence) = UserDb::with_protected_orders(backend).await;
@@ -227,13 +222,7 @@ async fn the_older_clients_write_to_a_protected_table_affects_zero_rows(#[case] 
     assert!(fence.verify().await.unwrap().intact());
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn the_older_clients_guard_call_fails_with_fw409(#[case] backend: Backend) {
     let (db, fence) = UserDb::with_protected_orders(backend).await;
@@ -263,13 +252,7 @@ async fn the_older_clients_guard_call_fails_with_fw409(#[case] backend: Backend)
 /// The same race against a read-then-write version: the older client's check passed when it
 /// read, so its resumed write goes through and the newer value is lost. The fenced runs above
 /// would fail the same way if the fence did not hold.
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn a_read_then_write_version_loses_the_newer_value(#[case] backend: Backend) {
     let (db, fence) = UserDb::with_protected_orders(backend).await;

@@ -2,9 +2,10 @@
 //! the audit (PostgreSQL, appended autonomously); an accepted one leaves the scopes and operation
 //! ids as they were. And operation ids: replayed within their retention, applied again after.
 
+use crate::both_backends;
 use crate::helpers::{audit_of_scope, Backend, Guard, UserDb};
 use fencewatch::owndb::InstallOptions;
-use rstest::rstest;
+use rstest_reuse::apply;
 use std::time::Duration;
 
 #[cfg_attr(
@@ -165,13 +166,7 @@ async fn a_refusal_after_the_transactions_own_accept_is_audited_without_waiting_
     conn.close().await;
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn an_accepted_guard_call_that_rolls_back_leaves_the_fence_as_it_was(
     #[case] backend: Backend,
@@ -245,13 +240,7 @@ async fn sqlite_keeps_a_refusals_row_only_if_the_caller_commits() {
     conn.close().await;
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn an_operation_is_replayed_within_its_retention_and_applied_again_after(
     #[case] backend: Backend,

@@ -3,9 +3,11 @@
 //! carry `Host: evil.example`. A `Host` the daemon was not told to answer to gets `421`
 //! `misdirected-request` before anything else runs, on every route.
 
+use crate::both_backends;
 use crate::helpers::{http_client, Backend, Daemon, Reply, TestApp};
 use crate::test_db;
 use rstest::rstest;
+use rstest_reuse::apply;
 use serde_json::json;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -35,13 +37,7 @@ fn port(base: &str) -> u16 {
     base.rsplit(':').next().unwrap().parse().unwrap()
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn a_foreign_host_is_misdirected_and_changes_nothing(#[case] backend: Backend) {
     let db = test_db!(backend);

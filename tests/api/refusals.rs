@@ -4,11 +4,13 @@
 //! reason and interval in `refusals`. A no-key flood aimed at a legitimate writer's resource
 //! does not make that writer fail.
 
+use crate::both_backends;
 use crate::helpers::RawPool;
 use crate::helpers::{http_client, Backend, Daemon, Reply, TestDb};
 use crate::on_raw;
 use crate::test_db;
 use rstest::rstest;
+use rstest_reuse::apply;
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
@@ -96,13 +98,7 @@ async fn refusal_metrics(base: &str) -> BTreeMap<String, u64> {
 /// grows by the writer's rows alone, `chain_heads` by nothing (a fresh resource is among the
 /// flood's targets); `/metrics` and the aggregated rows count every refusal. The writer's
 /// latency is printed against a baseline taken just before, never asserted.
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_no_key_flood_costs_a_legitimate_writer_no_error_and_the_audit_no_rows(
     #[case] backend: Backend,
@@ -246,13 +242,7 @@ async fn a_no_key_flood_costs_a_legitimate_writer_no_error_and_the_audit_no_rows
 /// The aggregation, end to end: refusals of every kind from two sources, counted per source,
 /// reason and interval; the counts add up to the requests sent, in `/metrics` and in the rows
 /// `fencewatch audit refusals` prints, and nothing reached the audit or `chain_heads`.
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refusals_are_counted_per_source_and_reason_and_add_up(#[case] backend: Backend) {
     let db = test_db!(backend);
@@ -428,13 +418,7 @@ async fn an_address_over_its_refusal_budget_gets_429_but_a_valid_key_never_does(
 
 /// Aggregated rows are history beside the audit: `audit prune` (and `--audit-retention`)
 /// deletes those whose last refusal is older than its cutoff, and keeps the rest.
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn old_refusal_rows_are_pruned_with_the_audit(#[case] backend: Backend) {
     use fencewatch::domain::refusal::{RefusalCount, RefusalReason, RefusalSample, RefusalSource};
@@ -538,13 +522,7 @@ async fn rows_by_interval(pool: &RawPool) -> BTreeMap<i64, (i64, i64, i64)> {
 /// A spray of refused requests from many distinct addresses grows `refusals` by a bounded
 /// number of rows: per one-minute interval at most `MAX_NAMED_REFUSAL_ROWS` rows naming a
 /// source, the rest counted together in an `other` row (one per reason), every refusal counted.
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spray_from_many_addresses_adds_a_bounded_number_of_rows(#[case] backend: Backend) {
     use fencewatch::domain::refusal::MAX_NAMED_REFUSAL_ROWS;
@@ -578,13 +556,7 @@ async fn a_spray_from_many_addresses_adds_a_bounded_number_of_rows(#[case] backe
 /// written in several flushes (or by several daemons), each naming other sources, leave at most
 /// `MAX_NAMED_REFUSAL_ROWS` rows naming a source, the largest counts kept by name, and every
 /// refusal counted.
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn refusal_rows_of_an_interval_stay_bounded_across_flushes(#[case] backend: Backend) {
     use fencewatch::domain::refusal::{
@@ -657,13 +629,7 @@ async fn refusal_rows_of_an_interval_stay_bounded_across_flushes(#[case] backend
 /// Refusal rows have a short retention of their own (`REFUSAL_RETENTION`), whatever the
 /// audit's: a daemon whose database keeps the audit for ever still deletes refusal rows older
 /// than it, and keeps newer ones.
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refusal_rows_are_pruned_past_their_own_retention(#[case] backend: Backend) {
     use fencewatch::app::refusals::REFUSAL_RETENTION;

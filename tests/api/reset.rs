@@ -2,6 +2,7 @@
 //! 9223372036854775807 accepted once locked its resource for good; an admin now sets the
 //! highest accepted generation back, audited in the resource's chain with who and why.
 
+use crate::both_backends;
 use crate::helpers::{Backend, Reply, TestApp, TestDb};
 use crate::test_db;
 use fencewatch::app::service::Limits;
@@ -9,7 +10,7 @@ use fencewatch::domain::{
     FencedWrite, FencingToken, LeasePolicy, Outcome, Reset, ResetReason, ResourceKey,
 };
 use fencewatch::http::auth::ApiKeys;
-use rstest::rstest;
+use rstest_reuse::apply;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -66,13 +67,7 @@ async fn audit(db: &TestDb, args: &[&str]) -> (i32, String) {
     )
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn an_admin_resets_a_runaway_token(#[case] backend: Backend) {
     let db = test_db!(backend);
@@ -210,13 +205,7 @@ async fn app_audit(app: &TestApp, resource: &str) -> Vec<Value> {
 /// A bad body is a `400` and changes nothing; a resource never written is a `404`, with no
 /// audit row or chain head left behind. Without `--api-key-file` the daemon is open, and a
 /// reset is allowed as every other admin action is.
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn a_reset_checks_its_body_and_its_resource(#[case] backend: Backend) {
     let db = test_db!(backend);

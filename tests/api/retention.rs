@@ -3,13 +3,14 @@
 //! And prunes that run at once (the daemon's, `audit prune`) take turns, so the audit they leave
 //! verifies.
 
+use crate::both_backends;
 use crate::helpers::{audit_of, http_client, Backend, Daemon, Put, Rng, TestDb};
 use crate::test_db;
 use chrono::{DateTime, Utc};
 use fencewatch::domain::clock::{Clock, ManualClock};
 use fencewatch::domain::{FencedWrite, FencingToken, LeasePolicy, ResourceKey};
 use fencewatch::store::{Retention, RetentionClaim, Store, StoreOptions, StoreRetention};
-use rstest::rstest;
+use rstest_reuse::apply;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::process::Command;
@@ -63,13 +64,7 @@ async fn assert_warned(log: &crate::helpers::DaemonLog, parts: &[&str]) {
 /// retries after 5 s, well inside A's window: whichever daemon the retry reaches, it is
 /// replayed, and the operation is applied once. (Issue 34: B pruned A's record by its own
 /// window, and the retry was applied again.)
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retry_is_replayed_whichever_daemon_it_reaches(#[case] backend: Backend) {
     let db = test_db!(backend);
@@ -100,13 +95,7 @@ async fn a_retry_is_replayed_whichever_daemon_it_reaches(#[case] backend: Backen
 /// The first daemon's retention is stored and outlives it; a later daemon asking for another is
 /// told the stored one applies, and keeps to it; `--set-retention` stores a new one, which the
 /// daemons already running follow from their next prune.
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_stored_retention_applies_until_set_retention_changes_it(#[case] backend: Backend) {
     let db = test_db!(backend);
@@ -150,13 +139,7 @@ async fn the_stored_retention_applies_until_set_retention_changes_it(#[case] bac
 
 /// What the store answers of the setting: the first claim stores, a later one keeps what is
 /// stored unless it replaces it, and the stored value outlives the store that wrote it.
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_first_claim_stores_and_later_ones_keep_it_or_replace_it(#[case] backend: Backend) {
     let db = test_db!(backend);
@@ -204,13 +187,7 @@ async fn the_first_claim_stores_and_later_ones_keep_it_or_replace_it(#[case] bac
 
 /// `--audit-retention` left out stores "keep everything": a later daemon asking for a second
 /// prunes nothing, until `--set-retention` stores it.
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keeping_the_audit_is_a_stored_setting_too(#[case] backend: Backend) {
     let db = test_db!(backend);
@@ -290,13 +267,7 @@ async fn prune_process(url: &str, before_us: i64) -> Result<(), String> {
 /// round and while they run. (Issue 34: a prune that read a chain's end before the other
 /// deleted past it put the chain's checkpoint back behind the deleted rows, and verify called
 /// the honest audit tampered, in 2 and 4 rounds of 10.)
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_prunes_at_once_leave_an_audit_that_verifies(#[case] backend: Backend) {
     const RESOURCES: usize = 30;

@@ -2,12 +2,13 @@
 //! borrow another team's generation to fence a resource it may write), and `write=` and
 //! `lease=` prefixes match whole path segments, as the lease scope does.
 
+use crate::both_backends;
 use crate::helpers::{Backend, Reply, TestApp};
 use crate::test_db;
 use fencewatch::app::service::Limits;
 use fencewatch::domain::LeasePolicy;
 use fencewatch::http::auth::ApiKeys;
-use rstest::rstest;
+use rstest_reuse::apply;
 use serde_json::json;
 use std::sync::Arc;
 
@@ -64,13 +65,7 @@ fn keyed(keys: &str) -> Option<Arc<ApiKeys>> {
 /// accepted at it) and, having found it, writes `billing/x` with it, fencing billing's own
 /// holder out. Now every probe gets the very same `403 forbidden` body, whatever the token, and
 /// nothing moves.
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn a_write_cannot_borrow_another_teams_lease_generation(#[case] backend: Backend) {
     let db = test_db!(backend);
@@ -154,13 +149,7 @@ async fn a_write_cannot_borrow_another_teams_lease_generation(#[case] backend: B
 /// `write=` and `lease=` prefixes match as the lease scope does: a prefix covers itself and
 /// what is under it after a `/`, never a longer name (`billing` is not `billingsecrets`). A
 /// write naming a lease needs both scopes; an unscoped key line still may do everything.
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn write_and_lease_prefixes_match_whole_segments(#[case] backend: Backend) {
     let db = test_db!(backend);
@@ -235,13 +224,7 @@ async fn write_and_lease_prefixes_match_whole_segments(#[case] backend: Backend)
 /// covers it. A key names one only with `lease`, `admin`, or a `lease=etcd:…` scope covering
 /// the lock's key prefix. Without `--etcd` a write naming one is then refused as invalid
 /// (`400`), as before: the scope is decided first.
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn an_external_lock_needs_a_lease_scope_naming_its_authority(#[case] backend: Backend) {
     let db = test_db!(backend);

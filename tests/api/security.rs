@@ -2,6 +2,7 @@
 //! browser cannot send across origins, and the Origin guard with its CORS answers. Every
 //! refusal is a problem, and none of them changes anything.
 
+use crate::both_backends;
 use crate::helpers::{Backend, Reply, TestApp};
 use crate::test_db;
 use fencewatch::app::service::Limits;
@@ -9,7 +10,7 @@ use fencewatch::http::auth::ApiKeys;
 use fencewatch::http::origin::AllowedOrigins;
 use fencewatch::http::Access;
 use fencewatch::live::LiveConfig;
-use rstest::rstest;
+use rstest_reuse::apply;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -91,13 +92,7 @@ fn counted_not_audited(reply: &Reply) {
     );
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn each_key_does_what_its_scopes_allow_and_nothing_more(#[case] backend: Backend) {
     let db = test_db!(backend);
@@ -224,13 +219,7 @@ async fn each_key_does_what_its_scopes_allow_and_nothing_more(#[case] backend: B
     assert_eq!(anonymous.get("/metrics").await.status, 200);
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn the_daemons_own_leases_are_out_of_every_clients_reach(#[case] backend: Backend) {
     let db = test_db!(backend);
@@ -265,13 +254,7 @@ async fn the_daemons_own_leases_are_out_of_every_clients_reach(#[case] backend: 
     }
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn lease_bodies_must_be_declared_json(#[case] backend: Backend) {
     let db = test_db!(backend);
@@ -326,13 +309,7 @@ async fn origin_app(db: &crate::helpers::TestDb) -> TestApp {
     .await
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn foreign_origins_are_refused_and_allowed_ones_get_cors(#[case] backend: Backend) {
     let db = test_db!(backend);
@@ -436,13 +413,7 @@ async fn foreign_origins_are_refused_and_allowed_ones_get_cors(#[case] backend: 
 /// token, which it never hands out, is 1 for the first evaluator). Refused `403 reserved-name`
 /// before the fence, whatever the key or token: a plain problem (no token, no `audit_id`), no
 /// audit row, nothing written, the daemon's lease untouched.
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn a_write_naming_a_reserved_lease_is_refused_and_changes_nothing(#[case] backend: Backend) {
     let db = test_db!(backend);

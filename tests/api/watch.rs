@@ -4,11 +4,12 @@
 //! watched database restarting is survived; a restarted daemon resumes from the stored
 //! position, neither replaying nor losing a row. Real PostgreSQL and SQLite on both sides.
 
+use crate::both_backends;
 use crate::helpers::{
     http_client, peer, Backend, Daemon, Rng, SseClient, TestDb, UserConn, UserDb,
 };
 use crate::test_db;
-use rstest::rstest;
+use rstest_reuse::apply;
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
@@ -166,13 +167,7 @@ async fn write_order(conn: &mut UserConn, id: i64, scope: &str, token: i64, owne
     conn.run(&sql).await.unwrap()
 }
 
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stale_write_in_a_watched_table_is_an_overlap_everywhere(#[case] backend: Backend) {
     let watching = Watching::start(backend, &[]).await;
@@ -274,13 +269,7 @@ async fn a_stale_write_in_a_watched_table_is_an_overlap_everywhere(#[case] backe
 /// The time from a stale write's commit in the watched database to its overlap in
 /// `/v1/overlaps`, over 50 stale writes each opening an overlap of its own. Measured, printed
 /// and written in docs/performance.md; not asserted (timing is not a test's business).
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn commit_to_overlaps_latency_is_measured(#[case] backend: Backend) {
     let watching = Watching::start(backend, &[]).await;
@@ -323,13 +312,7 @@ async fn commit_to_overlaps_latency_is_measured(#[case] backend: Backend) {
     not(fencewatch_alertmanager),
     ignore = "needs prometheus-alertmanager on the PATH"
 )]
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stale_spike_in_a_watched_database_pages_through_alertmanager(#[case] backend: Backend) {
     use crate::alerts::{Alertmanager, Receiver};
@@ -508,13 +491,7 @@ async fn the_watcher_survives_its_database_going_away() {
 /// A daemon stopped while the watched database takes more stale writes resumes from the stored
 /// position when it starts again: the overlap counts each refusal once, none replayed and none
 /// lost.
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_daemon_resumes_from_the_stored_position(#[case] backend: Backend) {
     let watching = Watching::start(backend, &[]).await;
@@ -575,13 +552,7 @@ async fn a_restarted_daemon_resumes_from_the_stored_position(#[case] backend: Ba
 }
 
 /// The name a watched database goes by without `NAME=` is what the fence calls it once open.
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[tokio::test]
 async fn a_watched_database_is_named_as_it_names_itself(#[case] backend: Backend) {
     let user = UserDb::new(backend).await;

@@ -2,8 +2,10 @@
 //! against a real ZooKeeper started per test on free loopback ports in a temporary folder, and
 //! real kazoo `Lock` holders (tests/peers/kazoo_lock.py).
 
+use crate::both_backends;
 use crate::helpers::{audit_of, http_client, Backend, Daemon, Put, Reply, TestDb};
 use rstest::rstest;
+use rstest_reuse::apply;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -246,13 +248,7 @@ async fn get_json(daemon: &Daemon, path: &str) -> serde_json::Value {
 /// The contract's rows: the holder's czxid accepted and named; a waiter's czxid and a made-up
 /// number refused as unknown; a released holder's czxid superseded once another holds, even
 /// where the new holder never wrote; the last holder's accepted as lapsed when nobody holds.
-#[rstest]
-#[case::sqlite(Backend::Sqlite)]
-#[cfg_attr(
-    not(fencewatch_pg),
-    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
-)]
-#[case::postgres(Backend::Postgres)]
+#[apply(both_backends)]
 #[cfg_attr(
     not(fencewatch_zookeeper),
     ignore = "needs ZooKeeper (Debian zookeeper) and kazoo"
