@@ -208,3 +208,31 @@ fn the_redaction_of_urls_names_no_layer() {
         assert!(!text.contains(forbidden), "src/redact.rs names {forbidden}");
     }
 }
+
+/// Modules stay small enough to read whole: no file of the program passes 500 lines; unit
+/// tests, which may, live in `tests.rs` files beside the module they test.
+#[test]
+fn no_module_of_the_program_passes_500_lines() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut pending = vec![root];
+    let mut checked = 0;
+    let mut long = Vec::new();
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|ext| ext == "rs")
+                && path.file_name().is_some_and(|name| name != "tests.rs")
+            {
+                let lines = std::fs::read_to_string(&path).unwrap().lines().count();
+                if lines > 500 {
+                    long.push(format!("{} ({lines} lines)", path.display()));
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 100, "found only {checked} files under src");
+    assert!(long.is_empty(), "{long:#?}");
+}

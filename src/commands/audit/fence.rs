@@ -4,18 +4,16 @@
 //! no overlaps table; `verify` checks its chains and counts SQLite's unsealed tail apart.
 
 use super::{micros, text, time};
-use crate::cli::{AuditCommand, AuditFilterArgs, ExportFormat};
+use crate::cli::{AuditCommand, AuditFilterArgs};
 use crate::domain::duration::saturating_micros;
 use crate::domain::fence_audit::FenceAuditRow;
 use crate::domain::fence_overlaps::incidents;
 use crate::domain::incident::{condense, Evidence, Folding, IncidentReport};
 use crate::domain::{AuditEntry, Outcome, Overlap};
 use crate::owndb::OwnDb;
-use anyhow::Context;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use std::io::{IsTerminal, Write};
-use std::path::Path;
+use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -25,26 +23,8 @@ const PAGE: u32 = 5_000;
 /// (`serve --overlap-quiet`).
 const QUIET: Duration = Duration::from_secs(60);
 
-/// The columns of `audit export --format csv` on a fence.
-pub const FENCE_CSV_COLUMNS: [&str; 14] = [
-    "id",
-    "at",
-    "resource",
-    "outcome",
-    "token",
-    "highest_token",
-    "idempotency_key",
-    "owner",
-    "lease",
-    "detail",
-    "table_name",
-    "seq",
-    "prev_hash",
-    "hash",
-];
-
 /// Which rows, as the filter flags say.
-struct Filter {
+pub(super) struct Filter {
     resource: Option<String>,
     owner: Option<String>,
     outcome: Option<Outcome>,
@@ -69,7 +49,7 @@ impl Filter {
         })
     }
 
-    fn matches(&self, row: &FenceAuditRow) -> bool {
+    pub(super) fn matches(&self, row: &FenceAuditRow) -> bool {
         let at = row.at.timestamp_micros();
         self.resource.as_ref().is_none_or(|r| *r == row.resource)
             && self
@@ -100,7 +80,10 @@ pub(super) async fn run(
             format,
             filter,
             output,
-        } => export(db, &Filter::new(&filter, now)?, format, output.as_deref()).await,
+        } => {
+            super::fence_export::export(db, &Filter::new(&filter, now)?, format, output.as_deref())
+                .await
+        }
         AuditCommand::Incidents {
             since,
             until,
@@ -184,7 +167,7 @@ pub(super) async fn run(
 }
 
 /// Visits every row in id order, a page at a time (constant memory).
-async fn each_row(
+pub(super) async fn each_row(
     db: &OwnDb,
     mut visit: impl FnMut(&FenceAuditRow) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
@@ -347,74 +330,6 @@ async fn log(
     })
     .await?;
     Ok(ExitCode::SUCCESS)
-}
-
-async fn export(
-    db: &OwnDb,
-    filter: &Filter,
-    format: ExportFormat,
-    output: Option<&Path>,
-) -> anyhow::Result<ExitCode> {
-    let writer: Box<dyn Write> = match output {
-        Some(path) => Box::new(
-            std::fs::File::create(path)
-                .with_context(|| format!("cannot create {}", path.display()))?,
-        ),
-        None => Box::new(std::io::stdout().lock()),
-    };
-    let mut csv = match format {
-        ExportFormat::Csv => {
-            let mut csv = csv::Writer::from_writer(writer);
-            csv.write_record(FENCE_CSV_COLUMNS)?;
-            Ok(csv)
-        }
-        ExportFormat::Jsonl => Err(std::io::BufWriter::new(writer)),
-    };
-    let mut count = 0u64;
-    each_row(db, |row| {
-        if !filter.matches(row) {
-            return Ok(());
-        }
-        count += 1;
-        match &mut csv {
-            Ok(csv) => csv.write_record(csv_fields(row))?,
-            Err(lines) => {
-                serde_json::to_writer(&mut *lines, row)?;
-                lines.write_all(b"\n")?;
-            }
-        }
-        Ok(())
-    })
-    .await?;
-    match &mut csv {
-        Ok(csv) => csv.flush()?,
-        Err(lines) => lines.flush()?,
-    }
-    if std::io::stderr().is_terminal() {
-        eprintln!("exported {count} rows");
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-fn csv_fields(row: &FenceAuditRow) -> [String; FENCE_CSV_COLUMNS.len()] {
-    let opt = |v: Option<i64>| v.map(|n| n.to_string()).unwrap_or_default();
-    let s = |v: &Option<String>| v.clone().unwrap_or_default();
-    [
-        row.id.to_string(),
-        time(&row.at),
-        row.resource.clone(),
-        row.outcome.clone(),
-        opt(row.token),
-        row.highest_token.to_string(),
-        s(&row.idempotency_key),
-        s(&row.owner),
-        s(&row.lease),
-        s(&row.detail),
-        s(&row.table_name),
-        row.seq.to_string(),
-        s(&row.prev_hash),
-        s(&row.hash),
-    ]
 }
 
 /// A scope's history in the fence's audit.

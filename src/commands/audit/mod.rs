@@ -3,6 +3,7 @@
 
 mod export;
 mod fence;
+mod fence_export;
 mod incidents;
 mod log;
 mod prune;
@@ -13,7 +14,7 @@ mod timeline;
 mod verify;
 
 pub use export::CSV_COLUMNS;
-pub use fence::FENCE_CSV_COLUMNS;
+pub use fence_export::FENCE_CSV_COLUMNS;
 pub use timeline::{holdings, timeline, Holding, Timeline};
 
 use crate::cli::{AuditArgs, AuditCommand, AuditFilterArgs};

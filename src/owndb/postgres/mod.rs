@@ -4,6 +4,7 @@
 //! mapping through which refusals are audited autonomously. Install records what it created in
 //! `settings`, so that uninstall removes that and nothing else.
 
+mod checks;
 mod loopback;
 mod uninstall;
 
@@ -15,6 +16,7 @@ use super::{
 };
 use crate::redact::redact_url;
 use crate::store::driver_url;
+use checks::{check_lease_schema, check_schema_name, request_error};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgConnection, PgPool};
 use std::collections::HashMap;
@@ -28,54 +30,6 @@ pub struct PgFence {
     shown_url: String,
     /// The database's name as the URL gives it (the driver's default: the user's name).
     database: String,
-}
-
-/// A schema name as `--schema` takes one: lowercase letters, digits and `_`, not starting with
-/// a digit, short enough that `<schema>_loopback` is still a name PostgreSQL keeps whole.
-fn check_schema_name(schema: &str) -> Result<(), OwnDbError> {
-    let fits = !schema.is_empty()
-        && schema.len() <= 48
-        && !schema.starts_with(|c: char| c.is_ascii_digit())
-        && !schema.starts_with("pg_")
-        && schema
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    match fits {
-        true => Ok(()),
-        false => Err(OwnDbError::Invalid(format!(
-            "--schema {schema:?}: use lowercase letters, digits and _ (at most 48, not starting \
-             with a digit or pg_)"
-        ))),
-    }
-}
-
-/// An error of protect's or unprotect's SQL that is about what was asked (a missing table or
-/// column, a refused value), as a message for the user; anything else stays a database error.
-fn request_error(error: sqlx::Error, table: &str) -> OwnDbError {
-    if let sqlx::Error::Database(db) = &error {
-        match db.code().as_deref() {
-            Some("FW400") => {
-                let message = db.message();
-                return OwnDbError::Invalid(
-                    message
-                        .strip_prefix("FW400: ")
-                        .unwrap_or(message)
-                        .to_owned(),
-                );
-            }
-            Some("42P01") | Some("3F000") => {
-                return OwnDbError::Invalid(format!("no table {table} in this database"))
-            }
-            Some("42602") | Some("42601") => {
-                return OwnDbError::Invalid(format!("{table:?} is not a table name"))
-            }
-            Some("42501") => {
-                return OwnDbError::Invalid(format!("not allowed on {table}: {}", db.message()))
-            }
-            _ => {}
-        }
-    }
-    OwnDbError::Database(error)
 }
 
 impl PgFence {
@@ -484,16 +438,6 @@ impl PgFence {
                 .fetch_one(&mut *conn)
                 .await?;
         Ok(u64::try_from(pruned).unwrap_or(0))
-    }
-}
-
-/// `--lease-schema`: any name PostgreSQL takes (it is quoted where used).
-fn check_lease_schema(schema: &str) -> Result<&str, OwnDbError> {
-    match !schema.is_empty() && schema.len() <= 63 && !schema.contains('\0') {
-        true => Ok(schema),
-        false => Err(OwnDbError::Invalid(format!(
-            "--lease-schema {schema:?} is not a schema name"
-        ))),
     }
 }
 
