@@ -4,6 +4,7 @@
 //! bounded per interval (`domain::refusal::MAX_NAMED_REFUSAL_ROWS`) and kept
 //! `REFUSAL_RETENTION`, whatever the audit's retention (`spawn_pruner`).
 
+use crate::domain::duration::saturating_micros;
 use crate::domain::refusal::{
     RefusalBudget, RefusalCount, RefusalReason, RefusalSample, RefusalSource, RefusalTally, Spend,
 };
@@ -144,7 +145,7 @@ impl RefusalLedger {
 /// `REFUSAL_PRUNE_EVERY` after, by the database's clock, until aborted.
 pub fn spawn_pruner(store: Store) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        let retention_us = i64::try_from(REFUSAL_RETENTION.as_micros()).unwrap_or(i64::MAX);
+        let retention_us = saturating_micros(REFUSAL_RETENTION);
         loop {
             let pruned = match store.retention_clock_us().await {
                 Ok(now_us) => {

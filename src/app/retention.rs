@@ -4,6 +4,7 @@
 //! own would forget operations another still answers for, and a retry reaching it would be
 //! applied twice.
 
+use crate::domain::duration::saturating_micros;
 use crate::store::{PruneReport, Retention, RetentionClaim, Store, StoreError, StoreRetention};
 use std::time::Duration;
 use tokio::task::JoinHandle;
@@ -224,7 +225,7 @@ async fn prune_audit(store: Store) {
 }
 
 async fn prune_audit_once(store: &Store, keep: Duration) -> Result<PruneReport, StoreError> {
-    let keep_us = i64::try_from(keep.as_micros()).unwrap_or(i64::MAX);
+    let keep_us = saturating_micros(keep);
     let now = store.retention_clock_us().await?;
     store.prune_audit(now.saturating_sub(keep_us)).await
 }

@@ -15,6 +15,7 @@ pub use stats::{Rates, StatsView, StatsWindow};
 pub use tail::{spawn_tail, TailHandle, TailSources};
 
 use crate::api::events::{DaemonEvent, OverlapChange, OverlapEvent};
+use crate::domain::duration::saturating_micros;
 use crate::domain::{AuditEntry, Holder, OverlapState};
 use crate::metrics::{Metrics, WatchedSource};
 use crate::store::{Store, StoreError};
@@ -239,7 +240,7 @@ async fn watch_overlaps(
     open: OpenGauges,
     metrics: Metrics,
 ) {
-    let quiet_us = i64::try_from(quiet.as_micros()).unwrap_or(i64::MAX);
+    let quiet_us = saturating_micros(quiet);
     let clock = store.clock().clone();
     let mut since = clock.now_us();
     // What was last published of each overlap: (rejected writes, open), and when it changed.

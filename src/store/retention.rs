@@ -8,6 +8,7 @@ use super::native::on_db;
 use super::native::Native;
 use super::tx::clock_us;
 use super::{Store, StoreError};
+use crate::domain::duration::saturating_micros;
 use std::time::Duration;
 
 /// The retentions every daemon on a database keeps to.
@@ -37,10 +38,6 @@ pub enum RetentionClaim {
     Replaced(Retention),
     /// This one was stored and still applies (it may be the daemon's own).
     Kept(Retention),
-}
-
-fn micros(duration: Duration) -> i64 {
-    i64::try_from(duration.as_micros()).unwrap_or(i64::MAX)
 }
 
 /// The stored retention's columns, in `stored_retention`'s order.
@@ -83,8 +80,8 @@ impl Store {
              (id, idempotency_retention_us, audit_retention_us, updated_at_us) \
              VALUES (1, $1, $2, $3) ON CONFLICT (id) DO NOTHING",
         )
-        .bind(micros(ours.idempotency))
-        .bind(ours.audit.map(micros))
+        .bind(saturating_micros(ours.idempotency))
+        .bind(ours.audit.map(saturating_micros))
         .bind(now).execute(conn).await?.rows_affected());
         if inserted == 1 {
             tx.commit().await?;
@@ -101,8 +98,8 @@ impl Store {
             "UPDATE retention_settings SET idempotency_retention_us = $1, \
              audit_retention_us = $2, updated_at_us = $3 WHERE id = 1",
         )
-        .bind(micros(ours.idempotency))
-        .bind(ours.audit.map(micros))
+        .bind(saturating_micros(ours.idempotency))
+        .bind(ours.audit.map(saturating_micros))
         .bind(now).execute(conn).await?.rows_affected());
         tx.commit().await?;
         Ok(RetentionClaim::Replaced(stored))
@@ -112,7 +109,7 @@ impl Store {
     /// PostgreSQL (which also records them, see `batch::postgres`). A repeat of a forgotten
     /// operation is decided afresh, like any new write.
     pub async fn prune_operations(&self, retention: Duration) -> Result<u64, StoreError> {
-        let retention_us = micros(retention);
+        let retention_us = saturating_micros(retention);
         let deleted = match &self.writer {
             Native::Postgres(pool) => sqlx::query(
                 "DELETE FROM operations WHERE recorded_at_us < \

@@ -12,6 +12,7 @@ pub use rules::{default_rules, AlertConfig, Rule, RulesError, Webhook};
 use crate::api::events::DaemonEvent;
 use crate::domain::alert::{step, AlertInstance, AlertState, Transition};
 use crate::domain::audit::format_rfc3339_micros;
+use crate::domain::duration::saturating_micros;
 use crate::domain::{FencingToken, Holder, LeaseName, Ttl};
 use crate::live::bus::EventBus;
 use crate::store::{
@@ -72,10 +73,6 @@ fn instances_of(rule: &Rule, counts: Vec<RejectionCount>) -> HashMap<(String, St
 
 /// The lease whose holder evaluates the rules.
 pub const EVALUATOR_LEASE: &str = "fencewatch/alert-evaluator";
-
-fn micros(duration: Duration) -> i64 {
-    i64::try_from(duration.as_micros()).unwrap_or(i64::MAX)
-}
 
 /// Whether a firing alert that this evaluator last sent at `last_sent_us` (never: `None`) is sent
 /// again at the evaluation at `now_us`: when waiting for the next evaluation would leave it
@@ -237,8 +234,8 @@ impl Evaluator {
         sent: &mut HashMap<InstanceKey, i64>,
     ) -> Result<bool, StoreError> {
         let now = self.store.clock().now_us();
-        let resend_us = micros(self.config.resend_interval);
-        let evaluation_us = micros(self.config.evaluation_interval);
+        let resend_us = saturating_micros(self.config.resend_interval);
+        let evaluation_us = saturating_micros(self.config.evaluation_interval);
         let stored: HashMap<InstanceKey, StoredAlert> = self
             .store
             .alert_states()
@@ -249,7 +246,7 @@ impl Evaluator {
         let mut changes = Vec::new();
         let mut due = Vec::new();
         for rule in all_rules(&self.config) {
-            let since = now - micros(rule.window);
+            let since = now - saturating_micros(rule.window);
             let counts: Vec<RejectionCount> = if std::ptr::eq(rule, &*AUTHORITY_RULE) {
                 let locks = self.store.authority_regressions(since).await?;
                 locks
@@ -283,8 +280,8 @@ impl Evaluator {
                     current,
                     condition,
                     now,
-                    micros(rule.for_),
-                    micros(rule.keep_firing_for),
+                    saturating_micros(rule.for_),
+                    saturating_micros(rule.keep_firing_for),
                 );
                 if next != current {
                     changes.push(AlertChange {
