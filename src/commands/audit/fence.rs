@@ -3,8 +3,9 @@
 //! own audit. Its incidents are derived from its refusals (`domain::fence_overlaps`), as it has
 //! no overlaps table; `verify` checks its chains and counts SQLite's unsealed tail apart.
 
+use super::fence_rows::{each_row, Filter};
 use super::{micros, text, time};
-use crate::cli::{AuditCommand, AuditFilterArgs};
+use crate::cli::AuditCommand;
 use crate::domain::duration::saturating_micros;
 use crate::domain::fence_audit::FenceAuditRow;
 use crate::domain::fence_overlaps::incidents;
@@ -17,51 +18,9 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
-/// Rows read per query.
-const PAGE: u32 = 5_000;
 /// An incident closes after this long without a refusal: the daemon's default
 /// (`serve --overlap-quiet`).
 const QUIET: Duration = Duration::from_secs(60);
-
-/// Which rows, as the filter flags say.
-pub(super) struct Filter {
-    resource: Option<String>,
-    owner: Option<String>,
-    outcome: Option<Outcome>,
-    token: Option<i64>,
-    since_us: Option<i64>,
-    until_us: Option<i64>,
-}
-
-impl Filter {
-    fn new(args: &AuditFilterArgs, now: DateTime<Utc>) -> anyhow::Result<Self> {
-        Ok(Self {
-            resource: args.resource.clone(),
-            owner: args.owner.clone(),
-            outcome: args
-                .outcome
-                .as_deref()
-                .map(|o| Outcome::parse(o).ok_or_else(|| anyhow::anyhow!("unknown outcome {o:?}")))
-                .transpose()?,
-            token: args.token,
-            since_us: micros(args.since.as_deref(), now)?,
-            until_us: micros(args.until.as_deref(), now)?,
-        })
-    }
-
-    pub(super) fn matches(&self, row: &FenceAuditRow) -> bool {
-        let at = row.at.timestamp_micros();
-        self.resource.as_ref().is_none_or(|r| *r == row.resource)
-            && self
-                .owner
-                .as_ref()
-                .is_none_or(|o| row.owner.as_ref() == Some(o))
-            && self.outcome.is_none_or(|o| o.as_str() == row.outcome)
-            && self.token.is_none_or(|t| row.token == Some(t))
-            && self.since_us.is_none_or(|s| at >= s)
-            && self.until_us.is_none_or(|u| at <= u)
-    }
-}
 
 /// Runs `command` on the fence in `db`.
 pub(super) async fn run(
@@ -163,24 +122,6 @@ pub(super) async fn run(
             "a fence's audit has no refusals before the fence and is not pruned: this command \
              is for the daemon's database"
         ),
-    }
-}
-
-/// Visits every row in id order, a page at a time (constant memory).
-pub(super) async fn each_row(
-    db: &OwnDb,
-    mut visit: impl FnMut(&FenceAuditRow) -> anyhow::Result<()>,
-) -> anyhow::Result<()> {
-    let mut after = 0;
-    loop {
-        let page = db.audit_after(after, PAGE).await?;
-        let Some(last) = page.last() else {
-            return Ok(());
-        };
-        after = last.id;
-        for row in &page {
-            visit(row)?;
-        }
     }
 }
 
@@ -350,14 +291,7 @@ async fn timeline(
     (since_us, until_us): (Option<i64>, Option<i64>),
     json: bool,
 ) -> anyhow::Result<ExitCode> {
-    let filter = Filter {
-        resource: Some(resource.to_owned()),
-        owner: None,
-        outcome: None,
-        token: None,
-        since_us,
-        until_us,
-    };
+    let filter = Filter::scope(resource, since_us, until_us);
     let mut entries = Vec::new();
     each_row(db, |row| {
         if filter.matches(row) {

@@ -1,7 +1,7 @@
 //! `fencewatch audit export` on a fence's own audit: CSV with a header, or one JSON object a
 //! line.
 
-use super::fence::{each_row, Filter};
+use super::fence_rows::{each_row, Filter};
 use super::time;
 use crate::cli::ExportFormat;
 use crate::domain::fence_audit::FenceAuditRow;

@@ -4,6 +4,7 @@
 mod export;
 mod fence;
 mod fence_export;
+mod fence_rows;
 mod incidents;
 mod log;
 mod prune;
