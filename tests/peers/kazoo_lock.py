@@ -13,7 +13,13 @@ from kazoo.client import KazooClient
 def main():
     hosts, path, identifier = sys.argv[1], sys.argv[2], sys.argv[3]
     timeout = float(sys.argv[4]) if len(sys.argv) > 4 else 10.0
-    client = KazooClient(hosts=hosts, timeout=timeout)
+    # Reconnect within a second of a restarted server: kazoo's default backoff doubles without a
+    # low bound, and the tests restart ZooKeeper under a holder and then release its lock.
+    client = KazooClient(
+        hosts=hosts,
+        timeout=timeout,
+        connection_retry={"max_tries": -1, "delay": 0.1, "backoff": 2, "max_delay": 1},
+    )
     client.start(timeout=20)
     lock = client.Lock(path, identifier)
     lock.acquire(timeout=60)
