@@ -149,11 +149,9 @@ impl DaemonClient {
                     continue;
                 }
             };
-            // A watched database's row has that database's id: no place to resume from here.
-            if let DaemonEvent::Write(row) = &parsed {
-                if row.source.is_none() {
-                    *last_write = Some(row.id);
-                }
+            // Resumed from where the daemon says its stream can be resumed (its own writes).
+            if let Some(id) = parsed.sse_id() {
+                *last_write = Some(id);
             }
             if to.send(StreamUpdate::Event(parsed).into()).await.is_err() {
                 return Ok(());
