@@ -3,7 +3,6 @@
 use super::{io, time};
 use crate::cli::ExportFormat;
 use crate::store::{AuditFilter, AuditRecord, Store};
-use anyhow::Context;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
@@ -35,13 +34,7 @@ pub(super) async fn run(
     format: ExportFormat,
     output: Option<&Path>,
 ) -> anyhow::Result<ExitCode> {
-    let writer: Box<dyn Write> = match output {
-        Some(path) => Box::new(
-            std::fs::File::create(path)
-                .with_context(|| format!("cannot create {}", path.display()))?,
-        ),
-        None => Box::new(std::io::stdout().lock()),
-    };
+    let writer = super::output_writer(output)?;
     let count = export(store, filter, format, writer).await?;
     if std::io::stderr().is_terminal() {
         eprintln!("\rexported {count} rows");

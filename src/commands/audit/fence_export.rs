@@ -6,7 +6,6 @@ use super::time;
 use crate::cli::ExportFormat;
 use crate::domain::fence_audit::FenceAuditRow;
 use crate::owndb::OwnDb;
-use anyhow::Context;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
@@ -35,13 +34,7 @@ pub(super) async fn export(
     format: ExportFormat,
     output: Option<&Path>,
 ) -> anyhow::Result<ExitCode> {
-    let writer: Box<dyn Write> = match output {
-        Some(path) => Box::new(
-            std::fs::File::create(path)
-                .with_context(|| format!("cannot create {}", path.display()))?,
-        ),
-        None => Box::new(std::io::stdout().lock()),
-    };
+    let writer = super::output_writer(output)?;
     let mut csv = match format {
         ExportFormat::Csv => {
             let mut csv = csv::Writer::from_writer(writer);

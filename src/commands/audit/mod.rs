@@ -212,6 +212,17 @@ fn filter(args: &AuditFilterArgs, now: DateTime<Utc>) -> anyhow::Result<AuditFil
     })
 }
 
+/// Where an export goes: the file named (created, or truncated), else standard output.
+fn output_writer(output: Option<&std::path::Path>) -> anyhow::Result<Box<dyn std::io::Write>> {
+    Ok(match output {
+        Some(path) => Box::new(
+            std::fs::File::create(path)
+                .with_context(|| format!("cannot create {}", path.display()))?,
+        ),
+        None => Box::new(std::io::stdout().lock()),
+    })
+}
+
 fn time(at: &DateTime<Utc>) -> String {
     format_rfc3339_micros(at)
 }
