@@ -1,8 +1,8 @@
 //! Attempts refused before any decision (malformed or not allowed): each audited in a
 //! transaction of its own, outside group commit.
 
+use super::batch::pg_application::{bind_audit_alone, insert_audit_alone};
 use super::batch::plan::link;
-use super::batch::postgres::insert_audit_alone;
 use super::batch::rows::{to_json, AuditRow};
 use super::batch::sqlite::INSERT_AUDIT_ALONE;
 use super::chain_heads::LockedHeads;
@@ -104,20 +104,21 @@ pub(super) async fn insert_audit_rows(
     conn: Conn<'_>,
     rows: &[AuditRow<'_>],
 ) -> Result<Vec<(i64, String, i64)>, StoreError> {
-    let rows_json = to_json(rows)?;
     Ok(match conn {
         Native::Sqlite(conn) => {
             sqlx::query_as(INSERT_AUDIT_ALONE)
-                .bind(rows_json)
+                .bind(to_json(rows)?)
                 .fetch_all(conn)
                 .await?
         }
         Native::Postgres(conn) => {
-            sqlx::query_as(&insert_audit_alone())
-                .bind(i64::try_from(rows.len()).unwrap_or(i64::MAX))
-                .bind(rows_json)
+            let sql = insert_audit_alone();
+            let rows = bind_audit_alone(rows, sqlx::query(&sql))
                 .fetch_all(conn)
-                .await?
+                .await?;
+            rows.iter()
+                .map(|row| Ok(<(i64, String, i64) as sqlx::FromRow<_>>::from_row(row)?))
+                .collect::<Result<_, StoreError>>()?
         }
     })
 }

@@ -22,6 +22,8 @@
 
 mod dialect;
 mod known;
+pub(crate) mod pg_application;
+pub(crate) mod pg_columns;
 pub(crate) mod plan;
 pub(crate) mod postgres;
 mod postgres_run;

@@ -2,6 +2,7 @@
 //! and applied in a transaction on one of the batch sessions, again while a concurrent commit
 //! changed what it was decided on.
 
+use super::dialect::Application;
 use super::dialect::{Closing, Opening};
 use super::postgres::{self, DecidedOn, Postgres};
 use super::shared::ObservedLeases;
@@ -170,7 +171,7 @@ impl Store {
         self.known.remember(&changes);
         let applied = postgres::apply(conn, &plan, DecidedOn::Known { writes }).await;
         match applied {
-            Ok(postgres::Application::Applied { ids }) => {
+            Ok(Application::Applied { ids, .. }) => {
                 let mut results = decided.into_results(ids);
                 for result in &mut results {
                     result.decided_on_known_state = true;
@@ -181,7 +182,7 @@ impl Store {
                     dead_ids: Vec::new(),
                 }))
             }
-            Ok(postgres::Application::Changed { drawn_ids }) => {
+            Ok(Application::Changed { drawn_ids }) => {
                 self.forget(writes);
                 Ok(OnKnown::Changed { drawn_ids })
             }

@@ -1,12 +1,10 @@
-//! A decided batch as the JSON parameters the batch statements take, and an observation's JSON
-//! read back.
+//! A decided batch as rows of one type per table (`AuditRow`, `OperationRow`, …), whose field
+//! names are the table's column names, and an observation's JSON read back.
 //!
-//! A batch travels as a few JSON arrays (read with `json_each` on SQLite, `jsonb_to_recordset`
-//! on PostgreSQL), instead of a parameter per value: one statement text whatever the batch's
-//! size, so it stays prepared, and one statement per step, so one round trip. Each array's rows
-//! are objects serialized from one type per table (`AuditRow`, `OperationRow`, …), whose field
-//! names are the table's column names, so the statements name every value they take and no
-//! column order is written out twice.
+//! Each database takes the rows in its own native form: SQLite as JSON arrays of objects read
+//! with `json_each` (`Rows`), PostgreSQL as one typed array per column read with `UNNEST`
+//! (`pg_columns`). Either way a step is one parameter set whatever the batch's size: one
+//! statement text, so it stays prepared, and one statement per step, so one round trip.
 
 use super::plan::{Accepted, Plan, Sighting};
 use super::shared::{recorded_operation, status_of, Link, ObservedResource};
@@ -16,7 +14,27 @@ use crate::store::StoreError;
 use serde::Serialize;
 use std::collections::HashMap;
 
-/// The parameters, and how many rows each step must change.
+/// A decided batch's rows, per table, in the order they are applied.
+pub(super) struct Encoded<'p> {
+    pub updates: Vec<ResourceUpdate<'p>>,
+    pub inserts: Vec<ResourceRow<'p>>,
+    pub head_advances: Vec<ChainHeadAdvance<'p>>,
+    pub head_starts: Vec<ChainHeadRow<'p>>,
+    pub audit: Vec<AuditRow<'p>>,
+    pub operations: Vec<OperationRow<'p>>,
+    /// One per overlap (`merge_sightings`).
+    pub sightings: Vec<OverlapRow<'p>>,
+}
+
+impl Encoded<'_> {
+    /// The rows the resources' and chain heads' steps must change: the compare-and-set.
+    pub fn guarded_count(&self) -> usize {
+        self.updates.len() + self.inserts.len() + self.head_advances.len() + self.head_starts.len()
+    }
+}
+
+/// SQLite's parameters: each table's rows as a JSON array, and how many rows each step must
+/// change.
 pub(super) struct Rows {
     /// `ResourceUpdate`s: resources that have a row.
     pub updates: String,
@@ -42,9 +60,38 @@ pub(super) struct Rows {
 }
 
 impl Rows {
-    /// The rows the resources' and chain heads' steps must change: the compare-and-set.
-    pub fn guarded_count(&self) -> usize {
-        self.update_count + self.insert_count + self.head_advance_count + self.head_start_count
+    pub fn json(rows: &Encoded<'_>) -> Result<Self, StoreError> {
+        Ok(Self {
+            update_count: rows.updates.len(),
+            updates: to_json(&rows.updates)?,
+            insert_count: rows.inserts.len(),
+            inserts: to_json(&rows.inserts)?,
+            head_advance_count: rows.head_advances.len(),
+            head_advances: to_json(&rows.head_advances)?,
+            head_start_count: rows.head_starts.len(),
+            head_starts: to_json(&rows.head_starts)?,
+            audit_count: rows.audit.len(),
+            audit: to_json(&rows.audit)?,
+            operation_count: rows.operations.len(),
+            operations: to_json(&rows.operations)?,
+            sighting_count: rows.sightings.len(),
+            sightings: to_json(&rows.sightings)?,
+        })
+    }
+}
+
+/// Bytes as JSON carries them: hex.
+fn hex_bytes<S: serde::Serializer>(bytes: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&hex::encode(bytes))
+}
+
+fn hex_bytes_or_null<S: serde::Serializer>(
+    bytes: &Option<&[u8]>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match bytes {
+        Some(bytes) => hex_bytes(bytes, serializer),
+        None => serializer.serialize_none(),
     }
 }
 
@@ -53,14 +100,14 @@ impl Rows {
 /// `observed_chain_seq`, `observed_chain_hash`. Where the batch accepted nothing, the value's
 /// fields are null and the generation and revision stay as observed: only the chain's head
 /// moves.
-#[derive(Serialize)]
+#[derive(Serialize, Clone)]
 pub(super) struct ResourceUpdate<'a> {
     pub key: &'a str,
     pub accepted: bool,
     pub highest_token: i64,
     pub revision: i64,
-    /// Hex: JSON carries no bytes.
-    pub value: Option<String>,
+    #[serde(serialize_with = "hex_bytes_or_null")]
+    pub value: Option<&'a [u8]>,
     pub content_type: Option<&'a str>,
     pub updated_at_us: Option<i64>,
     pub highest_owner: Option<&'a str>,
@@ -77,8 +124,8 @@ pub(super) struct ResourceRow<'a> {
     pub key: &'a str,
     pub highest_token: i64,
     pub revision: i64,
-    /// Hex: JSON carries no bytes.
-    pub value: String,
+    #[serde(serialize_with = "hex_bytes")]
+    pub value: &'a [u8],
     pub content_type: Option<&'a str>,
     pub updated_at_us: i64,
     pub highest_owner: Option<&'a str>,
@@ -87,7 +134,7 @@ pub(super) struct ResourceRow<'a> {
 }
 
 /// A row of `chain_heads` moved on from `observed_seq`.
-#[derive(Serialize)]
+#[derive(Serialize, Clone)]
 pub(super) struct ChainHeadAdvance<'a> {
     pub resource: &'a str,
     pub seq: i64,
@@ -96,7 +143,7 @@ pub(super) struct ChainHeadAdvance<'a> {
 }
 
 /// A row of `chain_heads`, created only if still missing.
-#[derive(Serialize)]
+#[derive(Serialize, Clone)]
 pub(super) struct ChainHeadRow<'a> {
     pub resource: &'a str,
     pub seq: i64,
@@ -106,7 +153,7 @@ pub(super) struct ChainHeadRow<'a> {
 /// A row of `audit`, the one type every audit insert serializes (`sqlite::insert_audit!`,
 /// `postgres::INSERT_AUDIT`). `id` is the row's id on SQLite (`None`: SQLite assigns it), and
 /// its place in its statement (from 1) on PostgreSQL, whose statement draws the ids.
-#[derive(Serialize)]
+#[derive(Serialize, Clone)]
 pub(crate) struct AuditRow<'a> {
     pub id: Option<i64>,
     pub at_us: i64,
@@ -169,7 +216,7 @@ pub(super) struct OperationRow<'a> {
 }
 
 /// A row of `ownership_overlaps` as a batch's sightings of it merged (`merge_sightings`).
-#[derive(Serialize, Debug, PartialEq, Eq)]
+#[derive(Serialize, Debug, PartialEq, Eq, Clone)]
 pub(super) struct OverlapRow<'a> {
     pub resource: &'a str,
     pub stale_token: i64,
@@ -181,7 +228,7 @@ pub(super) struct OverlapRow<'a> {
     pub rejected_writes: i64,
 }
 
-pub(super) fn encode(plan: &Plan<'_>, ids: &[i64]) -> Result<Rows, StoreError> {
+pub(super) fn encode<'p>(plan: &Plan<'p>, ids: &[i64]) -> Encoded<'p> {
     // Rows that serialize themselves, not `json!` trees: encoding runs on the group-commit
     // thread, the one serial stage of the write path, and building a tree cloned every string
     // of the batch.
@@ -196,7 +243,7 @@ pub(super) fn encode(plan: &Plan<'_>, ids: &[i64]) -> Result<Rows, StoreError> {
                     accepted: accepted.is_some(),
                     highest_token: state.highest_token,
                     revision: state.revision.get(),
-                    value: accepted.map(|a| hex::encode(a.write.body())),
+                    value: accepted.map(|a| &a.write.body()[..]),
                     content_type: accepted.and_then(|a| a.write.content_type.as_deref()),
                     updated_at_us: accepted.map(|a| a.at.timestamp_micros()),
                     highest_owner: accepted.and_then(|a| a.owner),
@@ -219,7 +266,7 @@ pub(super) fn encode(plan: &Plan<'_>, ids: &[i64]) -> Result<Rows, StoreError> {
                 key: change.key,
                 highest_token: state.highest_token,
                 revision: state.revision.get(),
-                value: hex::encode(write.body()),
+                value: &write.body()[..],
                 content_type: write.content_type.as_deref(),
                 updated_at_us: at.timestamp_micros(),
                 highest_owner: *owner,
@@ -281,23 +328,15 @@ pub(super) fn encode(plan: &Plan<'_>, ids: &[i64]) -> Result<Rows, StoreError> {
             })
         })
         .collect();
-    let sightings = merge_sightings(plan.sightings);
-    Ok(Rows {
-        update_count: updates.len(),
-        updates: to_json(&updates)?,
-        insert_count: inserts.len(),
-        inserts: to_json(&inserts)?,
-        head_advance_count: head_advances.len(),
-        head_advances: to_json(&head_advances)?,
-        head_start_count: head_starts.len(),
-        head_starts: to_json(&head_starts)?,
-        audit_count: audit.len(),
-        audit: to_json(&audit)?,
-        operation_count: operations.len(),
-        operations: to_json(&operations)?,
-        sighting_count: sightings.len(),
-        sightings: to_json(&sightings)?,
-    })
+    Encoded {
+        updates,
+        inserts,
+        head_advances,
+        head_starts,
+        audit,
+        operations,
+        sightings: merge_sightings(plan.sightings),
+    }
 }
 
 /// How a merged sighting row (`excluded`) joins the overlap already open (`o`), the same on
@@ -407,93 +446,5 @@ pub(super) fn from_json<T: serde::de::DeserializeOwned>(text: &str) -> Result<T,
     serde_json::from_str(text).map_err(|e| corrupt(format!("a batch observation: {e}")))
 }
 
-/// Rows for tests of the statements built from them: each array names its step, with these
-/// counts (two audit rows; no creations or operations).
 #[cfg(test)]
-pub(super) fn test_rows(
-    update_count: usize,
-    sighting_count: usize,
-    advances: usize,
-    starts: usize,
-) -> Rows {
-    let json = |name: &str, count: usize| (format!("[\"{name}\"]"), count);
-    let (updates, update_count) = json("updates", update_count);
-    let (inserts, insert_count) = json("inserts", 0);
-    let (head_advances, head_advance_count) = json("advances", advances);
-    let (head_starts, head_start_count) = json("starts", starts);
-    let (audit, audit_count) = json("audit", 2);
-    let (operations, operation_count) = json("operations", 0);
-    let (sightings, sighting_count) = json("sightings", sighting_count);
-    Rows {
-        updates,
-        update_count,
-        inserts,
-        insert_count,
-        head_advances,
-        head_advance_count,
-        head_starts,
-        head_start_count,
-        audit,
-        audit_count,
-        operations,
-        operation_count,
-        sightings,
-        sighting_count,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn seen(
-        stale: i64,
-        superseding: i64,
-        owner: Option<&str>,
-        stale_owner: Option<&str>,
-        at: i64,
-    ) -> Sighting {
-        Sighting {
-            resource: "r".into(),
-            stale_token: stale,
-            superseding_token: superseding,
-            stale_owner: stale_owner.map(Into::into),
-            superseding_owner: owner.map(Into::into),
-            at_us: at,
-        }
-    }
-
-    #[test]
-    fn sightings_of_one_overlap_merge_as_if_recorded_in_turn() {
-        let sightings = [
-            seen(3, 5, Some("b"), Some("a"), 10),
-            seen(4, 5, Some("b"), None, 11),
-            seen(3, 7, Some("c"), None, 12),
-            seen(3, 7, Some("d"), Some("a2"), 13),
-        ];
-        let merged = merge_sightings(&sightings);
-        let row = |stale, superseding, stale_owner, owner, first, last, count| OverlapRow {
-            resource: "r",
-            stale_token: stale,
-            superseding_token: superseding,
-            stale_owner,
-            superseding_owner: owner,
-            first_seen_us: first,
-            last_seen_us: last,
-            rejected_writes: count,
-        };
-        assert_eq!(
-            merged,
-            vec![
-                row(3, 7, Some("a2"), Some("c"), 10, 13, 3),
-                row(4, 5, None, Some("b"), 11, 11, 1),
-            ]
-        );
-        // By name: the statements read each value by its column's name.
-        let json = to_json(&merged[1]).unwrap();
-        assert_eq!(
-            json,
-            r#"{"resource":"r","stale_token":4,"superseding_token":5,"stale_owner":null,"superseding_owner":"b","first_seen_us":11,"last_seen_us":11,"rejected_writes":1}"#
-        );
-    }
-}
+pub(super) mod tests;

@@ -314,9 +314,12 @@ async fn apply(
     closing: Closing<'_>,
 ) -> Result<(Vec<i64>, Option<CommitTicket>), StoreError> {
     let ids: Vec<i64> = (audit.last_id + 1..).take(plan.entries.len()).collect();
-    let rows = encode(plan, &ids)?;
-    let expected =
-        rows.guarded_count() + rows.audit_count + rows.operation_count + rows.sighting_count;
+    let encoded = encode(plan, &ids);
+    let expected = encoded.guarded_count()
+        + encoded.audit.len()
+        + encoded.operations.len()
+        + encoded.sightings.len();
+    let rows = Rows::json(&encoded)?;
     let ticket = match closing {
         Closing::Commit { unsynced } => unsynced.map(|wal| wal.begin_commit()).transpose()?,
         Closing::Within => None,
@@ -350,7 +353,11 @@ fn unapplied(error: sqlx::Error) -> StoreError {
 
 #[cfg(test)]
 mod tests {
-    use super::super::rows::test_rows;
+    use super::super::rows::tests::test_encoded;
+
+    fn test_rows(updates: usize, sightings: usize, advances: usize, starts: usize) -> Rows {
+        Rows::json(&test_encoded(updates, sightings, advances, starts)).expect("encode")
+    }
     use super::*;
     use crate::store::{Store, StoreOptions};
     use sqlx::Executor;
