@@ -25,13 +25,14 @@ mod reset;
 mod retention;
 mod tail;
 mod tx;
+mod unchecked;
 mod wal_sync;
 mod watched;
 
 pub use crate::domain::lock_record::{RecordedLock, Sighting};
 pub use alerts::{AlertChange, RejectionCount, StoredAlert};
 pub use audit_query::{AuditFilter, AuditRecord};
-pub use batch::{CommittedBatch, MAX_BATCH};
+pub use batch::MAX_BATCH;
 pub use chain::{Breach, PruneReport, VerifyReport};
 pub use connect::{is_sqlite_url, Backend, OpenMode, StoreOptions, DEFAULT_DB_TIMEOUT};
 /// The fence in a user's own database connects to PostgreSQL outside `Store::open`.
@@ -45,6 +46,7 @@ pub use overlaps::OverlapQuery;
 pub use pg_schema::{InvalidSchema, PgSchema};
 pub use reads::{AuditQuery, StoredValue};
 pub use retention::{Retention, RetentionClaim, StoreRetention};
+pub use unchecked::UncheckedWrites;
 pub use watched::WatchAdvance;
 
 use crate::domain::clock::SharedClock;
