@@ -29,7 +29,7 @@ mod unchecked;
 mod wal_sync;
 mod watched;
 
-pub use crate::domain::lock_record::{RecordedLock, Sighting};
+pub use crate::domain::lock_record::{HolderSighting, RecordedLock};
 pub use alerts::{AlertChange, RejectionCount, StoredAlert};
 pub use audit_query::{AuditFilter, AuditRecord};
 pub use batch::MAX_BATCH;
