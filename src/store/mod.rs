@@ -39,7 +39,7 @@ pub use connect::{is_sqlite_url, Backend, OpenMode, StoreOptions, DEFAULT_DB_TIM
 pub(crate) use db_url::driver_url;
 pub use error::{within, StoreError};
 pub use leases::{
-    AcquireResult, LeaseEvent, LeaseHistoryQuery, LeaseState, ReleaseResult, RenewResult,
+    AcquireResult, LeaseHistoryQuery, LeaseState, ReleaseResult, RenewResult, StoredLeaseEvent,
 };
 pub use lock_records::RegressedLock;
 pub use overlaps::OverlapQuery;
