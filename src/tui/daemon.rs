@@ -6,7 +6,7 @@ use super::model::{Msg, Snapshot};
 use super::Effects;
 use crate::api::events::{OverlapEvent, WriteEvent};
 use crate::api::monitoring::AuditPage;
-use crate::client::{AuditQuery, ClientError, DaemonClient, StreamUpdate};
+use crate::client::{AuditRequest, ClientError, DaemonClient, StreamUpdate};
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
@@ -104,7 +104,7 @@ async fn timeline_page(
     fetch: Fetch,
 ) -> Result<Page, ClientError> {
     let rows = |before: Option<i64>, after: Option<i64>, limit: u32| async move {
-        let query = AuditQuery {
+        let query = AuditRequest {
             resource: Some(resource),
             before,
             after,
