@@ -7,7 +7,7 @@ mod lists;
 pub mod timeline;
 mod vocabulary;
 
-pub use vocabulary::{Action, Command, Connection, Msg, Notice, OverlapSort, Snapshot, View};
+pub use vocabulary::{Action, Command, ConnectionState, Msg, Notice, OverlapSort, Snapshot, View};
 
 use crate::api::events::{
     AlertEvent, DaemonEvent, OverlapEvent, PerOutcome, StatsEvent, WriteEvent,
@@ -33,7 +33,7 @@ pub struct Model {
     pub view: View,
     /// The view to go back to from the timeline.
     pub previous: View,
-    pub connection: Connection,
+    pub connection: ConnectionState,
     /// Seconds since the epoch of the last event received.
     pub last_event: Option<i64>,
     pub now: i64,
@@ -84,7 +84,7 @@ impl Model {
         Self {
             view: View::Overview,
             previous: View::Overview,
-            connection: Connection::Connecting,
+            connection: ConnectionState::Connecting,
             last_event: None,
             now: 0,
             paused_at: None,
@@ -179,7 +179,7 @@ impl Model {
             }
             Msg::Snapshot(snapshot) => self.apply_snapshot(snapshot),
             Msg::Connected { replayed_from } => {
-                self.connection = Connection::Live;
+                self.connection = ConnectionState::Live;
                 self.replaying_from = replayed_from;
                 self.missed = 0;
             }
@@ -188,7 +188,7 @@ impl Model {
                 retry_in,
                 error,
             } => {
-                self.connection = Connection::Reconnecting {
+                self.connection = ConnectionState::Reconnecting {
                     attempt,
                     retry_in,
                     error,
@@ -238,7 +238,7 @@ impl Model {
             }
             Msg::Tick { now } => {
                 self.now = now;
-                if self.attached_at.is_none() && self.connection == Connection::Live {
+                if self.attached_at.is_none() && self.connection == ConnectionState::Live {
                     self.attached_at = Some(now);
                 }
             }

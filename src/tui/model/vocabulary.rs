@@ -42,8 +42,9 @@ impl View {
     }
 }
 
+/// Where the dashboard's link to the daemon's event stream stands.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Connection {
+pub enum ConnectionState {
     Connecting,
     Live,
     /// Lost; the next attempt is in `retry_in` (attempt counts from 1).
