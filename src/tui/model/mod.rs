@@ -14,7 +14,7 @@ use crate::api::events::{
 };
 use crate::domain::alert::AlertState;
 use crate::domain::Outcome;
-use chart::{Rates, Series};
+use chart::{Series, WritesBySecond};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use timeline::{Anchor, Fetch, Timeline};
@@ -50,7 +50,7 @@ pub struct Model {
     pub sort: OverlapSort,
     pub selected: usize,
     /// Writes per second, by each write's own time.
-    pub rates: Rates,
+    pub writes_by_second: WritesBySecond,
     /// Totals per outcome, from the latest stats.
     pub totals: PerOutcome<u64>,
     pub events_dropped: u64,
@@ -96,7 +96,7 @@ impl Model {
             window_index: 1,
             sort: OverlapSort::LastSeen,
             selected: 0,
-            rates: Rates::default(),
+            writes_by_second: WritesBySecond::default(),
             totals: PerOutcome::default(),
             events_dropped: 0,
             overlaps: BTreeMap::new(),
@@ -127,7 +127,7 @@ impl Model {
 
     /// The chart over `columns` columns, the newest second at the right.
     pub fn series(&self, columns: usize) -> Series {
-        self.rates
+        self.writes_by_second
             .series(self.chart_now(), self.window_seconds(), columns)
     }
 
@@ -135,7 +135,7 @@ impl Model {
     /// first live, or since the oldest write it holds if the snapshot reached further back.
     /// `None` before either. A chart wider than this shows empty seconds it knows nothing of.
     pub fn charted_seconds(&self) -> Option<u64> {
-        let since = match (self.attached_at, self.rates.oldest_second()) {
+        let since = match (self.attached_at, self.writes_by_second.oldest_second()) {
             (Some(attached), Some(oldest)) => attached.min(oldest),
             (since, None) | (None, since) => since?,
         };
@@ -333,7 +333,7 @@ impl Model {
         let rejected = row.outcome.is_rejection();
         // An operator's reset is no write: on neither line of the chart.
         if row.outcome != Outcome::Reset {
-            self.rates.record(row.at.timestamp(), rejected);
+            self.writes_by_second.record(row.at.timestamp(), rejected);
         }
         if let Some(timeline) = self.timeline.as_mut().filter(|_| row.source.is_none()) {
             timeline.append_live(&row);
