@@ -2,9 +2,9 @@
 //! and the timeline's pages read from the audit.
 
 use super::model::timeline::{Anchor, Fetch, LeaseFetch, Page, LEASE_EVENTS, PAGE};
-use super::model::{Msg, Snapshot};
+use super::model::Msg;
 use super::Effects;
-use crate::api::events::{OverlapEvent, WriteEvent};
+use crate::api::events::WriteEvent;
 use crate::api::monitoring::AuditPage;
 use crate::client::{AuditRequest, ClientError, DaemonClient, StreamUpdate};
 use std::sync::Arc;
@@ -14,19 +14,7 @@ impl From<StreamUpdate> for Msg {
     fn from(update: StreamUpdate) -> Self {
         match update {
             StreamUpdate::Connected { replayed_from } => Msg::Connected { replayed_from },
-            StreamUpdate::Attached(attach) => Msg::Snapshot(Snapshot {
-                stats: Some(Arc::new(attach.stats)),
-                writes: attach.writes.into_iter().map(Arc::new).collect(),
-                overlaps: attach
-                    .overlaps
-                    .into_iter()
-                    .map(|overlap| OverlapEvent {
-                        overlap,
-                        change: None,
-                    })
-                    .collect(),
-                alerts: attach.alerts,
-            }),
+            StreamUpdate::Attached(attach) => Msg::Attached(Box::new(attach)),
             StreamUpdate::Event(event) => Msg::Event(event),
             StreamUpdate::Disconnected {
                 attempt,

@@ -7,11 +7,12 @@ mod lists;
 pub mod timeline;
 mod vocabulary;
 
-pub use vocabulary::{Action, Command, ConnectionState, Msg, Notice, OverlapSort, Snapshot, View};
+pub use vocabulary::{Action, Command, ConnectionState, Msg, Notice, OverlapSort, View};
 
 use crate::api::events::{
     AlertEvent, DaemonEvent, OverlapEvent, PerOutcome, StatsEvent, WriteEvent,
 };
+use crate::client::Attach;
 use crate::domain::alert::AlertState;
 use crate::domain::Outcome;
 use chart::{Series, WritesBySecond};
@@ -177,7 +178,7 @@ impl Model {
                     }
                 }
             }
-            Msg::Snapshot(snapshot) => self.apply_snapshot(snapshot),
+            Msg::Attached(attach) => self.apply_attach(*attach),
             Msg::Connected { replayed_from } => {
                 self.connection = ConnectionState::Live;
                 self.replaying_from = replayed_from;
@@ -256,19 +257,21 @@ impl Model {
         None
     }
 
-    fn apply_snapshot(&mut self, snapshot: Snapshot) {
-        for overlap in snapshot.overlaps {
-            self.apply_overlap(overlap);
+    fn apply_attach(&mut self, attach: Attach) {
+        for overlap in attach.overlaps {
+            // Read whole at attach, not changed by an event.
+            self.apply_overlap(OverlapEvent {
+                overlap,
+                change: None,
+            });
         }
-        for alert in snapshot.alerts {
+        for alert in attach.alerts {
             self.apply_alert(alert);
         }
-        if let Some(stats) = snapshot.stats {
-            self.apply_stats(&stats);
-        }
+        self.apply_stats(&attach.stats);
         // The audit up to the stats' id: the rejections and charts the totals include.
-        for row in snapshot.writes {
-            self.apply_write(row);
+        for row in attach.writes {
+            self.apply_write(Arc::new(row));
         }
     }
 
