@@ -124,9 +124,10 @@ pub struct LockArgs {
     pub command: Vec<String>,
 }
 
-/// Where a client command finds the daemon.
+/// Where a client command finds the daemon, and what it presents there (`--url`, `--api-key`,
+/// `--ca-cert`).
 #[derive(Debug, Clone, Args)]
-pub struct Connection {
+pub struct DaemonArgs {
     /// The daemon's base URL.
     #[arg(
         long,
@@ -157,7 +158,7 @@ pub struct LeaseArgs {
     #[command(subcommand)]
     pub action: LeaseAction,
     #[command(flatten)]
-    pub connection: Connection,
+    pub connection: DaemonArgs,
 }
 
 #[derive(Debug, Clone, Subcommand)]
@@ -221,7 +222,7 @@ pub struct WriteArgs {
     #[arg(long)]
     pub content_type: Option<String>,
     #[command(flatten)]
-    pub connection: Connection,
+    pub connection: DaemonArgs,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -230,7 +231,7 @@ pub struct WriteArgs {
 )]
 pub struct TuiArgs {
     #[command(flatten)]
-    pub connection: Connection,
+    pub connection: DaemonArgs,
     /// No colours (also when NO_COLOR is set).
     #[arg(long)]
     pub no_color: bool,

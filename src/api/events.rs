@@ -7,6 +7,8 @@
 //! compiler points at each place that has to handle it, and `tests/api/openapi.rs` fails until
 //! `docs/openapi.yaml` describes its data.
 
+use super::rates::known_windows;
+pub use super::rates::{RateWindow, Rates, RatesByWindow};
 use crate::domain::alert::AlertState;
 use crate::domain::{AuditEntry, Outcome, Overlap};
 use serde::{Deserialize, Serialize};
@@ -177,17 +179,11 @@ pub struct AlertView {
     pub summary: String,
 }
 
-/// Writes per second over one window, per outcome and in all.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Rates {
-    pub total: f64,
-    pub by_outcome: PerOutcome<f64>,
-}
-
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct StatsView {
     pub totals: PerOutcome<u64>,
-    pub rates: BTreeMap<String, Rates>,
+    #[serde(deserialize_with = "known_windows")]
+    pub rates: RatesByWindow,
     pub open_overlaps: u64,
     pub firing_alerts: u64,
     pub events_dropped: u64,
@@ -204,7 +200,8 @@ pub struct StatsView {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct SourceStats {
     pub totals: PerOutcome<u64>,
-    pub rates: BTreeMap<String, Rates>,
+    #[serde(deserialize_with = "known_windows")]
+    pub rates: RatesByWindow,
     pub open_overlaps: u64,
     /// The watched database's audit id up to which every row has been taken in.
     pub through_id: i64,
@@ -354,7 +351,7 @@ mod tests {
             panic!("not stats")
         };
         assert_eq!(*stats.totals.get(Outcome::Accepted), 3);
-        assert_eq!(stats.rates["10s"].by_outcome.stale, 0.1);
+        assert_eq!(stats.rates[&RateWindow::TenSeconds].by_outcome.stale, 0.1);
     }
 
     #[test]

@@ -4,4 +4,5 @@ pub mod events;
 pub mod leases;
 pub mod monitoring;
 pub mod problem;
+mod rates;
 pub mod reset;

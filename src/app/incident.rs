@@ -135,7 +135,7 @@ async fn grant_history(
 }
 
 /// A stored lease event in its typed form; one of an unknown kind is left out.
-fn typed(event: &crate::store::LeaseEvent) -> Option<LeaseEvent> {
+fn typed(event: &crate::store::StoredLeaseEvent) -> Option<LeaseEvent> {
     Some(LeaseEvent {
         id: event.id,
         at: event.at,

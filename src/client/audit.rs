@@ -10,17 +10,18 @@ use crate::domain::incident::IncidentReport;
 use chrono::{DateTime, Utc};
 use std::fmt::Write as _;
 
-/// Which rows `GET /v1/audit` returns: those of `resource` (all without one), with ids below
-/// `before` and above `after`, the newest `limit` of them.
+/// A request for a page of `GET /v1/audit`, as its query string: the rows of `resource` (all
+/// without one), with ids below `before` and above `after`, the newest `limit` of them (the
+/// daemon's default without one).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct AuditQuery<'a> {
+pub struct AuditRequest<'a> {
     pub resource: Option<&'a str>,
     pub before: Option<i64>,
     pub after: Option<i64>,
     pub limit: Option<u32>,
 }
 
-impl AuditQuery<'_> {
+impl AuditRequest<'_> {
     fn path(&self) -> String {
         let mut query = String::new();
         let mut add = |name: &str, value: &dyn std::fmt::Display| {
@@ -62,7 +63,7 @@ impl DaemonClient {
     }
 
     /// A page of the audit, newest first.
-    pub async fn audit(&self, query: AuditQuery<'_>) -> Result<AuditPage, ClientError> {
+    pub async fn audit(&self, query: AuditRequest<'_>) -> Result<AuditPage, ClientError> {
         self.read(&query.path()).await
     }
 
@@ -73,11 +74,11 @@ impl DaemonClient {
         resource: &str,
         at: DateTime<Utc>,
     ) -> Result<Option<i64>, ClientError> {
-        let newest = |before: Option<i64>| AuditQuery {
+        let newest = |before: Option<i64>| AuditRequest {
             resource: Some(resource),
             before,
             limit: Some(1),
-            ..AuditQuery::default()
+            ..AuditRequest::default()
         };
         let Some(newest_row) = self.audit(newest(None)).await?.entries.pop() else {
             return Ok(None);
@@ -118,17 +119,17 @@ mod tests {
 
     #[test]
     fn a_query_names_only_what_it_sets_with_the_resource_encoded() {
-        let query = AuditQuery {
+        let query = AuditRequest {
             resource: Some("jobs/a b"),
             before: Some(10),
             limit: Some(50),
-            ..AuditQuery::default()
+            ..AuditRequest::default()
         };
         assert_eq!(
             query.path(),
             "/v1/audit?resource=jobs%2Fa%20b&before=10&limit=50"
         );
-        assert_eq!(AuditQuery::default().path(), "/v1/audit");
+        assert_eq!(AuditRequest::default().path(), "/v1/audit");
     }
 
     #[test]

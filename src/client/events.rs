@@ -1,7 +1,7 @@
 //! Following the event stream: a consistent state at attach, then the live events, kept up
 //! with capped exponential backoff and resumed with `Last-Event-ID`.
 
-use super::{AuditQuery, ClientError, DaemonClient};
+use super::{AuditRequest, ClientError, DaemonClient};
 use crate::api::events::{AlertView, DaemonEvent, StatsView};
 use crate::domain::{AuditEntry, Overlap};
 use eventsource_stream::{EventStreamError, Eventsource};
@@ -55,10 +55,10 @@ impl DaemonClient {
         let stats = self.stats().await?;
         let writes = if with_writes && stats.through_audit_id > 0 {
             let page = self
-                .audit(AuditQuery {
+                .audit(AuditRequest {
                     before: Some(stats.through_audit_id + 1),
                     limit: Some(ATTACH_WRITES),
-                    ..AuditQuery::default()
+                    ..AuditRequest::default()
                 })
                 .await?;
             page.entries.into_iter().rev().collect()

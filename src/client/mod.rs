@@ -7,7 +7,7 @@ mod calls;
 pub mod encode;
 mod events;
 
-pub use audit::AuditQuery;
+pub use audit::AuditRequest;
 pub use calls::{Answer, WriteRequest};
 pub use events::{backoff, Attach, StreamUpdate};
 

@@ -10,7 +10,7 @@ pub mod lock;
 pub mod serve;
 pub mod write;
 
-use crate::cli::{Cli, Command, Connection};
+use crate::cli::{Cli, Command, DaemonArgs};
 use crate::{client, tls, tui};
 use anyhow::Context;
 
@@ -98,7 +98,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 }
 
 /// The daemon a client command talks to, as its connection options name it.
-fn connect(connection: &Connection) -> Result<client::DaemonClient, client::ClientError> {
+fn connect(connection: &DaemonArgs) -> Result<client::DaemonClient, client::ClientError> {
     client::DaemonClient::new(
         &connection.url,
         connection.api_key.clone(),

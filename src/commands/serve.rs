@@ -43,7 +43,7 @@ pub async fn start(
         store,
         limits,
         Wiring {
-            feed: Some(live.tail.feed.clone()),
+            feed: Some(live.feed()),
             metrics,
             authorities,
         },

@@ -48,7 +48,7 @@ impl ScopeOwners {
 /// the highest superseding generation (with its owner), the last stale owner named, when it was
 /// first and last seen (the rows' own times) and how many writes it refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sighting {
+pub struct OverlapSighting {
     pub resource: String,
     pub stale_token: i64,
     pub superseding_token: i64,
@@ -71,7 +71,7 @@ pub struct WatchedCount {
 /// What a page of rows adds: its overlaps' sightings and its refusals counted.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PageSummary {
-    pub sightings: Vec<Sighting>,
+    pub sightings: Vec<OverlapSighting>,
     pub counts: Vec<WatchedCount>,
 }
 
@@ -94,7 +94,7 @@ pub fn superseding_token(row: &FenceAuditRow) -> i64 {
 }
 
 /// The sighting one row is, if it is a stale generation refused: `stale` or `superseded`.
-pub fn sighting(row: &FenceAuditRow, owners: &ScopeOwners) -> Option<Sighting> {
+pub fn sighting(row: &FenceAuditRow, owners: &ScopeOwners) -> Option<OverlapSighting> {
     let outcome = row.known_outcome()?;
     if !matches!(outcome, Outcome::Stale | Outcome::Superseded) {
         return None;
@@ -102,7 +102,7 @@ pub fn sighting(row: &FenceAuditRow, owners: &ScopeOwners) -> Option<Sighting> {
     let stale_token = row.token?;
     let superseding_token = superseding_token(row);
     let at_us = row.at.timestamp_micros();
-    Some(Sighting {
+    Some(OverlapSighting {
         resource: row.resource.clone(),
         stale_token,
         superseding_token,
@@ -117,7 +117,7 @@ pub fn sighting(row: &FenceAuditRow, owners: &ScopeOwners) -> Option<Sighting> {
 }
 
 /// Joins a later sighting of the same overlap onto an earlier one.
-fn join(into: &mut Sighting, later: Sighting) {
+fn join(into: &mut OverlapSighting, later: OverlapSighting) {
     if later.superseding_token > into.superseding_token {
         into.superseding_token = later.superseding_token;
         into.superseding_owner = later.superseding_owner;
@@ -136,7 +136,7 @@ fn join(into: &mut Sighting, later: Sighting) {
 /// The sightings and counts of `rows` (in id order), with `owners` taking in each row as it
 /// goes, so that a stale row names the owner whose accepted write superseded it.
 pub fn summarize(rows: &[FenceAuditRow], owners: &mut ScopeOwners) -> PageSummary {
-    let mut sightings: Vec<Sighting> = Vec::new();
+    let mut sightings: Vec<OverlapSighting> = Vec::new();
     let mut places: HashMap<(String, i64), usize> = HashMap::new();
     let mut counts: Vec<WatchedCount> = Vec::new();
     let mut counted: HashMap<(String, Outcome, i64), usize> = HashMap::new();
@@ -229,7 +229,7 @@ fn time(us: i64) -> DateTime<chrono::Utc> {
     DateTime::from_timestamp_micros(us).unwrap_or_default()
 }
 
-fn opened(id: i64, seen: &Sighting) -> Overlap {
+fn opened(id: i64, seen: &OverlapSighting) -> Overlap {
     Overlap {
         id,
         resource: seen.resource.clone(),
@@ -246,8 +246,8 @@ fn opened(id: i64, seen: &Sighting) -> Overlap {
     }
 }
 
-fn as_sighting(overlap: &Overlap) -> Sighting {
-    Sighting {
+fn as_sighting(overlap: &Overlap) -> OverlapSighting {
+    OverlapSighting {
         resource: overlap.resource.clone(),
         stale_token: overlap.stale_token,
         superseding_token: overlap.superseding_token,
@@ -306,7 +306,7 @@ mod tests {
         assert_eq!(
             page.sightings,
             [
-                Sighting {
+                OverlapSighting {
                     resource: "eu".into(),
                     stale_token: 7,
                     superseding_token: 8,
@@ -316,7 +316,7 @@ mod tests {
                     last_seen_us: T0 + 4_000_000,
                     rejected_writes: 2,
                 },
-                Sighting {
+                OverlapSighting {
                     resource: "us".into(),
                     stale_token: 3,
                     superseding_token: 9,

@@ -13,12 +13,12 @@ pub struct RecordedLock {
     /// The Fencing-Owner that first presented `highest`.
     pub owner: Option<String>,
     /// The holders the batch's writes saw, recorded with it (`authority_holders`).
-    pub observed: Vec<Sighting>,
+    pub observed: Vec<HolderSighting>,
 }
 
 /// One holder of a lock, as one write's read of the lock service saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sighting {
+pub struct HolderSighting {
     pub holder_key: String,
     pub generation: i64,
     pub at_us: i64,
@@ -79,7 +79,7 @@ pub fn judge(
     }
     // Whatever the write's fate, its read of the lock is a fact about who held it then.
     if let Some(holder) = &observation.holder {
-        working.observed.push(Sighting {
+        working.observed.push(HolderSighting {
             holder_key: holder.label(),
             generation: holder.generation,
             at_us: view.observed_at_us,

@@ -102,7 +102,7 @@ async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response 
             .and_then(|accept| accept.to_str().ok()),
     );
     if let (Some(gauge), Some(size)) = (
-        &state.live.metrics.sqlite_wal_bytes,
+        &state.live.metrics().sqlite_wal_bytes,
         state.service.wal_bytes().await,
     ) {
         match size {
@@ -113,7 +113,7 @@ async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response 
             Err(error) => tracing::warn!(%error, "cannot read the size of the SQLite WAL"),
         }
     }
-    let mut response = (StatusCode::OK, state.live.metrics.render_as(format)).into_response();
+    let mut response = (StatusCode::OK, state.live.metrics().render_as(format)).into_response();
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_TYPE,
@@ -126,7 +126,7 @@ async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response 
 async fn alerts(State(state): State<AppState>) -> Result<Response, Problem> {
     let stored = state.service.alert_states().await?;
     Ok(json_ok(&AlertList {
-        alerts: crate::live::alerts::views(&state.live.config.alerts, &stored),
+        alerts: state.live.alert_views(&stored),
     }))
 }
 

@@ -11,32 +11,33 @@ pub mod watch;
 
 pub use bus::EventBus;
 pub use feed::{CommitFeed, Taken};
-pub use stats::{Rates, StatsView, StatsWindow};
-pub use tail::{spawn_tail, TailHandle, TailSources};
 
-use crate::api::events::{DaemonEvent, OverlapChange, OverlapEvent};
+use crate::api::events::{AlertView, DaemonEvent, OverlapChange, OverlapEvent, StatsView};
 use crate::domain::duration::saturating_micros;
 use crate::domain::{AuditEntry, Holder, OverlapState};
 use crate::metrics::{Metrics, WatchedSource};
-use crate::store::{Store, StoreError};
+use crate::store::{Store, StoreError, StoredAlert};
 use alerts::{spawn_notifier, watch_alerts, AlertConfig, Evaluator};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
+use tail::{spawn_tail, TailHandle, TailSources};
 use tokio::sync::broadcast::error::RecvError;
 
 /// Rows fetched from the audit per replay query.
 const REPLAY_PAGE: u32 = 500;
 
+/// The live side's handle. Its parts stay private: callers get what they need of them through
+/// the methods below, so the bus, the tail and the counters keep one owner.
 #[derive(Clone)]
 pub struct Live {
-    pub store: Store,
-    pub bus: EventBus,
-    pub tail: TailHandle,
-    pub config: LiveConfig,
-    pub metrics: Metrics,
+    store: Store,
+    bus: EventBus,
+    tail: TailHandle,
+    config: LiveConfig,
+    metrics: Metrics,
     /// The databases watched (`serve --watch`).
-    pub watched: watch::Watched,
+    watched: watch::Watched,
     /// Set when the daemon stops: live streams end so that graceful shutdown can finish.
     stopping: Arc<tokio::sync::watch::Sender<bool>>,
     subscribers: Arc<std::sync::atomic::AtomicUsize>,
@@ -189,13 +190,45 @@ impl Live {
         self.stopping.send_replace(true);
     }
 
+    /// Where the service hands over what it commits, so that the tail publishes its own rows
+    /// without reading them back.
+    pub fn feed(&self) -> Arc<CommitFeed> {
+        self.tail.feed.clone()
+    }
+
+    /// Every event as the bus carries it, with none of a [`Subscriber`]'s replay: for what
+    /// follows the bus inside the process (the demo's alert log, tests of the tail).
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<DaemonEvent> {
+        self.bus.subscribe()
+    }
+
+    /// The audit id up to which every row has been published (or is known not to exist).
+    pub fn horizon(&self) -> tokio::sync::watch::Receiver<i64> {
+        self.tail.horizon.clone()
+    }
+
+    /// Events skipped by subscribers that fell behind.
+    pub fn events_dropped(&self) -> u64 {
+        self.bus.dropped()
+    }
+
+    /// The daemon's metrics, which the live side counts into (`/metrics` renders them).
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// Every alert rule of this daemon with its instances' states in `stored`.
+    pub fn alert_views(&self, stored: &[StoredAlert]) -> Vec<AlertView> {
+        alerts::views(&self.config.alerts, stored)
+    }
+
     pub async fn stats_view(&self) -> StatsView {
         let now = self.store.clock().now().timestamp();
         let mut view = match self.tail.stats.lock() {
             Ok(window) => window.view(now),
             Err(poisoned) => poisoned.into_inner().view(now),
         };
-        view.events_dropped = self.bus.dropped();
+        view.events_dropped = self.events_dropped();
         view.open_overlaps = u64::try_from(self.metrics.open_overlaps.get()).unwrap_or(0);
         view.firing_alerts = u64::try_from(self.metrics.alerts_firing.get()).unwrap_or(0);
         view.through_audit_id = *self.tail.horizon.borrow();

@@ -2,7 +2,7 @@
 //! a ring of one-second buckets.
 
 use crate::api::events::PerOutcome;
-pub use crate::api::events::{Rates, StatsView};
+use crate::api::events::{RateWindow, Rates, StatsView};
 use crate::domain::Outcome;
 use std::collections::BTreeMap;
 
@@ -45,6 +45,8 @@ impl StatsWindow {
         *self.totals.get_mut(outcome) += 1;
     }
 
+    /// Read by the tests only: the daemon reads the totals through `view`.
+    #[cfg(test)]
     pub fn total(&self, outcome: Outcome) -> u64 {
         *self.totals.get(outcome)
     }
@@ -79,9 +81,9 @@ impl StatsWindow {
     pub fn view(&self, now: i64) -> StatsView {
         StatsView {
             totals: self.totals,
-            rates: [("10s", 10), ("1m", 60), ("5m", 300)]
+            rates: RateWindow::ALL
                 .into_iter()
-                .map(|(name, seconds)| (name.to_owned(), self.rates(now, seconds)))
+                .map(|window| (window, self.rates(now, window.seconds())))
                 .collect(),
             open_overlaps: 0,
             firing_alerts: 0,

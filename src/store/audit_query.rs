@@ -1,6 +1,6 @@
 //! The audit read by the offline tools: filtered, streamed in id order, with the chain fields.
 
-use super::leases::LeaseEvent;
+use super::leases::StoredLeaseEvent;
 use super::native::{on_db, NativeRow};
 use super::reads::{audit_entry, AUDIT_COLUMNS};
 use super::{Store, StoreError};
@@ -115,7 +115,7 @@ impl Store {
         leases: &[String],
         since_us: Option<i64>,
         until_us: Option<i64>,
-    ) -> Result<Vec<LeaseEvent>, StoreError> {
+    ) -> Result<Vec<StoredLeaseEvent>, StoreError> {
         let mut events = Vec::new();
         for lease in leases {
             if let Ok(name) = crate::domain::LeaseName::parse(lease) {

@@ -8,7 +8,7 @@ use super::{Store, StoreError};
 use crate::domain::lease::{
     decide_acquire, decide_release, holds, AcquireDecision, ReleaseDecision,
 };
-use crate::domain::lease_history::{LeaseChange, LeaseEvent as HistoryEvent};
+use crate::domain::lease_history::{LeaseChange, LeaseEvent};
 use crate::domain::{FencingToken, Holder, LeaseName, LeaseRecord, Ttl};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -44,9 +44,10 @@ pub struct LeaseState {
     pub now_us: i64,
 }
 
-/// One entry of a lease's history.
+/// One entry of a lease's history as stored: with the lease it belongs to, its kind as the
+/// text recorded. The API's typed form, of one lease, is `lease_history::LeaseEvent`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct LeaseEvent {
+pub struct StoredLeaseEvent {
     pub id: i64,
     #[serde(serialize_with = "crate::domain::audit::serialize_rfc3339_micros")]
     pub at: DateTime<Utc>,
@@ -265,7 +266,7 @@ impl Store {
         &self,
         name: &LeaseName,
         query: &LeaseHistoryQuery,
-    ) -> Result<Vec<HistoryEvent>, StoreError> {
+    ) -> Result<Vec<LeaseEvent>, StoreError> {
         let events = history_page(
             &self.reader,
             "SELECT id, at_us, lease, event, holder, token, expires_at_us FROM lease_events \
@@ -280,7 +281,10 @@ impl Store {
     }
 
     /// The history of a lease, oldest first.
-    pub async fn lease_events(&self, name: &LeaseName) -> Result<Vec<LeaseEvent>, StoreError> {
+    pub async fn lease_events(
+        &self,
+        name: &LeaseName,
+    ) -> Result<Vec<StoredLeaseEvent>, StoreError> {
         on_db!(&self.reader, pool => sqlx::query(
             "SELECT id, at_us, lease, event, holder, token, expires_at_us FROM lease_events \
              WHERE lease = $1 ORDER BY id",
@@ -370,10 +374,10 @@ pub(crate) fn lease_record(row: &impl NativeRow) -> Result<LeaseRecord, StoreErr
     })
 }
 
-pub(super) fn lease_event<R: NativeRow>(row: &R) -> Result<LeaseEvent, StoreError> {
+pub(super) fn lease_event<R: NativeRow>(row: &R) -> Result<StoredLeaseEvent, StoreError> {
     let time =
         |column: &str| -> Result<DateTime<Utc>, StoreError> { time_from_us(row.try_get(column)?) };
-    Ok(LeaseEvent {
+    Ok(StoredLeaseEvent {
         id: row.try_get("id")?,
         at: time("at_us")?,
         lease: row.try_get("lease")?,
@@ -385,10 +389,10 @@ pub(super) fn lease_event<R: NativeRow>(row: &R) -> Result<LeaseEvent, StoreErro
 }
 
 /// The typed form of a stored event, as the API sends it.
-pub(super) fn history_event(event: LeaseEvent) -> Result<HistoryEvent, StoreError> {
+pub(super) fn history_event(event: StoredLeaseEvent) -> Result<LeaseEvent, StoreError> {
     let change = LeaseChange::parse(&event.event)
         .ok_or_else(|| corrupt(format!("unknown lease event {:?}", event.event)))?;
-    Ok(HistoryEvent {
+    Ok(LeaseEvent {
         id: event.id,
         at: event.at,
         event: change,

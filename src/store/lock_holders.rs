@@ -3,11 +3,11 @@
 //! events) by `GET /v1/lease-history/etcd:PREFIX` and the timelines.
 
 use super::error::time_from_us;
-use super::leases::{history_page, LeaseEvent, LeaseHistoryQuery};
+use super::leases::{history_page, LeaseHistoryQuery, StoredLeaseEvent};
 use super::native::{on_db, row_reader, NativeRow};
 use super::{Store, StoreError};
 use crate::domain::authority::ExternalLock;
-use crate::domain::lease_history::{LeaseChange, LeaseEvent as HistoryEvent};
+use crate::domain::lease_history::{LeaseChange, LeaseEvent};
 
 const COLUMNS: &str = "id, lock, generation, holder_key, first_seen_us, last_seen_us";
 
@@ -18,7 +18,7 @@ impl Store {
         &self,
         lock: &ExternalLock,
         query: &LeaseHistoryQuery,
-    ) -> Result<Vec<HistoryEvent>, StoreError> {
+    ) -> Result<Vec<LeaseEvent>, StoreError> {
         let select = format!("SELECT {COLUMNS} FROM authority_holders WHERE lock = $1");
         let events = history_page(
             &self.reader,
@@ -32,7 +32,7 @@ impl Store {
         let events = events
             .into_iter()
             .map(|event| {
-                Ok(HistoryEvent {
+                Ok(LeaseEvent {
                     id: event.id,
                     at: event.at,
                     event: LeaseChange::Observed,
@@ -58,7 +58,7 @@ impl Store {
     pub async fn authority_events(
         &self,
         lock: &ExternalLock,
-    ) -> Result<Vec<LeaseEvent>, StoreError> {
+    ) -> Result<Vec<StoredLeaseEvent>, StoreError> {
         let sql = format!("SELECT {COLUMNS} FROM authority_holders WHERE lock = $1 ORDER BY id");
         on_db!(&self.reader, pool => sqlx::query(&sql)
             .bind(lock.lease_name())
@@ -71,8 +71,8 @@ impl Store {
 }
 
 /// A row as a lease event: first seen as its time, last seen as its end.
-pub(super) fn observed_event<R: NativeRow>(row: &R) -> Result<LeaseEvent, StoreError> {
-    Ok(LeaseEvent {
+pub(super) fn observed_event<R: NativeRow>(row: &R) -> Result<StoredLeaseEvent, StoreError> {
+    Ok(StoredLeaseEvent {
         id: row.try_get("id")?,
         at: time_from_us(row.try_get("first_seen_us")?)?,
         lease: row.try_get("lock")?,

@@ -25,26 +25,28 @@ mod reset;
 mod retention;
 mod tail;
 mod tx;
+mod unchecked;
 mod wal_sync;
 mod watched;
 
-pub use crate::domain::lock_record::{RecordedLock, Sighting};
+pub use crate::domain::lock_record::{HolderSighting, RecordedLock};
 pub use alerts::{AlertChange, RejectionCount, StoredAlert};
 pub use audit_query::{AuditFilter, AuditRecord};
-pub use batch::{CommittedBatch, MAX_BATCH};
+pub use batch::MAX_BATCH;
 pub use chain::{Breach, PruneReport, VerifyReport};
 pub use connect::{is_sqlite_url, Backend, OpenMode, StoreOptions, DEFAULT_DB_TIMEOUT};
 /// The fence in a user's own database connects to PostgreSQL outside `Store::open`.
 pub(crate) use db_url::driver_url;
 pub use error::{within, StoreError};
 pub use leases::{
-    AcquireResult, LeaseEvent, LeaseHistoryQuery, LeaseState, ReleaseResult, RenewResult,
+    AcquireResult, LeaseHistoryQuery, LeaseState, ReleaseResult, RenewResult, StoredLeaseEvent,
 };
 pub use lock_records::RegressedLock;
 pub use overlaps::OverlapQuery;
 pub use pg_schema::{InvalidSchema, PgSchema};
 pub use reads::{AuditQuery, StoredValue};
 pub use retention::{Retention, RetentionClaim, StoreRetention};
+pub use unchecked::UncheckedWrites;
 pub use watched::WatchAdvance;
 
 use crate::domain::clock::SharedClock;

@@ -5,7 +5,7 @@
 use super::batch::rows::join_open_overlap;
 use super::native::on_db;
 use super::{Store, StoreError};
-use crate::domain::fence_overlaps::{Sighting, WatchedCount};
+use crate::domain::fence_overlaps::{OverlapSighting, WatchedCount};
 
 /// What became of recording a page of a watched audit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,7 +50,7 @@ impl Store {
         source: &str,
         from: Option<i64>,
         to: i64,
-        sightings: &[Sighting],
+        sightings: &[OverlapSighting],
         counts: &[WatchedCount],
         now_us: i64,
     ) -> Result<WatchAdvance, StoreError> {

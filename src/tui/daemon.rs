@@ -2,11 +2,11 @@
 //! and the timeline's pages read from the audit.
 
 use super::model::timeline::{Anchor, Fetch, LeaseFetch, Page, LEASE_EVENTS, PAGE};
-use super::model::{Msg, Snapshot};
+use super::model::Msg;
 use super::Effects;
-use crate::api::events::{OverlapEvent, WriteEvent};
+use crate::api::events::WriteEvent;
 use crate::api::monitoring::AuditPage;
-use crate::client::{AuditQuery, ClientError, DaemonClient, StreamUpdate};
+use crate::client::{AuditRequest, ClientError, DaemonClient, StreamUpdate};
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
@@ -14,19 +14,7 @@ impl From<StreamUpdate> for Msg {
     fn from(update: StreamUpdate) -> Self {
         match update {
             StreamUpdate::Connected { replayed_from } => Msg::Connected { replayed_from },
-            StreamUpdate::Attached(attach) => Msg::Snapshot(Snapshot {
-                stats: Some(Arc::new(attach.stats)),
-                writes: attach.writes.into_iter().map(Arc::new).collect(),
-                overlaps: attach
-                    .overlaps
-                    .into_iter()
-                    .map(|overlap| OverlapEvent {
-                        overlap,
-                        change: None,
-                    })
-                    .collect(),
-                alerts: attach.alerts,
-            }),
+            StreamUpdate::Attached(attach) => Msg::Attached(Box::new(attach)),
             StreamUpdate::Event(event) => Msg::Event(event),
             StreamUpdate::Disconnected {
                 attempt,
@@ -104,7 +92,7 @@ async fn timeline_page(
     fetch: Fetch,
 ) -> Result<Page, ClientError> {
     let rows = |before: Option<i64>, after: Option<i64>, limit: u32| async move {
-        let query = AuditQuery {
+        let query = AuditRequest {
             resource: Some(resource),
             before,
             after,

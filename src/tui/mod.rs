@@ -206,9 +206,10 @@ impl Drop for TerminalGuard {
 #[cfg(test)]
 pub(crate) mod fixtures {
     //! A dashboard mid-incident, at a fixed time, for model tests and snapshots.
-    use super::model::{Model, Msg, Snapshot};
+    use super::model::{Model, Msg};
     use crate::api::events::AlertView;
     use crate::api::events::{DaemonEvent, OverlapEvent, PerOutcome, StatsEvent, WriteEvent};
+    use crate::client::Attach;
     use crate::domain::alert::AlertState;
     use crate::domain::{Outcome, Overlap, OverlapState};
     use chrono::{DateTime, Utc};
@@ -324,10 +325,10 @@ pub(crate) mod fixtures {
         let mut messages = vec![Msg::Connected {
             replayed_from: None,
         }];
-        messages.push(Msg::Snapshot(Snapshot {
+        messages.push(Msg::Attached(Box::new(Attach {
             overlaps: vec![
-                overlap(1, "accounts/totals", 7, 8, 4, "open"),
-                overlap(2, "billing/ledger", 3, 5, 1, "closed"),
+                overlap(1, "accounts/totals", 7, 8, 4, "open").overlap,
+                overlap(2, "billing/ledger", 3, 5, 1, "closed").overlap,
             ],
             alerts: vec![
                 alert("StaleOwnerSpike", None, AlertState::Firing, 25),
@@ -338,7 +339,7 @@ pub(crate) mod fixtures {
                     11,
                 ),
             ],
-            stats: Some(Arc::new(StatsEvent {
+            stats: StatsEvent {
                 totals: PerOutcome {
                     accepted: 1200,
                     stale: 31,
@@ -352,9 +353,9 @@ pub(crate) mod fixtures {
                 events_dropped: 0,
                 through_audit_id: 0,
                 sources: Default::default(),
-            })),
+            },
             writes: Vec::new(),
-        }));
+        })));
         for id in 1..=6 {
             messages.push(write(id, "accepted", "accounts/totals", 8, 8, "worker-8"));
         }

@@ -1,6 +1,6 @@
 //! `tui --once`: the overview printed once, as JSON, for scripts.
 
-use crate::api::events::{AlertView, PerOutcome, Rates, SourceStats};
+use crate::api::events::{AlertView, PerOutcome, RatesByWindow, SourceStats};
 use crate::client::{ClientError, DaemonClient};
 use crate::domain::alert::AlertState;
 use crate::domain::{Overlap, OverlapState};
@@ -16,7 +16,7 @@ pub struct Overview {
     pub events_dropped: u64,
     pub firing_alerts: Vec<AlertView>,
     pub open_overlaps: Vec<Overlap>,
-    pub rates: BTreeMap<String, Rates>,
+    pub rates: RatesByWindow,
     /// Each watched database's figures (`serve --watch`), when the daemon watches any.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub sources: BTreeMap<String, SourceStats>,

@@ -96,6 +96,7 @@ async fn the_head_moves_into_the_resource_when_it_is_created_and_the_chain_stays
     // Attempts on a resource never written: the head is a row of its own.
     store.record_refused(&refused(KEY)).await.unwrap();
     let conflict = store
+        .unchecked_writes()
         .apply_write(&expecting(write_for(KEY, 1, "early"), 3), policy)
         .await
         .unwrap();
@@ -107,7 +108,11 @@ async fn the_head_moves_into_the_resource_when_it_is_created_and_the_chain_stays
     // The batch that creates it moves the head into its row and marks the old one.
     let mut creating = write_for(KEY, 1, "created");
     creating.content_type = Some("text/plain".into());
-    let created = store.apply_write(&creating, policy).await.unwrap();
+    let created = store
+        .unchecked_writes()
+        .apply_write(&creating, policy)
+        .await
+        .unwrap();
     assert!(matches!(created.decision, Decision::Accept { .. }));
     let (in_row, unwritten) = heads(&pool, KEY).await;
     assert_eq!(in_row.as_ref().map(|h| h.0), Some(3));
@@ -117,6 +122,7 @@ async fn the_head_moves_into_the_resource_when_it_is_created_and_the_chain_stays
     // commit), a rejection (only the head moves) and an accepted write.
     store.record_refused(&refused(KEY)).await.unwrap();
     let rejected = store
+        .unchecked_writes()
         .apply_write(&expecting(write_for(KEY, 1, "late"), 9), policy)
         .await
         .unwrap();
@@ -135,6 +141,7 @@ async fn the_head_moves_into_the_resource_when_it_is_created_and_the_chain_stays
         "updated_at is the accepted write's time"
     );
     store
+        .unchecked_writes()
         .apply_write(&write_for(KEY, 2, "second"), policy)
         .await
         .unwrap();
@@ -213,7 +220,8 @@ async fn an_attempt_that_saw_the_resource_missing_cannot_fork_the_chain_its_crea
     // The late client decides a rejection on the resource as missing, and is paused before
     // it appends to the missing resource's chain (from its start, in `chain_heads`).
     let late_task = tokio::spawn(async move {
-        late.apply_write(&expecting(write_for(KEY, 1, "late"), 4), policy)
+        late.unchecked_writes()
+            .apply_write(&expecting(write_for(KEY, 1, "late"), 4), policy)
             .await
             .unwrap()
     });
@@ -222,6 +230,7 @@ async fn an_attempt_that_saw_the_resource_missing_cannot_fork_the_chain_its_crea
     // Meanwhile another client (another daemon, on PostgreSQL) creates the resource: its
     // chain starts in its row.
     let created = creator
+        .unchecked_writes()
         .apply_write(&write_for(KEY, 1, "created"), policy)
         .await
         .unwrap();
@@ -373,6 +382,7 @@ async fn heads_kept_apart_before_the_move_carry_on_after_it(
     let policy = LeasePolicy::default();
     for (key, token) in [("old/written", 5), ("old/refused", 1)] {
         let result = store
+            .unchecked_writes()
             .apply_write(&write_for(key, token, "after"), policy)
             .await
             .unwrap();

@@ -128,7 +128,7 @@ async fn a_row_that_commits_late_is_not_skipped() {
         .writes_until_quiet(Duration::from_millis(800))
         .await
         .is_empty());
-    assert!(*app.live.tail.horizon.borrow() < late_id);
+    assert!(*app.live.horizon().borrow() < late_id);
 
     sqlx::query("COMMIT").execute(&mut late).await.unwrap();
     let first = events.next_of("write", WAIT).await;
@@ -232,7 +232,7 @@ async fn a_stalled_subscriber_blocks_nothing_and_loses_nothing(#[case] backend: 
         store,
         Limits::default(),
         Wiring {
-            feed: Some(live.tail.feed.clone()),
+            feed: Some(live.feed()),
             ..Wiring::default()
         },
     );
@@ -245,7 +245,7 @@ async fn a_stalled_subscriber_blocks_nothing_and_loses_nothing(#[case] backend: 
     }
     // Let the tail publish everything past the tiny bus.
     let deadline = tokio::time::Instant::now() + WAIT;
-    while *live.tail.horizon.borrow() < *ids.last().unwrap() {
+    while *live.horizon().borrow() < *ids.last().unwrap() {
         assert!(
             tokio::time::Instant::now() < deadline,
             "the tail did not catch up"
@@ -263,7 +263,11 @@ async fn a_stalled_subscriber_blocks_nothing_and_loses_nothing(#[case] backend: 
         }
     }
     assert_eq!(received, ids, "every write, in order, once");
-    assert!(live.bus.dropped() >= 50, "dropped {}", live.bus.dropped());
+    assert!(
+        live.events_dropped() >= 50,
+        "dropped {}",
+        live.events_dropped()
+    );
     assert!(live.stats_view().await.events_dropped >= 50);
 }
 
@@ -378,12 +382,12 @@ async fn streamed_rows_are_the_rows_the_audit_holds(#[case] backend: Backend) {
     let ahead = app.put("mixed-0").token(1000).body("v").send().await.json["audit_id"]
         .as_i64()
         .unwrap();
-    let mut horizon = app.live.tail.horizon.clone();
+    let mut horizon = app.live.horizon();
     tokio::time::timeout(WAIT, horizon.wait_for(|through| *through >= ahead))
         .await
         .unwrap()
         .unwrap();
-    let mut bus = app.live.bus.subscribe();
+    let mut bus = app.live.subscribe();
     let start = ahead;
 
     let writers = (0..8).map(|writer| {
@@ -431,8 +435,8 @@ async fn streamed_rows_are_the_rows_the_audit_holds(#[case] backend: Backend) {
     // Every row since the tail started (the one ahead too) came from one source or the other,
     // and this daemon's own rows from the feed, but for the few a poll of the audit read while
     // their batch was still being synced.
-    let from_feed = app.live.metrics.live_rows_from("feed").get();
-    let from_audit = app.live.metrics.live_rows_from("audit").get();
+    let from_feed = app.live.metrics().live_rows_from("feed").get();
+    let from_audit = app.live.metrics().live_rows_from("audit").get();
     assert_eq!(from_feed + from_audit, audit.len() as u64 + 1);
     assert!(
         from_feed > from_audit,
@@ -506,8 +510,8 @@ async fn the_tail_publishes_what_the_feed_hands_it() {
     let live = Live::start(store, Default::default(), Default::default())
         .await
         .unwrap();
-    let mut bus = live.bus.subscribe();
-    let next = *live.tail.horizon.borrow() + 1;
+    let mut bus = live.subscribe();
+    let next = *live.horizon().borrow() + 1;
     let row = AuditEntry {
         id: next,
         at: chrono::DateTime::from_timestamp_micros(1_764_474_006_000_000).unwrap(),
@@ -526,12 +530,12 @@ async fn the_tail_publishes_what_the_feed_hands_it() {
         caller: None,
         source: None,
     };
-    live.tail.feed.push([row.clone()]);
+    live.feed().push([row.clone()]);
     match tokio::time::timeout(WAIT, bus.recv()).await {
         Ok(Ok(DaemonEvent::Write(published))) => assert_eq!(*published, row),
         other => panic!("not published: {other:?}"),
     }
-    let mut horizon = live.tail.horizon.clone();
+    let mut horizon = live.horizon();
     tokio::time::timeout(WAIT, horizon.wait_for(|through| *through == next))
         .await
         .unwrap()

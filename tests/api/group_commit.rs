@@ -77,6 +77,7 @@ async fn a_batch_decides_exactly_as_the_same_writes_one_at_a_time(#[case] backen
         for w in &writes {
             expected.push(
                 one_at_a_time
+                    .unchecked_writes()
                     .apply_write(w, LeasePolicy::default())
                     .await
                     .unwrap(),
@@ -87,6 +88,7 @@ async fn a_batch_decides_exactly_as_the_same_writes_one_at_a_time(#[case] backen
         for chunk in writes.chunks(13) {
             got.extend(
                 batched
+                    .unchecked_writes()
                     .apply_batch(chunk, LeasePolicy::default())
                     .await
                     .unwrap(),
@@ -135,6 +137,7 @@ async fn within_a_batch_later_writes_see_earlier_ones(#[case] backend: Backend) 
     let db = test_db!(backend);
     let store = db.store().await;
     let results = store
+        .unchecked_writes()
         .apply_batch(
             &[
                 write("batch/a", 5, "first"),
@@ -338,11 +341,13 @@ async fn known_state_is_a_guess_that_the_statement_checks() {
     let key = "known/r";
 
     let created = first
+        .unchecked_writes()
         .apply_write(&write(key, 7, "a"), policy)
         .await
         .unwrap();
     assert!(!created.decided_on_known_state, "nothing known yet");
     let again = first
+        .unchecked_writes()
         .apply_write(&write(key, 7, "b"), policy)
         .await
         .unwrap();
@@ -351,6 +356,7 @@ async fn known_state_is_a_guess_that_the_statement_checks() {
 
     // Another daemon on the same database moves the fence on.
     let newer = second
+        .unchecked_writes()
         .apply_write(&write(key, 8, "c"), policy)
         .await
         .unwrap();
@@ -359,6 +365,7 @@ async fn known_state_is_a_guess_that_the_statement_checks() {
     // The first still knows generation 7 at revision 2: on that it would accept. The check
     // fails, and decided again the write is stale.
     let late = first
+        .unchecked_writes()
         .apply_write(&write(key, 7, "d"), policy)
         .await
         .unwrap();
@@ -369,6 +376,7 @@ async fn known_state_is_a_guess_that_the_statement_checks() {
     // An operation, and its retry: the retry's guess (no such operation) fails the check, and
     // it is answered from the recorded operation, applying nothing.
     let keyed = first
+        .unchecked_writes()
         .apply_write(&with_key(write(key, 8, "e"), "op-1"), policy)
         .await
         .unwrap();
@@ -378,6 +386,7 @@ async fn known_state_is_a_guess_that_the_statement_checks() {
     );
     assert_eq!(seen(&keyed), (Outcome::Accepted, 8, 4));
     let retry = first
+        .unchecked_writes()
         .apply_write(&with_key(write(key, 8, "e"), "op-1"), policy)
         .await
         .unwrap();
@@ -418,6 +427,7 @@ async fn a_batch_connection_the_server_ended_while_idle_is_replaced_before_use()
     let key = "sessions/r";
     for (token, body) in [(1, "a"), (1, "b"), (2, "c")] {
         let result = store
+            .unchecked_writes()
             .apply_write(&write(key, token, body), policy)
             .await
             .unwrap();
@@ -444,6 +454,7 @@ async fn a_batch_connection_the_server_ended_while_idle_is_replaced_before_use()
     tokio::time::sleep(Duration::from_millis(1_200)).await;
 
     let after = store
+        .unchecked_writes()
         .apply_write(&write(key, 2, "d"), policy)
         .await
         .expect("a connection the server ended is replaced before use");

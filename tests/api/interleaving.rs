@@ -73,6 +73,7 @@ struct Observed {
 async fn run_interleaving(db: &TestDb, older: OlderWriter) -> Observed {
     let newer_client = db.store().await;
     newer_client
+        .unchecked_writes()
         .apply_write(&write(7, "old worker started"), LeasePolicy::default())
         .await
         .unwrap();
@@ -88,6 +89,7 @@ async fn run_interleaving(db: &TestDb, older: OlderWriter) -> Observed {
             let older_client = db.store().await.with_observe_hook(hook);
             tokio::spawn(async move {
                 let result = older_client
+                    .unchecked_writes()
                     .apply_write(&write(7, "old worker resumed"), LeasePolicy::default())
                     .await
                     .unwrap();
@@ -111,6 +113,7 @@ async fn run_interleaving(db: &TestDb, older: OlderWriter) -> Observed {
 
     // The newer owner writes and commits while the older one is paused after its read.
     let newer = newer_client
+        .unchecked_writes()
         .apply_write(&write(8, "replacement completed"), LeasePolicy::default())
         .await
         .unwrap();

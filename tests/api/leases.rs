@@ -247,7 +247,10 @@ async fn acquire_race(bases: &[String], tasks: usize, rounds: usize) -> Vec<i64>
     all
 }
 
-fn assert_each_generation_once(mut granted: Vec<i64>, events: &[fencewatch::store::LeaseEvent]) {
+fn assert_each_generation_once(
+    mut granted: Vec<i64>,
+    events: &[fencewatch::store::StoredLeaseEvent],
+) {
     let total = granted.len();
     granted.sort();
     let expected: Vec<i64> = (1..=total as i64).collect();

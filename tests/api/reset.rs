@@ -348,10 +348,12 @@ async fn a_reset_is_seen_by_writes_decided_on_known_state() {
     };
 
     writer
+        .unchecked_writes()
         .apply_write(&write(key.as_str(), i64::MAX, "runaway"), policy)
         .await
         .unwrap();
     let known = writer
+        .unchecked_writes()
         .apply_write(&write(key.as_str(), 6, "refused"), policy)
         .await
         .unwrap();
@@ -368,6 +370,7 @@ async fn a_reset_is_seen_by_writes_decided_on_known_state() {
     assert_eq!(done.entry.outcome, Outcome::Reset);
 
     let six = writer
+        .unchecked_writes()
         .apply_write(&write(key.as_str(), 6, "six"), policy)
         .await
         .unwrap();
@@ -377,6 +380,7 @@ async fn a_reset_is_seen_by_writes_decided_on_known_state() {
     );
     assert_eq!(decided(&six), (Outcome::Accepted, 6));
     let four = writer
+        .unchecked_writes()
         .apply_write(&write(key.as_str(), 4, "four"), policy)
         .await
         .unwrap();
@@ -388,6 +392,7 @@ async fn a_reset_is_seen_by_writes_decided_on_known_state() {
 
     // The daemon that reset: its next write is decided on the new highest, known or read.
     writer
+        .unchecked_writes()
         .apply_write(&write(key.as_str(), i64::MAX, "again"), policy)
         .await
         .unwrap();
@@ -397,11 +402,13 @@ async fn a_reset_is_seen_by_writes_decided_on_known_state() {
         .unwrap()
         .expect("the resource exists");
     let six = writer
+        .unchecked_writes()
         .apply_write(&write(key.as_str(), 6, "six"), policy)
         .await
         .unwrap();
     assert_eq!(decided(&six), (Outcome::Accepted, 6));
     let four = writer
+        .unchecked_writes()
         .apply_write(&write(key.as_str(), 4, "four"), policy)
         .await
         .unwrap();

@@ -297,6 +297,7 @@ async fn two_prunes_at_once_leave_an_audit_that_verifies(#[case] backend: Backen
                 .map(|r| write(&format!("pruned/{r}"), round * ROWS + step + 1))
                 .collect();
             writer
+                .unchecked_writes()
                 .apply_batch(&writes, LeasePolicy::default())
                 .await
                 .unwrap();

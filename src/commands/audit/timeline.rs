@@ -3,7 +3,7 @@
 
 use super::time;
 use crate::domain::Outcome;
-use crate::store::{AuditFilter, LeaseEvent, Store};
+use crate::store::{AuditFilter, Store, StoredLeaseEvent};
 use chrono::DateTime;
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -241,7 +241,7 @@ fn fold_renewals(entries: impl Iterator<Item = Value>) -> Vec<Value> {
 const LAST_SEEN: &str = "last seen holding";
 
 /// Turns a lease's events into who held which generation when.
-pub fn holdings(events: &[LeaseEvent]) -> Vec<Holding> {
+pub fn holdings(events: &[StoredLeaseEvent]) -> Vec<Holding> {
     let mut holdings: Vec<Holding> = Vec::new();
     for event in events {
         match event.event.as_str() {

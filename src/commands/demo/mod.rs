@@ -100,7 +100,7 @@ pub async fn run(options: DemoOptions) -> anyhow::Result<()> {
     .await
     .context("failed to start the daemon")?;
     let alert_log = Arc::new(Mutex::new(AlertLog::default()));
-    let mut alert_events = state.live.bus.subscribe();
+    let mut alert_events = state.live.subscribe();
     let log = alert_log.clone();
     let alert_watch = tokio::spawn(async move {
         while let Ok(event) = alert_events.recv().await {

@@ -62,7 +62,9 @@ const MAX_OBSERVATIONS: u32 = 64;
 impl Store {
     /// Decides `write` against the resource's committed state (and, when it names a lease, the
     /// authority's) and applies the decision with its audit row, atomically: a batch of one.
-    pub async fn apply_write(
+    /// No lock-service check (see `UncheckedWrites`): the crate's only, for group commit's
+    /// lone writes and the bench's baseline.
+    pub(crate) async fn apply_write(
         &self,
         write: &FencedWrite,
         policy: LeasePolicy,
@@ -76,8 +78,9 @@ impl Store {
     /// Decides `writes` in order against the committed state (and, where a write names a lease,
     /// the authority's) and applies every decision with its audit row in one transaction,
     /// durable when this returns. Rejections are results, not errors; an error is the
-    /// database's and fails the batch.
-    pub async fn apply_batch(
+    /// database's and fails the batch. No lock-service check: the crate's only (tests outside
+    /// it go through `UncheckedWrites`).
+    pub(crate) async fn apply_batch(
         &self,
         writes: &[FencedWrite],
         policy: LeasePolicy,
@@ -87,8 +90,9 @@ impl Store {
 
     /// As `apply_batch`, but returns as soon as the batch has committed, so that the next one
     /// can be decided while this one's commit is synced; its results may be given out only once
-    /// `CommittedBatch::durable` returns. Group commit's path.
-    pub async fn apply_batch_committed(
+    /// `CommittedBatch::durable` returns. Group commit's path, behind `FenceService::write`'s
+    /// lock-service check.
+    pub(crate) async fn apply_batch_committed(
         &self,
         writes: &[FencedWrite],
         policy: LeasePolicy,

@@ -6,8 +6,10 @@ use std::collections::BTreeMap;
 /// Seconds of history kept: enough for the widest chart at the coarsest zoom.
 pub const HISTORY: i64 = 1200;
 
+/// Writes counted per second of their own time, accepted and rejected: what the charts draw
+/// (the daemon's rates over its windows are `api::events::Rates`, a different thing).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Rates {
+pub struct WritesBySecond {
     /// Second since the epoch to (accepted, rejected) counts.
     seconds: BTreeMap<i64, (u64, u64)>,
 }
@@ -37,7 +39,7 @@ impl Series {
     }
 }
 
-impl Rates {
+impl WritesBySecond {
     /// Counts one write at `second`; history older than `HISTORY` before the newest is dropped.
     pub fn record(&mut self, second: i64, rejected: bool) {
         let newest = self.seconds.keys().next_back().copied().unwrap_or(second);
@@ -110,7 +112,7 @@ mod tests {
 
     #[test]
     fn the_newest_second_is_the_last_column_whatever_the_width() {
-        let mut rates = Rates::default();
+        let mut rates = WritesBySecond::default();
         rates.record(1000, false);
         rates.record(1000, true);
         rates.record(957, true);
@@ -130,7 +132,7 @@ mod tests {
 
     #[test]
     fn a_window_narrower_than_the_chart_draws_each_second_wider() {
-        let mut rates = Rates::default();
+        let mut rates = WritesBySecond::default();
         rates.record(1000, false);
         rates.record(971, true);
         rates.record(970, true);
@@ -163,8 +165,8 @@ mod tests {
 
     #[test]
     fn late_and_out_of_order_writes_count_at_their_own_second() {
-        let mut in_order = Rates::default();
-        let mut shuffled = Rates::default();
+        let mut in_order = WritesBySecond::default();
+        let mut shuffled = WritesBySecond::default();
         let seconds = [10, 11, 11, 12, 15, 15, 15];
         for s in seconds {
             in_order.record(s, s == 15);

@@ -7,14 +7,15 @@ mod lists;
 pub mod timeline;
 mod vocabulary;
 
-pub use vocabulary::{Action, Command, Connection, Msg, Notice, OverlapSort, Snapshot, View};
+pub use vocabulary::{Action, Command, ConnectionState, Msg, Notice, OverlapSort, View};
 
 use crate::api::events::{
     AlertEvent, DaemonEvent, OverlapEvent, PerOutcome, StatsEvent, WriteEvent,
 };
+use crate::client::Attach;
 use crate::domain::alert::AlertState;
 use crate::domain::Outcome;
-use chart::{Rates, Series};
+use chart::{Series, WritesBySecond};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use timeline::{Anchor, Fetch, Timeline};
@@ -33,7 +34,7 @@ pub struct Model {
     pub view: View,
     /// The view to go back to from the timeline.
     pub previous: View,
-    pub connection: Connection,
+    pub connection: ConnectionState,
     /// Seconds since the epoch of the last event received.
     pub last_event: Option<i64>,
     pub now: i64,
@@ -50,7 +51,7 @@ pub struct Model {
     pub sort: OverlapSort,
     pub selected: usize,
     /// Writes per second, by each write's own time.
-    pub rates: Rates,
+    pub writes_by_second: WritesBySecond,
     /// Totals per outcome, from the latest stats.
     pub totals: PerOutcome<u64>,
     pub events_dropped: u64,
@@ -84,7 +85,7 @@ impl Model {
         Self {
             view: View::Overview,
             previous: View::Overview,
-            connection: Connection::Connecting,
+            connection: ConnectionState::Connecting,
             last_event: None,
             now: 0,
             paused_at: None,
@@ -96,7 +97,7 @@ impl Model {
             window_index: 1,
             sort: OverlapSort::LastSeen,
             selected: 0,
-            rates: Rates::default(),
+            writes_by_second: WritesBySecond::default(),
             totals: PerOutcome::default(),
             events_dropped: 0,
             overlaps: BTreeMap::new(),
@@ -127,7 +128,7 @@ impl Model {
 
     /// The chart over `columns` columns, the newest second at the right.
     pub fn series(&self, columns: usize) -> Series {
-        self.rates
+        self.writes_by_second
             .series(self.chart_now(), self.window_seconds(), columns)
     }
 
@@ -135,7 +136,7 @@ impl Model {
     /// first live, or since the oldest write it holds if the snapshot reached further back.
     /// `None` before either. A chart wider than this shows empty seconds it knows nothing of.
     pub fn charted_seconds(&self) -> Option<u64> {
-        let since = match (self.attached_at, self.rates.oldest_second()) {
+        let since = match (self.attached_at, self.writes_by_second.oldest_second()) {
             (Some(attached), Some(oldest)) => attached.min(oldest),
             (since, None) | (None, since) => since?,
         };
@@ -177,9 +178,9 @@ impl Model {
                     }
                 }
             }
-            Msg::Snapshot(snapshot) => self.apply_snapshot(snapshot),
+            Msg::Attached(attach) => self.apply_attach(*attach),
             Msg::Connected { replayed_from } => {
-                self.connection = Connection::Live;
+                self.connection = ConnectionState::Live;
                 self.replaying_from = replayed_from;
                 self.missed = 0;
             }
@@ -188,7 +189,7 @@ impl Model {
                 retry_in,
                 error,
             } => {
-                self.connection = Connection::Reconnecting {
+                self.connection = ConnectionState::Reconnecting {
                     attempt,
                     retry_in,
                     error,
@@ -238,7 +239,7 @@ impl Model {
             }
             Msg::Tick { now } => {
                 self.now = now;
-                if self.attached_at.is_none() && self.connection == Connection::Live {
+                if self.attached_at.is_none() && self.connection == ConnectionState::Live {
                     self.attached_at = Some(now);
                 }
             }
@@ -256,19 +257,21 @@ impl Model {
         None
     }
 
-    fn apply_snapshot(&mut self, snapshot: Snapshot) {
-        for overlap in snapshot.overlaps {
-            self.apply_overlap(overlap);
+    fn apply_attach(&mut self, attach: Attach) {
+        for overlap in attach.overlaps {
+            // Read whole at attach, not changed by an event.
+            self.apply_overlap(OverlapEvent {
+                overlap,
+                change: None,
+            });
         }
-        for alert in snapshot.alerts {
+        for alert in attach.alerts {
             self.apply_alert(alert);
         }
-        if let Some(stats) = snapshot.stats {
-            self.apply_stats(&stats);
-        }
+        self.apply_stats(&attach.stats);
         // The audit up to the stats' id: the rejections and charts the totals include.
-        for row in snapshot.writes {
-            self.apply_write(row);
+        for row in attach.writes {
+            self.apply_write(Arc::new(row));
         }
     }
 
@@ -333,7 +336,7 @@ impl Model {
         let rejected = row.outcome.is_rejection();
         // An operator's reset is no write: on neither line of the chart.
         if row.outcome != Outcome::Reset {
-            self.rates.record(row.at.timestamp(), rejected);
+            self.writes_by_second.record(row.at.timestamp(), rejected);
         }
         if let Some(timeline) = self.timeline.as_mut().filter(|_| row.source.is_none()) {
             timeline.append_live(&row);

@@ -6,7 +6,7 @@ use timeline::Page;
 #[test]
 fn events_build_the_picture() {
     let model = incident();
-    assert_eq!(model.connection, Connection::Live);
+    assert_eq!(model.connection, ConnectionState::Live);
     assert_eq!(model.open_overlaps(), 1);
     assert_eq!(model.firing_alerts(), 1);
     assert_eq!(model.total(Outcome::Accepted), 1200);
@@ -388,7 +388,7 @@ fn a_reconnect_shows_the_retry_and_counts_what_was_missed() {
     });
     assert!(matches!(
         model.connection,
-        Connection::Reconnecting { attempt: 3, .. }
+        ConnectionState::Reconnecting { attempt: 3, .. }
     ));
     model.update(Msg::Connected {
         replayed_from: Some(8),
@@ -398,7 +398,7 @@ fn a_reconnect_shows_the_retry_and_counts_what_was_missed() {
     model.update(write(10, "accepted", "accounts/totals", 8, 8, "worker-8"));
     assert_eq!(
         (model.connection.clone(), model.missed),
-        (Connection::Live, 2)
+        (ConnectionState::Live, 2)
     );
 }
 

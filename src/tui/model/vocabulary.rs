@@ -2,10 +2,10 @@
 //! map to, and the commands it hands back for the loop to run.
 
 use super::timeline::{Fetch, LeaseFetch, Page};
-use crate::api::events::{AlertEvent, DaemonEvent, OverlapEvent, StatsEvent, WriteEvent};
+use crate::api::events::DaemonEvent;
+use crate::client::Attach;
 use crate::domain::incident::IncidentReport;
 use crate::domain::lease_history::LeaseEvent;
-use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,8 +42,9 @@ impl View {
     }
 }
 
+/// Where the dashboard's link to the daemon's event stream stands.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Connection {
+pub enum ConnectionState {
     Connecting,
     Live,
     /// Lost; the next attempt is in `retry_in` (attempt counts from 1).
@@ -124,8 +125,8 @@ pub enum Action {
 pub enum Msg {
     /// A live event.
     Event(DaemonEvent),
-    /// The state at attach, consistent as of one audit id.
-    Snapshot(Snapshot),
+    /// The state at attach, consistent as of one audit id (boxed: the other messages are small).
+    Attached(Box<Attach>),
     Connected {
         replayed_from: Option<i64>,
     },
@@ -162,17 +163,6 @@ pub enum Msg {
     FilterBackspace,
     /// Enter while editing: keep the filter and stop editing (Esc, `Action::Back`, clears it).
     FilterApply,
-}
-
-/// What the daemon showed at attach: totals through `stats.through_audit_id`, and the audit's
-/// recent writes up to that same id.
-#[derive(Debug, Clone, Default)]
-pub struct Snapshot {
-    pub stats: Option<Arc<StatsEvent>>,
-    /// Recent writes up to the stats' audit id, oldest first.
-    pub writes: Vec<Arc<WriteEvent>>,
-    pub overlaps: Vec<OverlapEvent>,
-    pub alerts: Vec<AlertEvent>,
 }
 
 /// A request from the model to the outside world.

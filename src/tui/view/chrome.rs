@@ -4,7 +4,7 @@
 use super::overview::span_label;
 use super::{second_clock, Header, Theme};
 use crate::tui::keys::BINDINGS;
-use crate::tui::model::{Connection, Model, Notice, View};
+use crate::tui::model::{ConnectionState, Model, Notice, View};
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -18,11 +18,11 @@ pub fn header(frame: &mut Frame, area: Rect, model: &Model, text: Header<'_>, th
         Span::raw("  "),
     ];
     spans.push(match &model.connection {
-        Connection::Connecting => Span::styled("CONNECTING", theme.fg(Color::Yellow)),
-        Connection::Live => {
+        ConnectionState::Connecting => Span::styled("CONNECTING", theme.fg(Color::Yellow)),
+        ConnectionState::Live => {
             Span::styled("LIVE", theme.fg(Color::Green).add_modifier(Modifier::BOLD))
         }
-        Connection::Reconnecting {
+        ConnectionState::Reconnecting {
             attempt, retry_in, ..
         } => Span::styled(
             format!(

@@ -379,6 +379,7 @@ async fn postgres_ends_a_session_left_inside_a_transaction_longer_than_the_db_ti
 
     let impatient = open(Duration::from_millis(500)).await;
     let error = impatient
+        .unchecked_writes()
         .apply_write(&write, LeasePolicy::default())
         .await
         .expect_err("the server ended the session paused inside its transaction");
@@ -389,6 +390,7 @@ async fn postgres_ends_a_session_left_inside_a_transaction_longer_than_the_db_ti
 
     let patient = open(fencewatch::store::DEFAULT_DB_TIMEOUT).await;
     let applied = patient
+        .unchecked_writes()
         .apply_write(&write, LeasePolicy::default())
         .await
         .expect("the same pause inside the default timeout");
