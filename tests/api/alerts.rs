@@ -9,7 +9,6 @@ use crate::test_db;
 use axum::extract::State;
 use axum::routing::post;
 use axum::{Json, Router};
-use fencewatch::app::service::Limits;
 use fencewatch::live::alerts::AlertConfig;
 use fencewatch::live::LiveConfig;
 use rstest_reuse::apply;
@@ -107,7 +106,7 @@ async fn app_with_alerts(db: &crate::helpers::TestDb, text: &str) -> TestApp {
         alerts: Arc::new(AlertConfig::parse(text).unwrap()),
         ..LiveConfig::default()
     };
-    TestApp::spawn_full(db, Limits::default(), live, None).await
+    TestApp::on(db).live(live).spawn().await
 }
 
 async fn stale_writes(app: &TestApp, resource: &str, count: usize) {

@@ -11,14 +11,13 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 const LIMIT: usize = 1024;
 
 async fn app(db: &crate::helpers::TestDb) -> TestApp {
-    let app = TestApp::spawn_with(
-        db,
-        Limits {
+    let app = TestApp::on(db)
+        .limits(Limits {
             max_value_bytes: LIMIT,
             ..Limits::default()
-        },
-    )
-    .await;
+        })
+        .spawn()
+        .await;
     assert_eq!(
         app.put("target")
             .token(5)

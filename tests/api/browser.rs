@@ -5,10 +5,8 @@
 use crate::helpers::{Backend, TestApp};
 use crate::test_db;
 use axum::routing::{get, post};
-use fencewatch::app::service::Limits;
 use fencewatch::http::origin::AllowedOrigins;
 use fencewatch::http::Access;
-use fencewatch::live::LiveConfig;
 use serde_json::json;
 use std::process::Stdio;
 use std::time::Duration;
@@ -144,13 +142,7 @@ async fn a_foreign_page_changes_nothing_and_an_allowed_one_watches_live() {
         allowed_origins: AllowedOrigins::parse(&[allowed.as_str()]).unwrap(),
         ..Access::default()
     };
-    let app = TestApp::spawn_access(
-        db.store().await,
-        Limits::default(),
-        LiveConfig::default(),
-        access,
-    )
-    .await;
+    let app = TestApp::on(&db).access(access).spawn().await;
     let taken = app
         .http
         .post(format!("{}/v1/leases/jobs/acquire", app.base))

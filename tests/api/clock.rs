@@ -4,7 +4,6 @@
 use crate::both_backends;
 use crate::helpers::{Backend, TestApp};
 use crate::test_db;
-use fencewatch::app::service::Limits;
 use fencewatch::domain::audit::format_rfc3339_micros;
 use fencewatch::domain::clock::{Clock, ManualClock};
 use fencewatch::live::alerts::AlertConfig;
@@ -72,7 +71,7 @@ async fn the_audit_times_and_alert_windows_follow_the_daemons_clock(#[case] back
         alerts: Arc::new(AlertConfig::parse(HOURLY_SPIKE).unwrap()),
         ..LiveConfig::default()
     };
-    let app = TestApp::spawn_store(store, Limits::default(), live, None).await;
+    let app = TestApp::on(&db).store(store).live(live).spawn().await;
 
     app.put("totals").token(10).body("new").send().await;
     for _ in 0..3 {

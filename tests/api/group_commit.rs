@@ -293,7 +293,7 @@ async fn sqlite_answers_a_write_and_reads_of_it_only_once_its_wal_is_synced() {
         }
     });
     let store = db.store().await.with_sync_hook(hook);
-    let app = TestApp::spawn_store(store, Limits::default(), Default::default(), None).await;
+    let app = TestApp::on(&db).store(store).spawn().await;
 
     let write = tokio::spawn(app.put("synced/1").token(3).body("committed").send());
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);

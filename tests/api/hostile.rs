@@ -4,7 +4,6 @@
 use crate::both_backends;
 use crate::helpers::{Backend, Reply, SseClient, TestApp};
 use crate::test_db;
-use fencewatch::app::service::Limits;
 use fencewatch::live::LiveConfig;
 use rstest_reuse::apply;
 use std::time::Duration;
@@ -133,7 +132,7 @@ async fn live_subscribers_are_capped() {
         max_subscribers: 2,
         ..LiveConfig::default()
     };
-    let app = TestApp::spawn_full(&db, Limits::default(), live, None).await;
+    let app = TestApp::on(&db).live(live).spawn().await;
     let first = SseClient::connect(&app.base, None).await;
     let _second = SseClient::connect(&app.base, None).await;
     app.get("/v1/events")

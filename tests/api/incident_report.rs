@@ -5,10 +5,8 @@ use crate::both_backends;
 use crate::helpers::{Backend, TestApp, TestDb};
 use crate::test_db;
 use chrono::{DateTime, TimeDelta, Utc};
-use fencewatch::app::service::Limits;
 use fencewatch::domain::audit::format_rfc3339_micros;
 use fencewatch::domain::clock::ManualClock;
-use fencewatch::live::LiveConfig;
 use fencewatch::store::{Store, StoreOptions};
 use rstest::rstest;
 use rstest_reuse::apply;
@@ -54,7 +52,7 @@ impl Scene {
             options.clock = clock.clone();
         }
         let store = Store::open(&db.url, &options).await.unwrap();
-        let app = TestApp::spawn_store(store, Limits::default(), LiveConfig::default(), None).await;
+        let app = TestApp::on(&db).store(store).spawn().await;
         // In real time, the history starts once the daemon is up.
         let start = if clock.is_some() { start } else { Utc::now() };
         Scene {

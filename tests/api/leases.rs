@@ -53,14 +53,13 @@ impl TestApp {
 }
 
 async fn app_with(db: &TestDb, policy: LeasePolicy) -> TestApp {
-    TestApp::spawn_with(
-        db,
-        Limits {
+    TestApp::on(db)
+        .limits(Limits {
             leases: policy,
             ..Limits::default()
-        },
-    )
-    .await
+        })
+        .spawn()
+        .await
 }
 
 #[apply(both_backends)]
@@ -577,7 +576,7 @@ async fn api_keys_guard_v1_and_name_the_caller(#[case] backend: Backend) {
     let keys = std::sync::Arc::new(
         ApiKeys::parse("alice:key-of-alice-4d8e1b7a\nkey-without-name\n").unwrap(),
     );
-    let app = TestApp::spawn_keyed(&db, Limits::default(), Some(keys)).await;
+    let app = TestApp::on(&db).keys(keys).spawn().await;
     let alice = |request: reqwest::RequestBuilder| request.bearer_auth("key-of-alice-4d8e1b7a");
 
     let none = app

@@ -479,8 +479,10 @@ async fn sigterm_closes_connections_that_are_not_being_served() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn subscribers_never_hold_more_than_half_the_connection_slots() {
     let db = TestDb::new(Backend::Sqlite).await;
-    let (daemon, log) =
-        Daemon::spawn_logged(&db, &["--max-connections", "4", "--max-subscribers", "100"]).await;
+    let (daemon, log) = Daemon::on(&db.url)
+        .args(&["--max-connections", "4", "--max-subscribers", "100"])
+        .spawn_logged()
+        .await;
     let mut warned = log.lines_with(&["--max-subscribers", "--max-connections"]);
     for _ in 0..20 {
         if !warned.is_empty() {

@@ -6,7 +6,6 @@ use crate::helpers::{Backend, Daemon, Reply, TestApp};
 use crate::test_db;
 use fencewatch::api::events::EventKind;
 use fencewatch::api::problem::ProblemType;
-use fencewatch::app::service::Limits;
 use fencewatch::domain::Outcome;
 use fencewatch::http::auth::ApiKeys;
 use serde_json::Value;
@@ -299,7 +298,7 @@ async fn the_description_is_served_as_json_with_the_read_scope() {
     let keys =
         ApiKeys::parse("dash:k-read-5e1f0a9c3b read\nworker:k-write-5e1f0a9c3b write\n").unwrap();
     let db = test_db!(Backend::Sqlite);
-    let app = TestApp::spawn_keyed(&db, Limits::default(), Some(Arc::new(keys))).await;
+    let app = TestApp::on(&db).keys(Arc::new(keys)).spawn().await;
     let get = |key: Option<&'static str>| {
         let mut request = app.http.get(format!("{}/v1/openapi.json", app.base));
         if let Some(key) = key {

@@ -4,7 +4,6 @@
 use crate::both_backends;
 use crate::helpers::{Backend, Daemon, Reply, SseClient, TestApp};
 use crate::test_db;
-use fencewatch::app::service::Limits;
 use fencewatch::live::LiveConfig;
 use rstest_reuse::apply;
 use serde_json::{json, Value};
@@ -26,7 +25,7 @@ async fn overlaps_open_grow_and_close(#[case] backend: Backend) {
         overlap_quiet: Duration::from_secs(1),
         ..LiveConfig::default()
     };
-    let app = TestApp::spawn_full(&db, Limits::default(), live, None).await;
+    let app = TestApp::on(&db).live(live).spawn().await;
     let mut events = SseClient::connect(&app.base, None).await;
 
     assert_eq!(

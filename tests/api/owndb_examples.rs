@@ -133,7 +133,7 @@ async fn shop() -> (UserDb, Daemon) {
     let db = UserDb::new(Backend::Postgres).await;
     db.run(SCHEMA).await;
     // Its `leases` table is what `protect --lease` checks generations against.
-    let daemon = Daemon::spawn_on(&db.url, &[]).await;
+    let daemon = Daemon::on(&db.url).spawn().await;
     fencewatch_ok(&["fence", "install", "--database", &db.url]).await;
     fencewatch_ok(&[
         "fence",

@@ -32,8 +32,16 @@ async fn two_daemons_share_one_fence_in_their_own_schema_and_start_quietly() {
     sqlx::query(&drop_schema).execute(&mut conn).await.unwrap();
 
     let extra = ["--schema", schema.as_str()];
-    let (first, first_log) = Daemon::spawn_logged_on(&base, &extra, "info").await;
-    let (second, second_log) = Daemon::spawn_logged_on(&base, &extra, "info").await;
+    let (first, first_log) = Daemon::on(&base)
+        .args(&extra)
+        .log_level("info")
+        .spawn_logged()
+        .await;
+    let (second, second_log) = Daemon::on(&base)
+        .args(&extra)
+        .log_level("info")
+        .spawn_logged()
+        .await;
     let (first_url, second_url) = (first.base.clone(), second.base.clone());
     let client = http_client();
     let put = |base: &str, token: i64| {

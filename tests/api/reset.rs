@@ -5,7 +5,6 @@
 use crate::both_backends;
 use crate::helpers::{Backend, Reply, TestApp, TestDb};
 use crate::test_db;
-use fencewatch::app::service::Limits;
 use fencewatch::domain::{
     FencedWrite, FencingToken, LeasePolicy, Outcome, Reset, ResetReason, ResourceKey,
 };
@@ -72,7 +71,7 @@ async fn audit(db: &TestDb, args: &[&str]) -> (i32, String) {
 async fn an_admin_resets_a_runaway_token(#[case] backend: Backend) {
     let db = test_db!(backend);
     let keys = Some(Arc::new(ApiKeys::parse(KEYS).unwrap()));
-    let app = TestApp::spawn_keyed(&db, Limits::default(), keys).await;
+    let app = TestApp::on(&db).keys(keys).spawn().await;
     let worker = Some("k-worker-5e1f0a9c3b");
 
     // The runaway: one write with the highest token there is, and the resource is locked.

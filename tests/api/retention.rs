@@ -74,7 +74,10 @@ async fn a_retry_is_replayed_whichever_daemon_it_reaches(#[case] backend: Backen
     assert_eq!(first.status, 201, "{}", first.json);
     let mut running = Vec::new();
     keep_running(backend, a, &mut running).await;
-    let (b, log) = Daemon::spawn_logged(&db, &["--idempotency-retention", "2s"]).await;
+    let (b, log) = Daemon::on(&db.url)
+        .args(&["--idempotency-retention", "2s"])
+        .spawn_logged()
+        .await;
     // B prunes every second.
     tokio::time::sleep(Duration::from_secs(5)).await;
     for daemon in running.iter().chain([&b]) {
@@ -105,7 +108,10 @@ async fn the_stored_retention_applies_until_set_retention_changes_it(#[case] bac
     keep_running(backend, first, &mut running).await;
 
     // A daemon asking for an hour is told the stored 2 s applies, and forgets by it.
-    let (second, log) = Daemon::spawn_logged(&db, &["--idempotency-retention", "1h"]).await;
+    let (second, log) = Daemon::on(&db.url)
+        .args(&["--idempotency-retention", "1h"])
+        .spawn_logged()
+        .await;
     assert_warned(&log, &["2s", "1h"]).await;
     let written = put_once(&http, &second.base, "early", "op-a").send().await;
     assert_eq!(written.status, 201, "{}", written.json);
@@ -204,7 +210,10 @@ async fn keeping_the_audit_is_a_stored_setting_too(#[case] backend: Backend) {
     }
     keep_running(backend, first, &mut running).await;
 
-    let (second, log) = Daemon::spawn_logged(&db, &["--audit-retention", "1s"]).await;
+    let (second, log) = Daemon::on(&db.url)
+        .args(&["--audit-retention", "1s"])
+        .spawn_logged()
+        .await;
     assert_warned(&log, &["audit", "1s", "keep everything"]).await;
     tokio::time::sleep(Duration::from_secs(4)).await;
     assert_eq!(audit_of(&http, &second.base, "kept").await.len(), 3);

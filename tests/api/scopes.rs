@@ -82,7 +82,7 @@ async fn a_write_cannot_borrow_another_teams_lease_generation(#[case] backend: B
         },
         ..Limits::default()
     };
-    let app = TestApp::spawn_keyed(&db, limits, keys).await;
+    let app = TestApp::on(&db).limits(limits).keys(keys).spawn().await;
     let billing = Key {
         app: &app,
         key: "k-billing-5e1f0a9c3b",
@@ -158,7 +158,7 @@ async fn write_and_lease_prefixes_match_whole_segments(#[case] backend: Backend)
          slashed:k-slashed-5e1f0a9c3b write=billing/ lease=jobs/\n\
          legacy:k-legacy-5e1f0a9c3b\n",
     );
-    let app = TestApp::spawn_keyed(&db, Limits::default(), keys).await;
+    let app = TestApp::on(&db).keys(keys).spawn().await;
     let narrow = Key {
         app: &app,
         key: "k-narrow-5e1f0a9c3b",
@@ -234,7 +234,7 @@ async fn an_external_lock_needs_a_lease_scope_naming_its_authority(#[case] backe
          any-etcd:k-any-etcd-5e1f0a9c3b write=locks/ lease=etcd:\n\
          all-leases:k-all-5e1f0a9c3b write=locks/ lease\n",
     );
-    let app = TestApp::spawn_keyed(&db, Limits::default(), keys).await;
+    let app = TestApp::on(&db).keys(keys).spawn().await;
     let key = |key| Key { app: &app, key };
     for (caller, lock, status) in [
         ("k-daemon-5e1f0a9c3b", "etcd:/locks/jobs", 403),

@@ -5,11 +5,9 @@
 use crate::both_backends;
 use crate::helpers::{Backend, Reply, TestApp};
 use crate::test_db;
-use fencewatch::app::service::Limits;
 use fencewatch::http::auth::ApiKeys;
 use fencewatch::http::origin::AllowedOrigins;
 use fencewatch::http::Access;
-use fencewatch::live::LiveConfig;
 use rstest_reuse::apply;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -62,7 +60,7 @@ impl Caller<'_> {
 
 async fn keyed_app(db: &crate::helpers::TestDb) -> TestApp {
     let keys = Arc::new(ApiKeys::parse(KEYS).unwrap());
-    TestApp::spawn_keyed(db, Limits::default(), Some(keys)).await
+    TestApp::on(db).keys(keys).spawn().await
 }
 
 /// The audit rows of a resource, newest first (read with the operator's key).
@@ -224,7 +222,7 @@ async fn each_key_does_what_its_scopes_allow_and_nothing_more(#[case] backend: B
 async fn the_daemons_own_leases_are_out_of_every_clients_reach(#[case] backend: Backend) {
     let db = test_db!(backend);
     for keys in [None, Some(Arc::new(ApiKeys::parse(KEYS).unwrap()))] {
-        let app = TestApp::spawn_keyed(&db, Limits::default(), keys.clone()).await;
+        let app = TestApp::on(&db).keys(keys.clone()).spawn().await;
         // The operator's key may do everything else, but not this.
         let operator = Caller {
             app: &app,
@@ -300,13 +298,7 @@ async fn origin_app(db: &crate::helpers::TestDb) -> TestApp {
         allowed_origins: AllowedOrigins::parse(&["http://ops.example:8080"]).unwrap(),
         ..Access::default()
     };
-    TestApp::spawn_access(
-        db.store().await,
-        Limits::default(),
-        LiveConfig::default(),
-        access,
-    )
-    .await
+    TestApp::on(db).access(access).spawn().await
 }
 
 #[apply(both_backends)]
@@ -418,7 +410,7 @@ async fn foreign_origins_are_refused_and_allowed_ones_get_cors(#[case] backend: 
 async fn a_write_naming_a_reserved_lease_is_refused_and_changes_nothing(#[case] backend: Backend) {
     let db = test_db!(backend);
     for keys in [None, Some(Arc::new(ApiKeys::parse(KEYS).unwrap()))] {
-        let app = TestApp::spawn_keyed(&db, Limits::default(), keys.clone()).await;
+        let app = TestApp::on(&db).keys(keys.clone()).spawn().await;
         let operator = Caller {
             app: &app,
             key: keys.as_ref().map(|_| "k-operator-5e1f0a9c3b"),

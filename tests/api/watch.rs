@@ -406,7 +406,10 @@ async fn the_watcher_survives_its_database_going_away() {
     assert!(url.contains(PASSWORD), "{}", user.url);
     let daemon_db = test_db!(Backend::Postgres);
     let watch = format!("shop={url}");
-    let (daemon, log) = Daemon::spawn_logged(&daemon_db, &["--watch", &watch]).await;
+    let (daemon, log) = Daemon::on(&daemon_db.url)
+        .args(&["--watch", &watch])
+        .spawn_logged()
+        .await;
     let base = daemon.base.clone();
     wait_until_watching(&base).await;
     let mut conn = user.connect().await;

@@ -26,7 +26,7 @@ pub(super) async fn kill_repeatedly(
     let stable: Vec<Daemon> = {
         let mut daemons = Vec::new();
         for _ in 0..survivors {
-            daemons.push(Daemon::spawn_on(&database_url, &[]).await);
+            daemons.push(Daemon::on(&database_url).spawn().await);
         }
         daemons
     };
@@ -34,7 +34,7 @@ pub(super) async fn kill_repeatedly(
     let mut rng = Rng::new(7);
     let cycles = cycles();
     for cycle in 0..cycles {
-        let victim = Daemon::spawn_on(&database_url, &[]).await;
+        let victim = Daemon::on(&database_url).spawn().await;
         let mut bases = vec![victim.base.clone()];
         bases.extend(stable.iter().map(|d| d.base.clone()));
         let (stop_tx, stop_rx) = watch::channel(false);

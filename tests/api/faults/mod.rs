@@ -257,7 +257,7 @@ async fn a_full_disk_fails_writes_cleanly_and_loses_nothing_acknowledged() {
     let filler = disk.path().join("filler");
     std::fs::write(&filler, vec![0u8; 512 * 1024]).unwrap();
     let url = format!("sqlite://{}", disk.path().join("fencewatch.db").display());
-    let daemon = Daemon::spawn_on(&url, &[]).await;
+    let daemon = Daemon::on(&url).spawn().await;
     let http = crate::helpers::http_client();
     let value = "v".repeat(32 * 1024);
 

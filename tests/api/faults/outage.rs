@@ -82,7 +82,10 @@ pub(super) async fn outage_under_load(outage: Outage) {
         Outage::Network | Outage::Stall | Outage::StallForGood => proxied_url(&db.url, &proxy),
         Outage::Restart(_) => db.url.clone(),
     };
-    let daemon = Daemon::spawn_on(&database_url, &["--db-timeout", "1s"]).await;
+    let daemon = Daemon::on(&database_url)
+        .args(&["--db-timeout", "1s"])
+        .spawn()
+        .await;
 
     let restored = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let (stop_tx, stop_rx) = watch::channel(false);

@@ -7,81 +7,44 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 /// The daemon as a real process, as users run it.
+///
+/// `Daemon::spawn(&db, &["--flag", "value"])` for the usual one; `Daemon::on(url)` for one on a
+/// database URL of the test's own making (through a proxy, say), logging at another level, or
+/// with its log kept for the test to read:
+///
+/// ```ignore
+/// let (daemon, log) = Daemon::on(&db.url)
+///     .args(&["--schema", "fw"])   // flags after `serve --listen … --database …`
+///     .log_level("info")           // `FENCEWATCH_LOG` (warn)
+///     .spawn_logged()              // or `spawn()`: no log kept, it goes to the test's stderr
+///     .await;
+/// ```
 pub struct Daemon {
     pub child: Child,
     pub base: String,
 }
 
+/// A `Daemon` to be, made by `Daemon::on` and started by `spawn` or `spawn_logged`.
+#[must_use = "nothing runs until `spawn` or `spawn_logged`"]
+pub struct DaemonBuilder {
+    database_url: String,
+    args: Vec<String>,
+    level: String,
+}
+
 impl Daemon {
+    /// `fencewatch serve` on `db` with these flags besides the listen address and the database.
     pub async fn spawn(db: &TestDb, extra: &[&str]) -> Daemon {
-        Self::spawn_on(&db.url, extra).await
+        Self::on(&db.url).args(extra).spawn().await
     }
 
-    /// A daemon on a database URL of the test's own making (through a proxy, say).
-    pub async fn spawn_on(database_url: &str, extra: &[&str]) -> Daemon {
-        Self::start(database_url, extra, Stdio::inherit()).await
-    }
-
-    /// Like `spawn`, with what the daemon logs (warnings and errors) kept for the test to read.
-    pub async fn spawn_logged(db: &TestDb, extra: &[&str]) -> (Daemon, DaemonLog) {
-        Self::spawn_logged_on(&db.url, extra, "warn").await
-    }
-
-    /// Like `spawn_logged`, on a database URL of the test's own, logging at `level`.
-    pub async fn spawn_logged_on(
-        database_url: &str,
-        extra: &[&str],
-        level: &str,
-    ) -> (Daemon, DaemonLog) {
-        let mut daemon = Self::start_at(database_url, extra, Stdio::piped(), level).await;
-        let log = DaemonLog::default();
-        let stderr = daemon.child.stderr.take().expect("stderr");
-        let kept = log.clone();
-        tokio::spawn(async move {
-            let mut lines = BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                eprintln!("{line}");
-                kept.0.lock().expect("log").push(line);
-            }
-        });
-        (daemon, log)
-    }
-
-    async fn start(database_url: &str, extra: &[&str], stderr: Stdio) -> Daemon {
-        Self::start_at(database_url, extra, stderr, "warn").await
-    }
-
-    async fn start_at(database_url: &str, extra: &[&str], stderr: Stdio, level: &str) -> Daemon {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_fencewatch"))
-            .args([
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
-                "--database",
-                database_url,
-                "--db-max-connections",
-                "8",
-            ])
-            .args(extra)
-            .env("FENCEWATCH_LOG", level)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(stderr)
-            .kill_on_drop(true)
-            .spawn()
-            .expect("start fencewatch serve");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut lines = BufReader::new(stdout).lines();
-        let first = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
-            .await
-            .expect("the daemon announces its address within 30 s")
-            .expect("read stdout")
-            .expect("a first line");
-        let base = first
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
-            .to_owned();
-        Daemon { child, base }
+    /// A daemon on `database_url`, with what the builder sets; see `Daemon`.
+    pub fn on(database_url: &str) -> DaemonBuilder {
+        DaemonBuilder {
+            database_url: database_url.to_owned(),
+            args: Vec::new(),
+            level: "warn".to_owned(),
+        }
     }
 
     pub fn signal(&self, name: &str) {
@@ -108,7 +71,75 @@ impl Daemon {
     }
 }
 
-/// What a daemon started by `Daemon::spawn_logged` has logged so far, a line each.
+impl DaemonBuilder {
+    /// Flags besides the listen address and the database (`--db-max-connections 8`).
+    pub fn args(mut self, extra: &[&str]) -> Self {
+        self.args.extend(extra.iter().map(|arg| (*arg).to_owned()));
+        self
+    }
+
+    /// What the daemon logs (`FENCEWATCH_LOG`): `warn` unless set.
+    pub fn log_level(mut self, level: &str) -> Self {
+        self.level = level.to_owned();
+        self
+    }
+
+    /// Starts it, its log going straight to the test's stderr, and waits for its address.
+    pub async fn spawn(self) -> Daemon {
+        self.start(Stdio::inherit()).await
+    }
+
+    /// Starts it like `spawn`, with what it logs also kept for the test to read.
+    pub async fn spawn_logged(self) -> (Daemon, DaemonLog) {
+        let mut daemon = self.start(Stdio::piped()).await;
+        let log = DaemonLog::default();
+        let stderr = daemon.child.stderr.take().expect("stderr");
+        let kept = log.clone();
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                eprintln!("{line}");
+                kept.0.lock().expect("log").push(line);
+            }
+        });
+        (daemon, log)
+    }
+
+    async fn start(self, stderr: Stdio) -> Daemon {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_fencewatch"))
+            .args([
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--database",
+                &self.database_url,
+                "--db-max-connections",
+                "8",
+            ])
+            .args(&self.args)
+            .env("FENCEWATCH_LOG", &self.level)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start fencewatch serve");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let first = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+            .await
+            .expect("the daemon announces its address within 30 s")
+            .expect("read stdout")
+            .expect("a first line");
+        let base = first
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
+            .to_owned();
+        Daemon { child, base }
+    }
+}
+
+/// What a daemon started by `DaemonBuilder::spawn_logged` has logged so far, a line each.
 #[derive(Clone, Default)]
 pub struct DaemonLog(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
 
