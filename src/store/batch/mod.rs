@@ -217,7 +217,7 @@ impl Store {
             entries: &decided.entries,
             links: &links,
             unwritten: &unwritten,
-            sightings: &decided.sightings,
+            stale_writes: &decided.stale_writes,
         };
         let (ids, ticket) = match dialect.apply(conn, audit, &plan, closing).await? {
             Application::Applied { ids, ticket } => (ids, ticket),

@@ -27,7 +27,7 @@ pub(super) struct Plan<'a> {
     /// Each entry's place in its resource's chain.
     pub links: &'a [Link],
     pub unwritten: &'a UnwrittenMoves,
-    pub sightings: &'a [Sighting],
+    pub stale_writes: &'a [StaleWrite],
 }
 
 /// What one resource of the batch becomes when it commits.
@@ -50,8 +50,10 @@ pub(super) struct Accepted<'a> {
     pub at: DateTime<Utc>,
 }
 
-/// An overlap a stale or superseded write shows, recorded once the batch is applied.
-pub(super) struct Sighting {
+/// A write refused as stale or superseded: one moment of an overlap, merged with the batch's
+/// others into the overlap's row (`rows::merge_stale_writes`) once the batch is applied. Not a
+/// `domain::fence_overlaps::OverlapSighting`, which is a run of such moments already merged.
+pub(super) struct StaleWrite {
     pub resource: String,
     pub stale_token: i64,
     pub superseding_token: i64,
@@ -96,7 +98,7 @@ pub(super) struct Decided<'a> {
     working: HashMap<&'a str, Working>,
     pub decisions: Vec<Decision>,
     pub entries: Vec<AuditEntry>,
-    pub sightings: Vec<Sighting>,
+    pub stale_writes: Vec<StaleWrite>,
     anomalies: Vec<Option<Anomaly>>,
 }
 
@@ -140,7 +142,7 @@ pub(super) fn decide_in_order<'a>(
         .collect();
     let mut decisions = Vec::with_capacity(writes.len());
     let mut entries = Vec::with_capacity(writes.len());
-    let mut sightings = Vec::new();
+    let mut stale_writes = Vec::new();
     let mut anomalies = Vec::with_capacity(writes.len());
     for (index, write) in writes.iter().enumerate() {
         let resource = working
@@ -193,7 +195,7 @@ pub(super) fn decide_in_order<'a>(
         }
         let after = resource.state;
         if matches!(decision, Decision::Stale | Decision::Superseded) {
-            sightings.push(sighting(
+            stale_writes.push(stale_write(
                 write,
                 &decision,
                 after,
@@ -212,7 +214,7 @@ pub(super) fn decide_in_order<'a>(
         working,
         decisions,
         entries,
-        sightings,
+        stale_writes,
         anomalies,
     })
 }
@@ -343,14 +345,14 @@ fn lease_observation(
     })
 }
 
-fn sighting(
+fn stale_write(
     write: &FencedWrite,
     decision: &Decision,
     state: ResourceState,
     resource_owner: Option<String>,
     lease: Option<&LeaseObservation>,
     at: DateTime<Utc>,
-) -> Sighting {
+) -> StaleWrite {
     // A superseded write may not have met its successor here yet: the lease knows it.
     let issued = lease.map(|observed| observed.check.issued).unwrap_or(0);
     let (superseding_token, superseding_owner) =
@@ -359,7 +361,7 @@ fn sighting(
         } else {
             (state.highest_token, resource_owner)
         };
-    Sighting {
+    StaleWrite {
         resource: write.key.as_str().to_owned(),
         stale_token: write.token.get(),
         superseding_token,

@@ -163,7 +163,7 @@ impl Store {
             entries: &decided.entries,
             links: &links,
             unwritten: &unwritten,
-            sightings: &decided.sightings,
+            stale_writes: &decided.stale_writes,
         };
         // Known before the statement is sent, not after it commits: a batch formed meanwhile is
         // decided on this one's outcome, and its statement, waiting on this one's row locks,

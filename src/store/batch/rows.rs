@@ -6,7 +6,7 @@
 //! (`pg_columns`). Either way a step is one parameter set whatever the batch's size: one
 //! statement text, so it stays prepared, and one statement per step, so one round trip.
 
-use super::plan::{Accepted, Plan, Sighting};
+use super::plan::{Accepted, Plan, StaleWrite};
 use super::shared::{recorded_operation, status_of, Link, ObservedResource};
 use crate::domain::{Applied, AuditEntry, Decision, RecordedOperation};
 use crate::store::error::corrupt;
@@ -22,7 +22,7 @@ pub(super) struct Encoded<'p> {
     pub head_starts: Vec<ChainHeadRow<'p>>,
     pub audit: Vec<AuditRow<'p>>,
     pub operations: Vec<OperationRow<'p>>,
-    /// One per overlap (`merge_sightings`).
+    /// One per overlap (`merge_stale_writes`).
     pub sightings: Vec<OverlapRow<'p>>,
 }
 
@@ -215,7 +215,7 @@ pub(super) struct OperationRow<'a> {
     pub recorded_at_us: i64,
 }
 
-/// A row of `ownership_overlaps` as a batch's sightings of it merged (`merge_sightings`).
+/// A row of `ownership_overlaps` as a batch's stale writes of it merged (`merge_stale_writes`).
 #[derive(Serialize, Debug, PartialEq, Eq, Clone)]
 pub(super) struct OverlapRow<'a> {
     pub resource: &'a str,
@@ -335,12 +335,12 @@ pub(super) fn encode<'p>(plan: &Plan<'p>, ids: &[i64]) -> Encoded<'p> {
         head_starts,
         audit,
         operations,
-        sightings: merge_sightings(plan.sightings),
+        sightings: merge_stale_writes(plan.stale_writes),
     }
 }
 
 /// How a merged sighting row (`excluded`) joins the overlap already open (`o`), the same on
-/// both backends: the rules of `merge_sightings`, applied across batches. A macro so that
+/// both backends: the rules of `merge_stale_writes`, applied across batches. A macro so that
 /// statements can include it in their constant text.
 macro_rules! join_open_overlap {
     () => {
@@ -357,23 +357,23 @@ macro_rules! join_open_overlap {
 }
 pub(crate) use join_open_overlap;
 
-/// One row per overlap, as if its sightings had been recorded one after another: the highest
+/// One row per overlap, as if its stale writes had been recorded one after another: the highest
 /// superseding generation (with its owner, the first to show it), the last stale owner named,
 /// the first and last time seen, and how many writes it refused. A statement may not upsert one
 /// row twice on PostgreSQL.
-pub(super) fn merge_sightings(sightings: &[Sighting]) -> Vec<OverlapRow<'_>> {
+pub(super) fn merge_stale_writes(stale_writes: &[StaleWrite]) -> Vec<OverlapRow<'_>> {
     let mut order: Vec<(&str, i64)> = Vec::new();
     let mut merged: HashMap<(&str, i64), OverlapRow<'_>> = HashMap::new();
-    for sighting in sightings {
-        let key = (sighting.resource.as_str(), sighting.stale_token);
+    for stale in stale_writes {
+        let key = (stale.resource.as_str(), stale.stale_token);
         match merged.get_mut(&key) {
             Some(overlap) => {
-                if sighting.superseding_token > overlap.superseding_token {
-                    overlap.superseding_token = sighting.superseding_token;
-                    overlap.superseding_owner = sighting.superseding_owner.as_deref();
+                if stale.superseding_token > overlap.superseding_token {
+                    overlap.superseding_token = stale.superseding_token;
+                    overlap.superseding_owner = stale.superseding_owner.as_deref();
                 }
-                overlap.stale_owner = sighting.stale_owner.as_deref().or(overlap.stale_owner);
-                overlap.last_seen_us = sighting.at_us;
+                overlap.stale_owner = stale.stale_owner.as_deref().or(overlap.stale_owner);
+                overlap.last_seen_us = stale.at_us;
                 overlap.rejected_writes += 1;
             }
             None => {
@@ -381,13 +381,13 @@ pub(super) fn merge_sightings(sightings: &[Sighting]) -> Vec<OverlapRow<'_>> {
                 merged.insert(
                     key,
                     OverlapRow {
-                        resource: &sighting.resource,
-                        stale_token: sighting.stale_token,
-                        superseding_token: sighting.superseding_token,
-                        stale_owner: sighting.stale_owner.as_deref(),
-                        superseding_owner: sighting.superseding_owner.as_deref(),
-                        first_seen_us: sighting.at_us,
-                        last_seen_us: sighting.at_us,
+                        resource: &stale.resource,
+                        stale_token: stale.stale_token,
+                        superseding_token: stale.superseding_token,
+                        stale_owner: stale.stale_owner.as_deref(),
+                        superseding_owner: stale.superseding_owner.as_deref(),
+                        first_seen_us: stale.at_us,
+                        last_seen_us: stale.at_us,
                         rejected_writes: 1,
                     },
                 );

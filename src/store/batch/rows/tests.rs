@@ -8,8 +8,8 @@ fn seen(
     owner: Option<&str>,
     stale_owner: Option<&str>,
     at: i64,
-) -> Sighting {
-    Sighting {
+) -> StaleWrite {
+    StaleWrite {
         resource: "r".into(),
         stale_token: stale,
         superseding_token: superseding,
@@ -20,14 +20,14 @@ fn seen(
 }
 
 #[test]
-fn sightings_of_one_overlap_merge_as_if_recorded_in_turn() {
-    let sightings = [
+fn stale_writes_of_one_overlap_merge_as_if_recorded_in_turn() {
+    let stale_writes = [
         seen(3, 5, Some("b"), Some("a"), 10),
         seen(4, 5, Some("b"), None, 11),
         seen(3, 7, Some("c"), None, 12),
         seen(3, 7, Some("d"), Some("a2"), 13),
     ];
-    let merged = merge_sightings(&sightings);
+    let merged = merge_stale_writes(&stale_writes);
     let row = |stale, superseding, stale_owner, owner, first, last, count| OverlapRow {
         resource: "r",
         stale_token: stale,
