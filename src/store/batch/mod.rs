@@ -35,7 +35,6 @@ mod sqlite_run;
 
 use crate::domain::clock::Clock;
 use crate::domain::{FencedWrite, LeasePolicy, WriteResult};
-use crate::store::chain_heads::StartingHeads;
 use crate::store::leases::{lease_record, LEASE_COLUMNS};
 use crate::store::lock_records;
 use crate::store::native::{on_db, Conn, Native};
@@ -44,7 +43,7 @@ use crate::store::wal_sync::{CommitTicket, Durability, WalSync};
 use crate::store::{Store, StoreError};
 use dialect::{Application, Closing, Dialect, Opening};
 pub(crate) use known::KnownResources;
-use plan::Plan;
+use plan::chained::Chained;
 pub(crate) use sessions::BatchSessions;
 use shared::{padded, placeholders, Observed, ObservedLeases};
 use std::collections::{BTreeSet, HashMap};
@@ -202,30 +201,15 @@ impl Store {
             hook().await;
         }
 
-        let StartingHeads {
-            mut heads,
-            unwritten: unwritten_seen,
-        } = StartingHeads::new(&keys, &observed, unwritten_heads)?;
-        // From here on, the heads after the batch.
-        let links = plan::link(&mut heads, &decided.entries)?;
-        let changes = decided.changes(&observed, &heads)?;
-        let unwritten = plan::unwritten_moves(&unwritten_seen, &changes);
-        let plan = Plan {
-            writes,
-            decisions: &decided.decisions,
-            changes: &changes,
-            entries: &decided.entries,
-            links: &links,
-            unwritten: &unwritten,
-            stale_writes: &decided.stale_writes,
-        };
+        let chained = Chained::new(&decided, &keys, &observed, unwritten_heads)?;
+        let plan = chained.plan(&decided, &observed)?;
         let (ids, ticket) = match dialect.apply(conn, audit, &plan, closing).await? {
             Application::Applied { ids, ticket } => (ids, ticket),
             Application::Changed { drawn_ids } => return Ok(Segment::Changed { drawn_ids }),
         };
         if D::KNOWS_STATE {
             // Before the commit: should it fail, the batch forgets them again.
-            self.known.remember(&changes);
+            self.known.remember(&plan.changes);
         }
         Ok(Segment::Applied {
             results: decided.into_results(ids),

@@ -3,6 +3,8 @@
 //! stale writes show, each audit row linked onto its resource's chain, and what every resource
 //! becomes. The dialects (`sqlite`, `postgres`) apply it.
 
+pub(super) mod chained;
+
 use super::shared::{ChainHeads, Link, ObservedLeases, ObservedResource};
 use crate::domain::authority::Anomaly;
 use crate::domain::clock::Clock;
@@ -11,22 +13,22 @@ use crate::domain::{
     chain, decide, AuditEntry, Decision, FencedWrite, LeaseCheck, LeasePolicy, RecordedOperation,
     ResourceState, Revision, WriteIntent, WriteResult,
 };
-use crate::store::chain_heads::{UnwrittenMoves, UnwrittenSeen};
+use crate::store::chain_heads::UnwrittenMoves;
 use crate::store::error::corrupt;
 use crate::store::StoreError;
 use chrono::{DateTime, SubsecRound, Utc};
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-/// What a batch decided, ready to be applied.
+/// What a batch decided, ready to be applied; built by `Chained::plan`.
 pub(super) struct Plan<'a> {
     pub writes: &'a [FencedWrite],
     pub decisions: &'a [Decision],
     /// Every resource the batch names, in key order.
-    pub changes: &'a [Change<'a>],
+    pub changes: Vec<Change<'a>>,
     pub entries: &'a [AuditEntry],
     /// Each entry's place in its resource's chain.
     pub links: &'a [Link],
-    pub unwritten: &'a UnwrittenMoves,
+    pub unwritten: UnwrittenMoves,
     pub stale_writes: &'a [StaleWrite],
 }
 
@@ -222,7 +224,7 @@ pub(super) fn decide_in_order<'a>(
 impl Decided<'_> {
     /// What each resource becomes when the segment commits, in key order: the order PostgreSQL
     /// locks them in, the same in every batch. `heads` are the chains' heads after the segment.
-    pub fn changes<'b>(
+    fn changes<'b>(
         &'b self,
         observed: &'b HashMap<String, ObservedResource>,
         heads: &'b ChainHeads,
@@ -271,17 +273,6 @@ impl Decided<'_> {
             })
             .collect()
     }
-}
-
-/// How the segment moves the `chain_heads` rows of its resources that have no row of their own.
-pub(super) fn unwritten_moves(seen: &UnwrittenSeen, changes: &[Change<'_>]) -> UnwrittenMoves {
-    UnwrittenMoves::new(
-        seen,
-        changes
-            .iter()
-            .filter(|change| change.observed.is_none())
-            .map(|change| (change.key, change.accepted.is_some(), change.head)),
-    )
 }
 
 /// What the authority knows of the lease a write names.

@@ -8,10 +8,9 @@ use super::postgres::{self, DecidedOn, Postgres};
 use super::shared::ObservedLeases;
 use super::{plan, Attempt, Segment, MAX_OBSERVATIONS};
 use crate::domain::{FencedWrite, LeasePolicy};
-use crate::store::chain_heads::StartingHeads;
 use crate::store::tx::begin_audited_on;
 use crate::store::{Store, StoreError};
-use plan::Plan;
+use plan::chained::Chained;
 use sqlx::PgConnection;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -149,26 +148,12 @@ impl Store {
         if let Some(hook) = &self.observe_hook {
             hook().await;
         }
-        let StartingHeads {
-            mut heads,
-            unwritten: unwritten_seen,
-        } = StartingHeads::new(&keys, &known, Vec::new())?;
-        let links = plan::link(&mut heads, &decided.entries)?;
-        let changes = decided.changes(&known, &heads)?;
-        let unwritten = plan::unwritten_moves(&unwritten_seen, &changes);
-        let plan = Plan {
-            writes,
-            decisions: &decided.decisions,
-            changes: &changes,
-            entries: &decided.entries,
-            links: &links,
-            unwritten: &unwritten,
-            stale_writes: &decided.stale_writes,
-        };
+        let chained = Chained::new(&decided, &keys, &known, Vec::new())?;
+        let plan = chained.plan(&decided, &known)?;
         // Known before the statement is sent, not after it commits: a batch formed meanwhile is
         // decided on this one's outcome, and its statement, waiting on this one's row locks,
         // finds exactly that once this one commits (or nothing as it knew, should this fail).
-        self.known.remember(&changes);
+        self.known.remember(&plan.changes);
         let applied = postgres::apply(conn, &plan, DecidedOn::Known { writes }).await;
         match applied {
             Ok(Application::Applied { ids, .. }) => {

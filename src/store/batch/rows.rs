@@ -228,12 +228,12 @@ pub(super) struct OverlapRow<'a> {
     pub rejected_writes: i64,
 }
 
-pub(super) fn encode<'p>(plan: &Plan<'p>, ids: &[i64]) -> Encoded<'p> {
+pub(super) fn encode<'p>(plan: &'p Plan<'_>, ids: &[i64]) -> Encoded<'p> {
     // Rows that serialize themselves, not `json!` trees: encoding runs on the group-commit
     // thread, the one serial stage of the write path, and building a tree cloned every string
     // of the batch.
     let (mut updates, mut inserts) = (Vec::new(), Vec::new());
-    for change in plan.changes {
+    for change in &plan.changes {
         let (chain_seq, chain_hash) = (change.head.0, change.head.1.as_str());
         match (change.observed, change.accepted.as_ref()) {
             (Some(observed), accepted) => {
