@@ -122,7 +122,7 @@ const POSTGRES_RECORD_TRANSITIONS: &str = "INSERT INTO alert_transitions (at_us,
 impl Store {
     pub async fn alert_states(&self) -> Result<Vec<StoredAlert>, StoreError> {
         let sql = format!("SELECT {COLUMNS} FROM alert_states ORDER BY rule, source, instance");
-        on_db!(&self.reader, pool => sqlx::query(&sql).fetch_all(pool).await?.iter().map(stored_alert).collect())
+        on_db!(self.reader(), pool => sqlx::query(&sql).fetch_all(pool).await?.iter().map(stored_alert).collect())
     }
 
     pub async fn alerts_changed_since(
@@ -132,7 +132,7 @@ impl Store {
         let sql = format!(
             "SELECT {COLUMNS} FROM alert_states WHERE updated_at_us >= $1 ORDER BY updated_at_us"
         );
-        on_db!(&self.reader, pool => sqlx::query(&sql)
+        on_db!(self.reader(), pool => sqlx::query(&sql)
             .bind(since_us).fetch_all(pool).await?.iter().map(stored_alert).collect())
     }
 
@@ -183,11 +183,11 @@ impl Store {
                 fence_token: token,
             })
             .collect();
-        let (put_states, record_transitions) = match &self.writer {
+        let (put_states, record_transitions) = match self.writer() {
             Native::Sqlite(_) => (SQLITE_PUT_STATES, SQLITE_RECORD_TRANSITIONS),
             Native::Postgres(_) => (POSTGRES_PUT_STATES, POSTGRES_RECORD_TRANSITIONS),
         };
-        let mut tx = self.writer.begin().await?;
+        let mut tx = self.writer().begin().await?;
         let written = on_db!(tx.conn(), conn => sqlx::query(put_states)
             .bind(to_json(&states)?).execute(conn).await?.rows_affected());
         if written != u64::try_from(states.len()).unwrap_or(u64::MAX) {
@@ -224,7 +224,7 @@ impl Store {
              SELECT source, resource, CAST(SUM(n) AS BIGINT) AS n FROM watched_counts \
                WHERE second_us >= $1 AND outcome IN ({named}) GROUP BY source, resource"
         );
-        let rows: Vec<(String, String, i64)> = on_db!(&self.reader, pool => {
+        let rows: Vec<(String, String, i64)> = on_db!(self.reader(), pool => {
             let mut query = sqlx::query_as(&sql).bind(since_us);
             for outcome in outcomes {
                 query = query.bind(outcome.as_str());

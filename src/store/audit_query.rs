@@ -91,7 +91,7 @@ impl Store {
         let (clause, args) = filter.clause();
         let sql =
             format!("SELECT {AUDIT_COLUMNS}, seq, prev_hash, hash FROM audit{clause} ORDER BY id");
-        on_db!(&self.reader, pool => {
+        on_db!(self.reader(), pool => {
             let mut query = sqlx::query(&sql);
             for arg in args {
                 query = match arg {
@@ -137,7 +137,7 @@ impl Store {
 
     /// Every lease name that has events.
     pub async fn lease_names(&self) -> Result<Vec<String>, StoreError> {
-        Ok(on_db!(&self.reader, pool => {
+        Ok(on_db!(self.reader(), pool => {
             sqlx::query_scalar("SELECT DISTINCT lease FROM lease_events ORDER BY lease")
                 .fetch_all(pool)
                 .await?

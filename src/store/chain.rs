@@ -57,13 +57,13 @@ impl Store {
     /// PostgreSQL, one read transaction on SQLite): read one after the other, a prune or a
     /// write committed in between made an honest audit look broken.
     pub async fn verify_audit(&self) -> Result<VerifyReport, StoreError> {
-        let mut tx = match &self.reader {
+        let mut tx = match self.reader() {
             Native::Postgres(_) => {
-                self.reader
+                self.reader()
                     .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
                     .await?
             }
-            Native::Sqlite(_) => self.reader.begin().await?,
+            Native::Sqlite(_) => self.reader().begin().await?,
         };
         // A written resource's head is in its row, any other's in `chain_heads` (rows marked
         // moved left out).
@@ -191,7 +191,7 @@ impl Store {
     /// with the last deleted row's position and hash so that what remains still verifies.
     pub async fn prune_audit(&self, before_us: i64) -> Result<PruneReport, StoreError> {
         // Only candidates: where each chain is cut is decided under the prune lock.
-        let targets: Vec<String> = on_db!(&self.reader, pool => sqlx::query_scalar(
+        let targets: Vec<String> = on_db!(self.reader(), pool => sqlx::query_scalar(
             "SELECT DISTINCT resource FROM audit WHERE at_us < $1 AND seq IS NOT NULL",
         )
         .bind(before_us).fetch_all(pool).await?);
@@ -215,7 +215,7 @@ impl Store {
     /// then called the audit tampered. The checkpoint also only ever moves forward.
     async fn prune_chain(&self, resource: &str, before_us: i64) -> Result<u64, StoreError> {
         let now = self.clock.now_us();
-        let mut tx = self.writer.begin().await?;
+        let mut tx = self.writer().begin().await?;
         on_db!(tx.conn(), conn => sqlx::query(
             "INSERT INTO audit_prune_lock (id, taken_at_us) VALUES (1, $1) \
              ON CONFLICT (id) DO UPDATE SET taken_at_us = excluded.taken_at_us",
@@ -267,7 +267,7 @@ impl Store {
         before_us: i64,
         report: &mut PruneReport,
     ) -> Result<(), StoreError> {
-        let mut tx = self.writer.begin().await?;
+        let mut tx = self.writer().begin().await?;
         let mut delete = async |sql: &str| -> Result<u64, StoreError> {
             Ok(on_db!(tx.conn(), conn => {
                 sqlx::query(sql).bind(before_us).execute(conn).await?.rows_affected()

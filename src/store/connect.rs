@@ -1,6 +1,7 @@
+use super::batch::sessions::BatchSessions;
 use super::batch::sqlite::CREATE_BATCH_CHECK;
-use super::batch::BatchSessions;
 use super::db_url::driver_url;
+use super::engine::{Engine, PostgresEngine, SqliteEngine};
 use super::native::{on_db, Native, Pool};
 use super::wal_sync::WalSync;
 use super::{PgSchema, Store, StoreError};
@@ -108,23 +109,28 @@ const SQLITE_READERS: u32 = 4;
 
 impl Store {
     /// Opens `sqlite://PATH` (created with its schema if missing) or `postgres://…`, and brings
-    /// the schema up to date.
+    /// the schema up to date. The URL chooses the store's engine, here and only here.
     pub async fn open(url: &str, options: &StoreOptions) -> Result<Store, StoreError> {
-        if let Some(path) = sqlite_path(url) {
+        let engine = if let Some(path) = sqlite_path(url) {
             if let Some(schema) = &options.schema {
                 return Err(StoreError::Open(format!(
                     "--schema {schema} is for PostgreSQL; a SQLite file holds one daemon's tables"
                 )));
             }
-            open_sqlite(path, options).await
+            Engine::Sqlite(open_sqlite(path, options).await?)
         } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            open_postgres(url, options).await
+            Engine::Postgres(open_postgres(url, options).await?)
         } else {
-            Err(StoreError::Open(format!(
+            return Err(StoreError::Open(format!(
                 "unsupported database URL {:?}: use sqlite://PATH or postgres://…",
                 redact_url(url)
-            )))
-        }
+            )));
+        };
+        Ok(Store {
+            engine,
+            observe_hook: None,
+            clock: options.clock.clone(),
+        })
     }
 }
 
@@ -139,7 +145,10 @@ fn sqlite_path(url: &str) -> Option<&str> {
         .or_else(|| url.strip_prefix("sqlite:"))
 }
 
-async fn open_sqlite(path_and_query: &str, options: &StoreOptions) -> Result<Store, StoreError> {
+async fn open_sqlite(
+    path_and_query: &str,
+    options: &StoreOptions,
+) -> Result<SqliteEngine, StoreError> {
     let (path, query) = match path_and_query.split_once('?') {
         Some((path, query)) => (path, Some(query)),
         None => (path_and_query, None),
@@ -181,17 +190,16 @@ async fn open_sqlite(path_and_query: &str, options: &StoreOptions) -> Result<Sto
             .connect(&format!("sqlite://{path}?mode=ro{extra}"))
             .await
             .map_err(|e| StoreError::Open(format!("cannot open the SQLite file {path}: {e}")))?;
-        let reader = Native::Sqlite(reader);
-        require_current_schema(&reader, &sqlx::migrate!("migrations/sqlite")).await?;
-        return Ok(Store {
+        require_current_schema(
+            Native::Sqlite(&reader),
+            &sqlx::migrate!("migrations/sqlite"),
+        )
+        .await?;
+        return Ok(SqliteEngine {
             writer: reader.clone(),
-            batch_sessions: None,
-            known: Default::default(),
-            reader,
+            readers: reader,
             wal: None,
             writer_clean: Arc::new(AtomicBool::new(false)),
-            observe_hook: None,
-            clock: options.clock.clone(),
         });
     }
     let writer_mode = match options.mode {
@@ -223,21 +231,17 @@ async fn open_sqlite(path_and_query: &str, options: &StoreOptions) -> Result<Sto
     let migrator = sqlx::migrate!("migrations/sqlite");
     match options.mode {
         OpenMode::CreateAndMigrate => migrator.run(&writer).await?,
-        _ => require_current_schema(&Native::Sqlite(writer.clone()), &migrator).await?,
+        _ => require_current_schema(Native::Sqlite(&writer), &migrator).await?,
     }
     let reader = reader
         .connect(&format!("sqlite://{path}?mode=ro{extra}"))
         .await
         .map_err(|e| StoreError::Open(format!("cannot open the SQLite file {path}: {e}")))?;
-    Ok(Store {
-        batch_sessions: None,
-        known: Default::default(),
-        writer: Native::Sqlite(writer),
-        reader: Native::Sqlite(reader),
+    Ok(SqliteEngine {
+        writer,
+        readers: reader,
         wal: Some(Arc::new(WalSync::new(path))),
         writer_clean,
-        observe_hook: None,
-        clock: options.clock.clone(),
     })
 }
 
@@ -271,7 +275,10 @@ async fn outside_transaction(conn: &mut SqliteConnection) -> bool {
 const BATCH_SESSION: &str = "SET enable_seqscan = off; SET enable_hashjoin = off; \
     SET enable_mergejoin = off; SET plan_cache_mode = force_generic_plan";
 
-async fn open_postgres(shown_url: &str, options: &StoreOptions) -> Result<Store, StoreError> {
+async fn open_postgres(
+    shown_url: &str,
+    options: &StoreOptions,
+) -> Result<PostgresEngine, StoreError> {
     // The driver logs a parameter it does not read with its value, which may be a password
     // (`sslpassword`): those are dropped here, named without their values.
     let driver = driver_url(shown_url);
@@ -307,18 +314,12 @@ async fn open_postgres(shown_url: &str, options: &StoreOptions) -> Result<Store,
     match options.mode {
         // The migrator holds an advisory lock, so daemons starting together migrate once.
         OpenMode::CreateAndMigrate => migrator.run(&pool).await?,
-        _ => require_current_schema(&Native::Postgres(pool.clone()), &migrator).await?,
+        _ => require_current_schema(Native::Postgres(&pool), &migrator).await?,
     }
-    let pool = Native::Postgres(pool);
-    Ok(Store {
-        writer: pool.clone(),
+    Ok(PostgresEngine {
+        pool,
         batch_sessions,
         known: Default::default(),
-        reader: pool,
-        wal: None,
-        writer_clean: Arc::new(AtomicBool::new(false)),
-        observe_hook: None,
-        clock: options.clock.clone(),
     })
 }
 
@@ -367,7 +368,7 @@ fn postgres_pool(options: &StoreOptions, session: Option<&'static str>) -> PgPoo
 /// Refuses a database that is not fencewatch's, or whose schema is older or newer than this
 /// build's: a tool that may not migrate must not misread it either.
 async fn require_current_schema(
-    pool: &Pool,
+    pool: Pool<'_>,
     migrator: &sqlx::migrate::Migrator,
 ) -> Result<(), StoreError> {
     let expected = migrator.iter().map(|m| m.version).max().unwrap_or_default();

@@ -21,7 +21,7 @@ impl Store {
         let sql = format!(
             "SELECT {AUDIT_COLUMNS} FROM audit WHERE resource = $1 AND token = $2 ORDER BY id"
         );
-        on_db!(&self.reader, pool => sqlx::query(&sql)
+        on_db!(self.reader(), pool => sqlx::query(&sql)
             .bind(resource)
             .bind(token).fetch_all(pool).await?.iter().map(audit_entry).collect())
     }
@@ -36,7 +36,7 @@ impl Store {
             "SELECT {AUDIT_COLUMNS} FROM audit WHERE resource = $1 AND token = $2 \
              AND outcome = 'accepted' ORDER BY id LIMIT 1"
         );
-        on_db!(&self.reader, pool => sqlx::query(&sql)
+        on_db!(self.reader(), pool => sqlx::query(&sql)
             .bind(resource)
             .bind(token).fetch_optional(pool).await?.as_ref().map(audit_entry).transpose())
     }
@@ -52,7 +52,7 @@ impl Store {
             "SELECT {AUDIT_COLUMNS} FROM audit WHERE resource = $1 AND at_us < $2 \
              AND outcome = 'accepted' ORDER BY id DESC LIMIT 1"
         );
-        on_db!(&self.reader, pool => sqlx::query(&sql)
+        on_db!(self.reader(), pool => sqlx::query(&sql)
             .bind(resource)
             .bind(before_us).fetch_optional(pool).await?.as_ref().map(audit_entry).transpose())
     }
@@ -70,7 +70,7 @@ impl Store {
         };
         match ExternalLock::from_lease(&name) {
             Some(Ok(lock)) => {
-                on_db!(&self.reader, pool => sqlx::query(
+                on_db!(self.reader(), pool => sqlx::query(
                     "SELECT id, lock, generation, holder_key, first_seen_us, last_seen_us \
                      FROM authority_holders WHERE lock = $1 AND generation >= $2 \
                      AND generation <= $3 ORDER BY id",
@@ -82,7 +82,7 @@ impl Store {
             }
             Some(Err(_)) => Ok(Vec::new()),
             None => {
-                on_db!(&self.reader, pool => sqlx::query(
+                on_db!(self.reader(), pool => sqlx::query(
                     "SELECT id, at_us, lease, event, holder, token, expires_at_us \
                      FROM lease_events WHERE lease = $1 AND token >= $2 AND token <= $3 \
                      ORDER BY id",

@@ -80,7 +80,7 @@ impl Store {
         ttl: Ttl,
     ) -> Result<AcquireResult, StoreError> {
         retrying(|| async move {
-            let mut tx = self.writer.begin().await?;
+            let mut tx = self.writer().begin().await?;
             for _ in 0..MAX_DECISIONS {
                 let now = clock_us(tx.conn(), &*self.clock).await?;
                 let current = read_lease(tx.conn(), name, "").await?;
@@ -160,7 +160,7 @@ impl Store {
         ttl: Option<Ttl>,
     ) -> Result<RenewResult, StoreError> {
         retrying(|| async move {
-            let mut tx = self.writer.begin().await?;
+            let mut tx = self.writer().begin().await?;
             for _ in 0..MAX_DECISIONS {
                 let now = clock_us(tx.conn(), &*self.clock).await?;
                 let current = read_lease(tx.conn(), name, "").await?;
@@ -208,7 +208,7 @@ impl Store {
         token: FencingToken,
     ) -> Result<ReleaseResult, StoreError> {
         retrying(|| async move {
-            let mut tx = self.writer.begin().await?;
+            let mut tx = self.writer().begin().await?;
             for _ in 0..MAX_DECISIONS {
                 let now = clock_us(tx.conn(), &*self.clock).await?;
                 let current = read_lease(tx.conn(), name, "").await?;
@@ -250,7 +250,7 @@ impl Store {
 
     /// The lease as it stands, with the authority's clock.
     pub async fn lease(&self, name: &LeaseName) -> Result<Option<LeaseState>, StoreError> {
-        let mut tx = self.reader.begin().await?;
+        let mut tx = self.reader().begin().await?;
         let now = clock_us(tx.conn(), &*self.clock).await?;
         let record = read_lease(tx.conn(), name, "").await?;
         tx.commit().await?;
@@ -268,7 +268,7 @@ impl Store {
         query: &LeaseHistoryQuery,
     ) -> Result<Vec<LeaseEvent>, StoreError> {
         let events = history_page(
-            &self.reader,
+            self.reader(),
             "SELECT id, at_us, lease, event, holder, token, expires_at_us FROM lease_events \
              WHERE lease = $1",
             name.as_str(),
@@ -285,7 +285,7 @@ impl Store {
         &self,
         name: &LeaseName,
     ) -> Result<Vec<StoredLeaseEvent>, StoreError> {
-        on_db!(&self.reader, pool => sqlx::query(
+        on_db!(self.reader(), pool => sqlx::query(
             "SELECT id, at_us, lease, event, holder, token, expires_at_us FROM lease_events \
              WHERE lease = $1 ORDER BY id",
         )
@@ -428,7 +428,7 @@ async fn insert_event(
 /// newest `limit` rows by id below `before` and with `time_column` at or before `until`, or
 /// with `after`, the oldest `limit` above it.
 pub(super) async fn history_page<T>(
-    reader: &Pool,
+    reader: Pool<'_>,
     select: &str,
     key: &str,
     time_column: &str,

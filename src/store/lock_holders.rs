@@ -21,7 +21,7 @@ impl Store {
     ) -> Result<Vec<LeaseEvent>, StoreError> {
         let select = format!("SELECT {COLUMNS} FROM authority_holders WHERE lock = $1");
         let events = history_page(
-            &self.reader,
+            self.reader(),
             &select,
             &lock.lease_name(),
             "first_seen_us",
@@ -47,7 +47,7 @@ impl Store {
 
     /// Whether any holder of the lock was ever recorded.
     pub async fn authority_observed(&self, lock: &ExternalLock) -> Result<bool, StoreError> {
-        let found: Option<i64> = on_db!(&self.reader, pool => sqlx::query_scalar("SELECT id FROM authority_holders WHERE lock = $1 LIMIT 1")
+        let found: Option<i64> = on_db!(self.reader(), pool => sqlx::query_scalar("SELECT id FROM authority_holders WHERE lock = $1 LIMIT 1")
                 .bind(lock.lease_name())
                 .fetch_optional(pool)
                 .await?);
@@ -60,7 +60,7 @@ impl Store {
         lock: &ExternalLock,
     ) -> Result<Vec<StoredLeaseEvent>, StoreError> {
         let sql = format!("SELECT {COLUMNS} FROM authority_holders WHERE lock = $1 ORDER BY id");
-        on_db!(&self.reader, pool => sqlx::query(&sql)
+        on_db!(self.reader(), pool => sqlx::query(&sql)
             .bind(lock.lease_name())
             .fetch_all(pool)
             .await?

@@ -19,7 +19,7 @@ pub struct RegressedLock {
 impl Store {
     /// The highest holder generation committed for `lock`; 0 when none.
     pub async fn authority_floor(&self, lock: &ExternalLock) -> Result<i64, StoreError> {
-        let highest: Option<i64> = on_db!(&self.reader, pool => sqlx::query_scalar(
+        let highest: Option<i64> = on_db!(self.reader(), pool => sqlx::query_scalar(
             "SELECT highest_holder_revision FROM authority_locks WHERE lock = $1",
         )
         .bind(lock.lease_name()).fetch_optional(pool).await?);
@@ -33,7 +33,7 @@ impl Store {
         regressed: RegressedLock,
     ) -> Result<(), StoreError> {
         let now = self.clock.now_us();
-        on_db!(&self.writer, pool => sqlx::query(
+        on_db!(self.writer(), pool => sqlx::query(
             "INSERT INTO authority_locks (lock, highest_holder_revision, holder_key, owner, \
              seen_at_us, regressed_at_us, regressed_revision) VALUES ($1, $2, '', NULL, $3, $3, $4) \
              ON CONFLICT (lock) DO UPDATE SET regressed_at_us = excluded.regressed_at_us, \
@@ -51,7 +51,7 @@ impl Store {
         &self,
         since_us: i64,
     ) -> Result<Vec<(String, i64)>, StoreError> {
-        let rows: Vec<(String, Option<i64>)> = on_db!(&self.reader, pool => sqlx::query_as(
+        let rows: Vec<(String, Option<i64>)> = on_db!(self.reader(), pool => sqlx::query_as(
             "SELECT lock, regressed_revision FROM authority_locks WHERE regressed_at_us >= $1",
         )
         .bind(since_us).fetch_all(pool).await?);

@@ -1,22 +1,23 @@
 //! The store's handles on its database in sqlx's native types: a SQLite pool, connection or
 //! transaction, or a PostgreSQL one. A statement both databases share is written once and
 //! compiled for each (`on_db!`), so each runs through its own driver with its own types; what
-//! only one database does is a `match` on the variant, in the store.
+//! only one database does is a `match` on the variant, in the store, or its engine's
+//! (`engine`), which owns the pools.
 
-use super::{Backend, StoreError};
+use super::StoreError;
 use sqlx::postgres::{PgConnection, PgPool, PgRow, Postgres};
 use sqlx::sqlite::{Sqlite, SqliteConnection, SqlitePool, SqliteRow};
 use sqlx::{Decode, Row, Transaction, Type};
 
 /// One of a pair of native handles, by database.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) enum Native<S, P> {
     Sqlite(S),
     Postgres(P),
 }
 
-/// A pool of native connections.
-pub(crate) type Pool = Native<SqlitePool, PgPool>;
+/// A pool of native connections, borrowed from the store's engine (`engine`), which owns it.
+pub(crate) type Pool<'p> = Native<&'p SqlitePool, &'p PgPool>;
 /// A connection borrowed for some statements.
 pub(crate) type Conn<'c> = Native<&'c mut SqliteConnection, &'c mut PgConnection>;
 /// A transaction on a connection from a pool.
@@ -34,18 +35,9 @@ macro_rules! on_db {
 }
 pub(crate) use on_db;
 
-impl<S, P> Native<S, P> {
-    pub(crate) fn backend(&self) -> Backend {
-        match self {
-            Native::Sqlite(_) => Backend::Sqlite,
-            Native::Postgres(_) => Backend::Postgres,
-        }
-    }
-}
-
-impl Pool {
+impl Pool<'_> {
     /// Begins a transaction on a connection of the pool.
-    pub(crate) async fn begin(&self) -> Result<Tx<'static>, sqlx::Error> {
+    pub(crate) async fn begin(self) -> Result<Tx<'static>, sqlx::Error> {
         Ok(match self {
             Native::Sqlite(pool) => Native::Sqlite(pool.begin().await?),
             Native::Postgres(pool) => Native::Postgres(pool.begin().await?),
@@ -54,17 +46,13 @@ impl Pool {
 
     /// Begins a transaction with `statement` instead of a plain `BEGIN`.
     pub(crate) async fn begin_with(
-        &self,
+        self,
         statement: &'static str,
     ) -> Result<Tx<'static>, sqlx::Error> {
         Ok(match self {
             Native::Sqlite(pool) => Native::Sqlite(pool.begin_with(statement).await?),
             Native::Postgres(pool) => Native::Postgres(pool.begin_with(statement).await?),
         })
-    }
-
-    pub(crate) async fn close(&self) {
-        on_db!(self, pool => pool.close().await)
     }
 }
 

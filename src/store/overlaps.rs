@@ -26,7 +26,7 @@ impl Store {
             "SELECT {COLUMNS} FROM ownership_overlaps WHERE ($1 = '' OR state = $1) \
              AND ($2 = '' OR resource = $2) ORDER BY last_seen_us DESC, id DESC LIMIT $3"
         );
-        on_db!(&self.reader, pool => sqlx::query(&sql)
+        on_db!(self.reader(), pool => sqlx::query(&sql)
             .bind(query.state.map(OverlapState::as_str).unwrap_or(""))
             .bind(query.resource.as_deref().unwrap_or(""))
             .bind(i64::from(query.limit.max(1))).fetch_all(pool).await?.iter().map(overlap).collect())
@@ -43,7 +43,7 @@ impl Store {
             "SELECT {COLUMNS} FROM ownership_overlaps WHERE last_seen_us >= $1 AND first_seen_us <= $2 \
              AND ($3 = '' OR resource = $3) ORDER BY first_seen_us, id"
         );
-        on_db!(&self.reader, pool => sqlx::query(&sql)
+        on_db!(self.reader(), pool => sqlx::query(&sql)
             .bind(since_us.unwrap_or(i64::MIN))
             .bind(until_us.unwrap_or(i64::MAX))
             .bind(resource.unwrap_or("")).fetch_all(pool).await?.iter().map(overlap).collect())
@@ -51,7 +51,7 @@ impl Store {
 
     pub async fn overlap(&self, id: i64) -> Result<Option<Overlap>, StoreError> {
         let sql = format!("SELECT {COLUMNS} FROM ownership_overlaps WHERE id = $1");
-        on_db!(&self.reader, pool => sqlx::query(&sql)
+        on_db!(self.reader(), pool => sqlx::query(&sql)
             .bind(id).fetch_optional(pool).await?.as_ref().map(overlap).transpose())
     }
 
@@ -68,7 +68,7 @@ impl Store {
                 OR (state = 'closed' AND closed_at_us >= $1) \
              ORDER BY updated_at_us, id"
         );
-        on_db!(&self.reader, pool => sqlx::query(&sql)
+        on_db!(self.reader(), pool => sqlx::query(&sql)
             .bind(since_us).fetch_all(pool).await?.iter()
             .map(|row| Ok((overlap(row)?, row.try_get("updated_at_us")?))).collect())
     }
@@ -83,7 +83,7 @@ impl Store {
     pub async fn open_overlap_counts(
         &self,
     ) -> Result<std::collections::BTreeMap<Option<String>, u64>, StoreError> {
-        let rows: Vec<(String, i64)> = on_db!(&self.reader, pool => sqlx::query_as(
+        let rows: Vec<(String, i64)> = on_db!(self.reader(), pool => sqlx::query_as(
             "SELECT source, COUNT(*) AS n FROM ownership_overlaps WHERE state = 'open' \
              GROUP BY source",
         ).fetch_all(pool).await?);
@@ -104,7 +104,7 @@ impl Store {
             "UPDATE ownership_overlaps SET state = 'closed', closed_at_us = $2, updated_at_us = $2 \
              WHERE state = 'open' AND last_seen_us < $1 RETURNING {COLUMNS}"
         );
-        on_db!(&self.writer, pool => sqlx::query(&sql)
+        on_db!(self.writer(), pool => sqlx::query(&sql)
             .bind(cutoff_us)
             .bind(now_us).fetch_all(pool).await?.iter().map(overlap).collect())
     }

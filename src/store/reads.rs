@@ -38,7 +38,7 @@ impl Store {
         token: i64,
         body_sha256: &str,
     ) -> Result<bool, StoreError> {
-        let found: Option<i64> = on_db!(&self.reader, pool => sqlx::query_scalar(
+        let found: Option<i64> = on_db!(self.reader(), pool => sqlx::query_scalar(
             "SELECT token FROM operations WHERE resource = $1 AND idempotency_key = $2 \
              AND token = $3 AND body_sha256 = $4",
         )
@@ -52,7 +52,7 @@ impl Store {
     }
 
     pub async fn read_value(&self, key: &ResourceKey) -> Result<Option<StoredValue>, StoreError> {
-        on_db!(&self.reader, pool => sqlx::query(
+        on_db!(self.reader(), pool => sqlx::query(
             "SELECT value, content_type, revision, highest_token FROM resources WHERE key = $1",
         )
         .bind(key.as_str())
@@ -79,7 +79,7 @@ impl Store {
         }
         let order = if query.after.is_some() { "ASC" } else { "DESC" };
         sql.push_str(&format!(" ORDER BY id {order} LIMIT ${next_param}"));
-        let mut entries: Vec<AuditEntry> = on_db!(&self.reader, pool => {
+        let mut entries: Vec<AuditEntry> = on_db!(self.reader(), pool => {
             let mut statement = sqlx::query(&sql);
             if let Some(resource) = &query.resource {
                 statement = statement.bind(resource.as_str());

@@ -84,7 +84,7 @@ impl Store {
         if counts.is_empty() {
             return Ok(());
         }
-        let mut tx = self.writer.begin().await?;
+        let mut tx = self.writer().begin().await?;
         add_refusals(tx.conn(), counts).await?;
         let mut intervals: Vec<i64> = counts.iter().map(|c| c.interval_start_us).collect();
         intervals.sort_unstable();
@@ -148,7 +148,7 @@ impl Store {
     /// Deletes the rows whose last refusal is older than `before_us` (`REFUSAL_RETENTION`);
     /// answers how many.
     pub async fn prune_refusals(&self, before_us: i64) -> Result<u64, StoreError> {
-        let done = on_db!(&self.writer, pool => sqlx::query("DELETE FROM refusals WHERE last_at_us < $1")
+        let done = on_db!(self.writer(), pool => sqlx::query("DELETE FROM refusals WHERE last_at_us < $1")
             .bind(before_us).execute(pool).await?.rows_affected());
         Ok(done)
     }
@@ -164,7 +164,7 @@ impl Store {
             "SELECT {COLUMNS} FROM refusals WHERE last_at_us >= $1 AND first_at_us <= $2 \
              ORDER BY interval_start_us, source_kind, source, reason"
         );
-        on_db!(&self.reader, pool => sqlx::query(&sql)
+        on_db!(self.reader(), pool => sqlx::query(&sql)
             .bind(since_us.unwrap_or(i64::MIN))
             .bind(until_us.unwrap_or(i64::MAX)).fetch_all(pool).await?.iter().map(refusal_count).collect())
     }

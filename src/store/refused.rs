@@ -18,7 +18,7 @@ impl Store {
     /// Records an attempt that was refused before the fence was consulted.
     pub async fn record_refused(&self, attempt: &RefusedAttempt) -> Result<AuditEntry, StoreError> {
         retrying(|| async {
-            let mut tx = begin_audited(&self.writer).await?;
+            let mut tx = begin_audited(self.writer()).await?;
             let state = observe_resource(tx.conn(), &attempt.key)
                 .await?
                 .unwrap_or(ResourceState::FRESH);

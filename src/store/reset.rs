@@ -26,7 +26,7 @@ impl Store {
     pub async fn reset_highest(&self, reset: &Reset) -> Result<Option<ResetDone>, StoreError> {
         let key = reset.key.as_str();
         let done = retrying(|| async {
-            let mut tx = begin_audited(&self.writer).await?;
+            let mut tx = begin_audited(self.writer()).await?;
             let lock = match tx {
                 Native::Postgres(_) => " FOR UPDATE",
                 Native::Sqlite(_) => "",

@@ -59,7 +59,7 @@ impl Store {
     /// The database's retention, `None` until a daemon has stored one.
     pub async fn retention(&self) -> Result<Option<Retention>, StoreError> {
         let row: Option<(i64, Option<i64>)> =
-            on_db!(&self.reader, pool => sqlx::query_as(STORED).fetch_optional(pool).await?);
+            on_db!(self.reader(), pool => sqlx::query_as(STORED).fetch_optional(pool).await?);
         Ok(row.map(stored_retention))
     }
 
@@ -71,7 +71,7 @@ impl Store {
         when: StoreRetention,
     ) -> Result<RetentionClaim, StoreError> {
         let now = self.clock.now_us();
-        let mut tx = self.writer.begin().await?;
+        let mut tx = self.writer().begin().await?;
         // A write first, so that two daemons starting at once take turns: the row's lock on
         // PostgreSQL, the file's write lock on SQLite (taken even when no row matches).
         on_db!(tx.conn(), conn => sqlx::query("UPDATE retention_settings SET updated_at_us = updated_at_us WHERE id = 1").execute(conn).await?.rows_affected());
@@ -110,7 +110,7 @@ impl Store {
     /// operation is decided afresh, like any new write.
     pub async fn prune_operations(&self, retention: Duration) -> Result<u64, StoreError> {
         let retention_us = saturating_micros(retention);
-        let deleted = match &self.writer {
+        let deleted = match self.writer() {
             Native::Postgres(pool) => sqlx::query(
                 "DELETE FROM operations WHERE recorded_at_us < \
                      (EXTRACT(EPOCH FROM clock_timestamp()) * 1000000)::BIGINT - $1",
@@ -131,7 +131,7 @@ impl Store {
     /// Now, in microseconds since the epoch, by the clock retention's cut-offs follow: the
     /// database server's on PostgreSQL, the daemon's on SQLite.
     pub async fn retention_clock_us(&self) -> Result<i64, StoreError> {
-        let mut tx = self.reader.begin().await?;
+        let mut tx = self.reader().begin().await?;
         let now = clock_us(tx.conn(), self.clock.as_ref()).await?;
         tx.commit().await?;
         Ok(now)

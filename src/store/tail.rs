@@ -17,7 +17,7 @@ impl Store {
         let sql = format!(
             "SELECT {AUDIT_COLUMNS} FROM audit WHERE id > $1 AND id <= $2 ORDER BY id LIMIT $3"
         );
-        on_db!(&self.reader, pool => sqlx::query(&sql)
+        on_db!(self.reader(), pool => sqlx::query(&sql)
             .bind(after)
             .bind(up_to.unwrap_or(i64::MAX))
             .bind(i64::from(limit)).fetch_all(pool).await?.iter().map(audit_entry).collect())
@@ -25,13 +25,13 @@ impl Store {
 
     /// The highest audit id, 0 for an empty audit.
     pub async fn max_audit_id(&self) -> Result<i64, StoreError> {
-        let max: Option<i64> = on_db!(&self.reader, pool => sqlx::query_scalar("SELECT MAX(id) FROM audit").fetch_one(pool).await?);
+        let max: Option<i64> = on_db!(self.reader(), pool => sqlx::query_scalar("SELECT MAX(id) FROM audit").fetch_one(pool).await?);
         Ok(max.unwrap_or(0))
     }
 
     /// The number of audit rows per outcome with ids up to `up_to`.
     pub async fn outcome_totals(&self, up_to: i64) -> Result<HashMap<Outcome, u64>, StoreError> {
-        let rows: Vec<(String, i64)> = on_db!(&self.reader, pool => {
+        let rows: Vec<(String, i64)> = on_db!(self.reader(), pool => {
             sqlx::query_as("SELECT outcome, COUNT(*) AS n FROM audit WHERE id <= $1 GROUP BY outcome")
                 .bind(up_to)
                 .fetch_all(pool)
@@ -49,7 +49,7 @@ impl Store {
     /// The current snapshot's bounds on PostgreSQL; `None` on SQLite, whose single writer
     /// assigns audit ids in commit order.
     pub async fn snapshot(&self) -> Result<Option<Xids>, StoreError> {
-        let Native::Postgres(pool) = &self.reader else {
+        let Native::Postgres(pool) = self.reader() else {
             return Ok(None);
         };
         let (xmin, xmax) = sqlx::query_as(

@@ -44,7 +44,7 @@ impl StoreError {
 /// first, before any audit id: then a gap in audit ids seen by the live tail belongs to a
 /// transaction older than that snapshot's xmax, and is final once the snapshot xmin passes it
 /// (see `Store::audit_horizon`).
-pub(crate) async fn begin_audited(pool: &Pool) -> Result<Tx<'static>, sqlx::Error> {
+pub(crate) async fn begin_audited(pool: Pool<'_>) -> Result<Tx<'static>, sqlx::Error> {
     match pool {
         // One round trip for both: the BEGIN is sent as a simple query, which may hold several
         // statements.

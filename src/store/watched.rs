@@ -34,7 +34,7 @@ impl Store {
     /// Where the watcher of `source` resumes: the id after which nothing was taken in yet;
     /// `None` if it was never watched.
     pub async fn watch_position(&self, source: &str) -> Result<Option<i64>, StoreError> {
-        let position: Option<i64> = on_db!(&self.writer, pool => sqlx::query_scalar("SELECT after_id FROM watch_positions WHERE source = $1")
+        let position: Option<i64> = on_db!(self.writer(), pool => sqlx::query_scalar("SELECT after_id FROM watch_positions WHERE source = $1")
                 .bind(source).fetch_optional(pool).await?);
         Ok(position)
     }
@@ -54,7 +54,7 @@ impl Store {
         counts: &[WatchedCount],
         now_us: i64,
     ) -> Result<WatchAdvance, StoreError> {
-        let mut tx = self.writer.begin().await?;
+        let mut tx = self.writer().begin().await?;
         let moved = match from {
             None => on_db!(tx.conn(), conn => sqlx::query(
                 "INSERT INTO watch_positions (source, after_id, updated_at_us) \
@@ -112,14 +112,14 @@ impl Store {
     /// Forgets the counts of watched rows older than `before_us` (the alert rules' windows
     /// look back far less).
     pub async fn prune_watched_counts(&self, before_us: i64) -> Result<u64, StoreError> {
-        let done = on_db!(&self.writer, pool => sqlx::query("DELETE FROM watched_counts WHERE second_us < $1")
+        let done = on_db!(self.writer(), pool => sqlx::query("DELETE FROM watched_counts WHERE second_us < $1")
             .bind(before_us).execute(pool).await?.rows_affected());
         Ok(done)
     }
 
     /// Every watched source's position, for `/v1/stats` after a restart.
     pub async fn watch_positions(&self) -> Result<Vec<(String, i64)>, StoreError> {
-        Ok(on_db!(&self.reader, pool => {
+        Ok(on_db!(self.reader(), pool => {
             sqlx::query_as("SELECT source, after_id FROM watch_positions ORDER BY source")
                 .fetch_all(pool)
                 .await?

@@ -1,8 +1,9 @@
-//! What differs between the databases in applying a batch, behind one trait: the engine
-//! (`mod.rs`) observes, decides (`plan`) and applies a segment the same way on both, and each
-//! dialect (`sqlite`, `postgres`) says how its statements observe and apply.
+//! What differs between the databases' statements in applying a batch, behind one trait:
+//! `Decider::apply_segment` (`mod.rs`) observes, decides (`plan`) and applies a segment the
+//! same way on both, and each dialect (`sqlite`, `postgres`) says how its statements observe and
+//! apply.
 
-use super::plan::Plan;
+use super::plan::{Change, Plan};
 use super::shared::Observed;
 use crate::domain::FencedWrite;
 use crate::store::native::Conn;
@@ -49,9 +50,6 @@ pub(super) trait Dialect: Sync {
     type Connection: Send;
     /// Where a segment's audit rows go, learnt with its observation.
     type Position: Send;
-    /// Whether batches may be decided on the state this daemon's own commits left
-    /// (`known`), which every applied segment then records.
-    const KNOWS_STATE: bool;
 
     /// Reads what deciding `writes` needs: their resources, the operations they name, the
     /// chain heads of resources without a row, and where the audit rows go.
@@ -63,11 +61,11 @@ pub(super) trait Dialect: Sync {
         writes: &[FencedWrite],
     ) -> impl Future<Output = Result<Observed<Self::Position>, StoreError>> + Send;
 
-    /// `rows` were changed on purpose between observing and applying (external locks'
-    /// records): a check of the rows changed since the observation must expect them.
     /// The connection as the store's statements common to both databases take it.
     fn native(conn: &mut Self::Connection) -> Conn<'_>;
 
+    /// `rows` were changed on purpose between observing and applying (external locks'
+    /// records): a check of the rows changed since the observation must expect them.
     fn expect_changes(position: &mut Self::Position, rows: i64);
 
     /// Applies the plan as a compare-and-set on what it was decided on.
@@ -78,4 +76,8 @@ pub(super) trait Dialect: Sync {
         plan: &Plan<'_>,
         closing: Closing<'_>,
     ) -> impl Future<Output = Result<Application, StoreError>> + Send;
+
+    /// Records what an applied segment changed, before its transaction commits, where batches
+    /// may be decided on the state this daemon's own commits left (`known`).
+    fn applied(&self, changes: &[Change<'_>]);
 }

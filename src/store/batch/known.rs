@@ -54,7 +54,7 @@ impl KnownResources {
     }
 
     /// Forgets `keys`: a batch on them failed, or found them other than known.
-    pub(super) fn forget<'k>(&self, keys: impl IntoIterator<Item = &'k str>) {
+    pub(in crate::store) fn forget<'k>(&self, keys: impl IntoIterator<Item = &'k str>) {
         let mut known = self.lock();
         for key in keys {
             known.remove(key);

@@ -16,39 +16,38 @@
 //! committed by one statement: one round trip. On SQLite a transaction whose read snapshot went
 //! stale cannot write at all (`SQLITE_BUSY_SNAPSHOT`) and runs again.
 //!
-//! This file runs a batch; `plan` decides it, `rows` turns the plan into the statements'
-//! parameters, `sqlite` and `postgres` are the dialects' statements, and `shared` holds what
-//! they all name.
+//! This file hands a batch to its engine's run (`sqlite_run`, `postgres_run`) and decides and
+//! applies a segment of it the same way on both (`Decider::apply_segment`); `plan` decides it,
+//! `rows` turns the plan into the statements' parameters, `sqlite` and `postgres` are the
+//! dialects' statements, and `shared` holds what they all name.
 
 mod dialect;
-mod known;
+pub(in crate::store) mod known;
 pub(crate) mod pg_application;
 pub(crate) mod pg_columns;
 pub(crate) mod plan;
 pub(crate) mod postgres;
 mod postgres_run;
 pub(crate) mod rows;
-mod sessions;
+pub(in crate::store) mod sessions;
 pub(crate) mod shared;
 pub(crate) mod sqlite;
 mod sqlite_run;
 
 use crate::domain::clock::Clock;
 use crate::domain::{FencedWrite, LeasePolicy, WriteResult};
+use crate::store::engine::Engine;
 use crate::store::leases::{lease_record, LEASE_COLUMNS};
 use crate::store::lock_records;
 use crate::store::native::{on_db, Conn, Native};
 use crate::store::tx::{clock_us, retrying};
-use crate::store::wal_sync::{CommitTicket, Durability, WalSync};
-use crate::store::{Store, StoreError};
+use crate::store::wal_sync::{CommitTicket, Durability};
+use crate::store::{ObserveHook, Store, StoreError};
 use dialect::{Application, Closing, Dialect, Opening};
-pub(crate) use known::KnownResources;
 use plan::chained::Chained;
-pub(crate) use sessions::BatchSessions;
 use shared::{padded, placeholders, Observed, ObservedLeases};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Arc;
 
 /// The most writes one transaction takes. Bounds every multi-row statement well under SQLite's
 /// 32,766 bound parameters (an audit row binds 17).
@@ -84,7 +83,10 @@ impl Store {
         writes: &[FencedWrite],
         policy: LeasePolicy,
     ) -> Result<Vec<WriteResult>, StoreError> {
-        Ok(self.apply_chunks(writes, policy, None).await?.results)
+        Ok(self
+            .apply_chunks(writes, policy, Wait::Durable)
+            .await?
+            .results)
     }
 
     /// As `apply_batch`, but returns as soon as the batch has committed, so that the next one
@@ -96,14 +98,14 @@ impl Store {
         writes: &[FencedWrite],
         policy: LeasePolicy,
     ) -> Result<CommittedBatch, StoreError> {
-        self.apply_chunks(writes, policy, self.wal.as_ref()).await
+        self.apply_chunks(writes, policy, Wait::Committed).await
     }
 
     async fn apply_chunks(
         &self,
         writes: &[FencedWrite],
         policy: LeasePolicy,
-        unsynced: Option<&Arc<WalSync>>,
+        wait: Wait,
     ) -> Result<CommittedBatch, StoreError> {
         let mut results = Vec::with_capacity(writes.len());
         let mut durability = None;
@@ -114,7 +116,7 @@ impl Store {
                 results: mut done,
                 durability: synced,
                 mut dead_ids,
-            } = retrying(|| self.try_apply_batch(chunk, policy, &observations, unsynced)).await?;
+            } = retrying(|| self.try_apply_batch(chunk, policy, &observations, wait)).await?;
             dead_audit_ids.append(&mut dead_ids);
             let observations = observations.load(Ordering::Relaxed);
             for result in &mut done {
@@ -137,22 +139,48 @@ impl Store {
         writes: &[FencedWrite],
         policy: LeasePolicy,
         observations: &AtomicU32,
-        unsynced: Option<&Arc<WalSync>>,
+        wait: Wait,
     ) -> Result<Attempt, StoreError> {
-        match &self.writer {
-            Native::Sqlite(writer) => {
+        let decider = Decider {
+            clock: &*self.clock,
+            observe_hook: self.observe_hook.as_ref(),
+        };
+        match &self.engine {
+            Engine::Sqlite(sqlite) => {
                 observations.fetch_add(1, Ordering::Relaxed);
-                let mut conn = writer.acquire().await?;
-                let (results, durability) = self
-                    .try_apply_sqlite(&mut conn, writes, policy, unsynced)
-                    .await?;
-                Ok(Attempt {
-                    results,
-                    durability,
-                    dead_ids: Vec::new(),
-                })
+                sqlite.try_apply_batch(&decider, writes, policy, wait).await
             }
-            Native::Postgres(_) => self.try_apply_postgres(writes, policy, observations).await,
+            Engine::Postgres(postgres) => {
+                postgres
+                    .try_apply_batch(&decider, writes, policy, observations)
+                    .await
+            }
+        }
+    }
+}
+
+/// How long applying a batch waits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Wait {
+    /// Until it is durable.
+    Durable,
+    /// Until it has committed: `CommittedBatch::durable` waits for the rest (SQLite's WAL sync
+    /// after the commit; a PostgreSQL commit is durable already).
+    Committed,
+}
+
+/// What deciding a batch takes from the store, the same on every engine: the clock, and the
+/// tests' hook between deciding and applying.
+struct Decider<'s> {
+    clock: &'s dyn Clock,
+    observe_hook: Option<&'s ObserveHook>,
+}
+
+impl Decider<'_> {
+    /// Runs the tests' hook, if any, once a batch is decided and before it is applied.
+    async fn decided(&self) {
+        if let Some(hook) = self.observe_hook {
+            hook().await;
         }
     }
 
@@ -174,7 +202,7 @@ impl Store {
             unwritten_heads,
             mut audit,
         } = dialect.observe(conn, opening, &keys, writes).await?;
-        let leases = observe_leases(D::native(conn), &*self.clock, writes).await?;
+        let leases = observe_leases(D::native(conn), self.clock, writes).await?;
         let lock_names: BTreeSet<String> = writes
             .iter()
             .filter_map(|w| w.authority.as_ref().map(|view| view.lock.lease_name()))
@@ -191,15 +219,13 @@ impl Store {
                 leases: &leases,
             },
             &mut locks,
-            &*self.clock,
+            self.clock,
         )?;
         if !locks.is_empty() {
             let stored = lock_records::store(D::native(conn), &locks, self.clock.now_us()).await?;
             D::expect_changes(&mut audit, stored);
         }
-        if let Some(hook) = &self.observe_hook {
-            hook().await;
-        }
+        self.decided().await;
 
         let chained = Chained::new(&decided, &keys, &observed, unwritten_heads)?;
         let plan = chained.plan(&decided, &observed)?;
@@ -207,10 +233,7 @@ impl Store {
             Application::Applied { ids, ticket } => (ids, ticket),
             Application::Changed { drawn_ids } => return Ok(Segment::Changed { drawn_ids }),
         };
-        if D::KNOWS_STATE {
-            // Before the commit: should it fail, the batch forgets them again.
-            self.known.remember(&plan.changes);
-        }
+        dialect.applied(&plan.changes);
         Ok(Segment::Applied {
             results: decided.into_results(ids),
             ticket,

@@ -23,9 +23,10 @@
 //! (docs/performance.md).
 
 use super::dialect::{Application, Closing, Dialect, Opening};
+use super::known::KnownResources;
 use super::pg_application::{application, count_of};
 use super::pg_columns::named_operations;
-use super::plan::Plan;
+use super::plan::{Change, Plan};
 use super::rows::encode;
 use super::shared::{recorded_operation, Observed, ObservedResource};
 use crate::domain::FencedWrite;
@@ -72,13 +73,15 @@ struct ObservedRow {
 
 /// PostgreSQL's dialect of the batch engine, for batches it observes in a transaction; a batch
 /// decided on known state is applied by `apply` alone.
-pub(super) struct Postgres;
+pub(super) struct Postgres<'k> {
+    /// The engine's knowledge, which every segment applied updates.
+    pub known: &'k KnownResources,
+}
 
-impl Dialect for Postgres {
+impl Dialect for Postgres<'_> {
     type Connection = PgConnection;
     /// The statement that applies a batch draws its ids.
     type Position = ();
-    const KNOWS_STATE: bool = true;
 
     async fn observe(
         &self,
@@ -105,6 +108,11 @@ impl Dialect for Postgres {
         _closing: Closing<'_>,
     ) -> Result<Application, StoreError> {
         apply(conn, plan, DecidedOn::Observed).await
+    }
+
+    /// Before the commit: should it fail, the batch forgets them again.
+    fn applied(&self, changes: &[Change<'_>]) {
+        self.known.remember(changes);
     }
 }
 

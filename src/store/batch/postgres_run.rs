@@ -6,23 +6,25 @@ use super::dialect::Application;
 use super::dialect::{Closing, Opening};
 use super::postgres::{self, DecidedOn, Postgres};
 use super::shared::ObservedLeases;
-use super::{plan, Attempt, Segment, MAX_OBSERVATIONS};
+use super::{plan, Attempt, Decider, Segment, MAX_OBSERVATIONS};
 use crate::domain::{FencedWrite, LeasePolicy};
+use crate::store::engine::PostgresEngine;
 use crate::store::tx::begin_audited_on;
-use crate::store::{Store, StoreError};
+use crate::store::StoreError;
 use plan::chained::Chained;
 use sqlx::PgConnection;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-impl Store {
+impl PostgresEngine {
     /// PostgreSQL: first, where it can, the batch decided on what this daemon knows and applied
     /// in one statement; then observed in a transaction, decided and applied. A resource found
     /// changed when the batch locks it means a concurrent batch committed after what the
     /// decision was made on; the batch is rolled back and decided again. The audit ids a
     /// rolled-back run drew will never be used, and are returned as such.
-    pub(super) async fn try_apply_postgres(
+    pub(super) async fn try_apply_batch(
         &self,
+        decider: &Decider<'_>,
         writes: &[FencedWrite],
         policy: LeasePolicy,
         observations: &AtomicU32,
@@ -33,28 +35,30 @@ impl Store {
             .ok_or_else(|| crate::store::error::corrupt("a read-only store was asked to write"))?;
         let mut session = sessions.take().await?;
         let attempt = self
-            .apply_postgres_on(&mut session, writes, policy, observations)
+            .apply_on(&mut session, decider, writes, policy, observations)
             .await;
         session.finish(&attempt);
         attempt
     }
 
-    async fn apply_postgres_on(
+    async fn apply_on(
         &self,
         conn: &mut PgConnection,
+        decider: &Decider<'_>,
         writes: &[FencedWrite],
         policy: LeasePolicy,
         observations: &AtomicU32,
     ) -> Result<Attempt, StoreError> {
         let mut dead_ids = Vec::new();
         match self
-            .try_apply_known(conn, writes, policy, observations)
+            .try_apply_known(conn, decider, writes, policy, observations)
             .await?
         {
             OnKnown::Applied(attempt) => return Ok(attempt),
             OnKnown::Changed { drawn_ids } => dead_ids = drawn_ids,
             OnKnown::NotKnown => {}
         }
+        let dialect = Postgres { known: &self.known };
         let mut runs = 0;
         'run: loop {
             runs += 1;
@@ -65,9 +69,9 @@ impl Store {
             let mut tx = begin_audited_on(conn).await?;
             let mut results = Vec::with_capacity(writes.len());
             for segment in plan::segments(writes) {
-                let applied = self
+                let applied = decider
                     .apply_segment(
-                        &Postgres,
+                        &dialect,
                         &mut *tx,
                         segment,
                         policy,
@@ -112,6 +116,7 @@ impl Store {
     async fn try_apply_known(
         &self,
         conn: &mut PgConnection,
+        decider: &Decider<'_>,
         writes: &[FencedWrite],
         policy: LeasePolicy,
         observations: &AtomicU32,
@@ -143,11 +148,9 @@ impl Store {
                 leases: &no_leases,
             },
             &mut HashMap::new(),
-            &*self.clock,
+            decider.clock,
         )?;
-        if let Some(hook) = &self.observe_hook {
-            hook().await;
-        }
+        decider.decided().await;
         let chained = Chained::new(&decided, &keys, &known, Vec::new())?;
         let plan = chained.plan(&decided, &known)?;
         // Known before the statement is sent, not after it commits: a batch formed meanwhile is
@@ -180,11 +183,6 @@ impl Store {
 
     fn forget(&self, writes: &[FencedWrite]) {
         self.known.forget(writes.iter().map(|w| w.key.as_str()));
-    }
-
-    /// Forgets what this daemon knows of `key`, changed outside group commit (a reset).
-    pub(crate) fn forget_known(&self, key: &str) {
-        self.known.forget([key]);
     }
 }
 

@@ -18,7 +18,7 @@
 //! write (`SQLITE_BUSY_SNAPSHOT`) and the batch runs again.
 
 use super::dialect::{Application, Closing, Dialect, Opening};
-use super::plan::Plan;
+use super::plan::{Change, Plan};
 use super::rows::{
     decode_operations, decode_resources, encode, from_json, join_open_overlap, to_json, Rows,
 };
@@ -45,8 +45,6 @@ pub(super) struct SqlitePosition {
 impl Dialect for Sqlite {
     type Connection = SqliteConnection;
     type Position = SqlitePosition;
-    /// One writer: every batch observes in its own transaction anyway.
-    const KNOWS_STATE: bool = false;
 
     async fn observe(
         &self,
@@ -76,6 +74,9 @@ impl Dialect for Sqlite {
         let (ids, ticket) = apply(conn, position, plan, closing).await?;
         Ok(Application::Applied { ids, ticket })
     }
+
+    /// One writer: every batch observes in its own transaction anyway.
+    fn applied(&self, _changes: &[Change<'_>]) {}
 }
 
 macro_rules! observation {

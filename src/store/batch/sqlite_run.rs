@@ -3,29 +3,40 @@
 
 use super::dialect::{Closing, Opening};
 use super::sqlite::Sqlite;
-use super::{plan, Segment};
-use crate::domain::{FencedWrite, LeasePolicy, WriteResult};
-use crate::store::wal_sync::{CommitTicket, Durability, WalSync};
-use crate::store::{Store, StoreError};
+use super::{plan, Attempt, Decider, Segment, Wait};
+use crate::domain::{FencedWrite, LeasePolicy};
+use crate::store::engine::SqliteEngine;
+use crate::store::wal_sync::CommitTicket;
+use crate::store::StoreError;
 use sqlx::{Executor, SqliteConnection};
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
-impl Store {
+impl SqliteEngine {
     /// SQLite: the batch's first observation begins the transaction and its last application
     /// commits it (`sqlite`), so the writer connection makes two round trips per batch. A stale
     /// snapshot cannot write (`SQLITE_BUSY_SNAPSHOT`): the error ends this run, and `retrying`
     /// runs the batch again.
-    pub(super) async fn try_apply_sqlite(
+    pub(super) async fn try_apply_batch(
         &self,
-        conn: &mut SqliteConnection,
+        decider: &Decider<'_>,
         writes: &[FencedWrite],
         policy: LeasePolicy,
-        unsynced: Option<&Arc<WalSync>>,
-    ) -> Result<(Vec<WriteResult>, Option<Durability>), StoreError> {
+        wait: Wait,
+    ) -> Result<Attempt, StoreError> {
+        let mut conn = self.writer.acquire().await?;
+        let conn = &mut *conn;
+        // Synced after the commit only where the caller waits for the commit alone.
+        let unsynced = match wait {
+            Wait::Committed => self.wal.as_ref(),
+            Wait::Durable => None,
+        };
         let segments = plan::segments(writes);
         let Some(last) = segments.len().checked_sub(1) else {
-            return Ok((Vec::new(), None));
+            return Ok(Attempt {
+                results: Vec::new(),
+                durability: None,
+                dead_ids: Vec::new(),
+            });
         };
         let mut results = Vec::with_capacity(writes.len());
         let mut ticket = None;
@@ -40,7 +51,7 @@ impl Store {
                 true => Closing::Commit { unsynced },
                 false => Closing::Within,
             };
-            let applied = self
+            let applied = decider
                 .apply_segment(&Sqlite, conn, segment, policy, opening, closing)
                 .await;
             match applied {
@@ -65,7 +76,11 @@ impl Store {
         }
         // Committed and back to FULL by the last statement: no check needed on release.
         self.writer_clean.store(true, Ordering::SeqCst);
-        Ok((results, ticket.as_ref().map(CommitTicket::durability)))
+        Ok(Attempt {
+            results,
+            durability: ticket.as_ref().map(CommitTicket::durability),
+            dead_ids: Vec::new(),
+        })
     }
 }
 

@@ -7,7 +7,10 @@ async fn a_group_commit_on_sqlite_is_synced_after_its_commit_and_leaves_full_beh
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("x.db").display());
     let store = Store::open(&url, &Default::default()).await.unwrap();
-    let wal = store.wal.clone().expect("SQLite syncs its WAL itself");
+    let wal = store
+        .wal_sync()
+        .cloned()
+        .expect("SQLite syncs its WAL itself");
     let committed = store
         .apply_batch_committed(&[write("a", None), write("b", None)], Default::default())
         .await
