@@ -267,8 +267,9 @@ async fn outside_transaction(conn: &mut SqliteConnection) -> bool {
 }
 
 /// PostgreSQL sessions that apply group commit's batches, whose statements read their rows from
-/// JSON arrays (`batch::postgres`). Every one of them is a lookup of a few keys, but the
-/// planner, which guesses a hundred rows from a JSON array and sees a table of a few pages,
+/// arrays (`UNNEST`, `batch::pg_columns`). Every one of them is a lookup of a few keys, but the
+/// planner, which guesses a hundred rows from a set-returning function and sees a table of a
+/// few pages,
 /// prefers hashing the whole table; and a custom plan for each execution costs more than the
 /// execution. So: one generic plan per statement, of index lookups. Session settings, since a
 /// batch's statement may run outside any transaction.
