@@ -7,10 +7,11 @@
 //! compiler points at each place that has to handle it, and `tests/api/openapi.rs` fails until
 //! `docs/openapi.yaml` describes its data.
 
+pub use super::per_outcome::PerOutcome;
 use super::rates::known_windows;
 pub use super::rates::{RateWindow, Rates, RatesByWindow};
 use crate::domain::alert::AlertState;
-use crate::domain::{AuditEntry, Outcome, Overlap};
+use crate::domain::{AuditEntry, Overlap};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -209,89 +210,6 @@ pub struct SourceStats {
     pub up: bool,
 }
 
-/// One value per outcome, on the wire an object keyed by outcome name (`{"accepted": 3, …}`).
-/// The fields are in name order, so the members come out sorted. A reader ignores a member it
-/// does not know (a newer daemon's outcome) and takes a missing one as the default.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct PerOutcome<T> {
-    pub accepted: T,
-    pub idempotency_conflict: T,
-    pub invalid: T,
-    pub lease_expired: T,
-    pub replayed: T,
-    pub reset: T,
-    pub revision_conflict: T,
-    pub stale: T,
-    pub superseded: T,
-    pub unauthorized: T,
-}
-
-impl<T> PerOutcome<T> {
-    pub fn from_fn(mut value: impl FnMut(Outcome) -> T) -> Self {
-        Self {
-            accepted: value(Outcome::Accepted),
-            idempotency_conflict: value(Outcome::IdempotencyConflict),
-            invalid: value(Outcome::Invalid),
-            lease_expired: value(Outcome::LeaseExpired),
-            replayed: value(Outcome::Replayed),
-            reset: value(Outcome::Reset),
-            revision_conflict: value(Outcome::RevisionConflict),
-            stale: value(Outcome::Stale),
-            superseded: value(Outcome::Superseded),
-            unauthorized: value(Outcome::Unauthorized),
-        }
-    }
-
-    pub fn get(&self, outcome: Outcome) -> &T {
-        match outcome {
-            Outcome::Accepted => &self.accepted,
-            Outcome::IdempotencyConflict => &self.idempotency_conflict,
-            Outcome::Invalid => &self.invalid,
-            Outcome::LeaseExpired => &self.lease_expired,
-            Outcome::Replayed => &self.replayed,
-            Outcome::Reset => &self.reset,
-            Outcome::RevisionConflict => &self.revision_conflict,
-            Outcome::Stale => &self.stale,
-            Outcome::Superseded => &self.superseded,
-            Outcome::Unauthorized => &self.unauthorized,
-        }
-    }
-
-    pub fn get_mut(&mut self, outcome: Outcome) -> &mut T {
-        match outcome {
-            Outcome::Accepted => &mut self.accepted,
-            Outcome::IdempotencyConflict => &mut self.idempotency_conflict,
-            Outcome::Invalid => &mut self.invalid,
-            Outcome::LeaseExpired => &mut self.lease_expired,
-            Outcome::Replayed => &mut self.replayed,
-            Outcome::Reset => &mut self.reset,
-            Outcome::RevisionConflict => &mut self.revision_conflict,
-            Outcome::Stale => &mut self.stale,
-            Outcome::Superseded => &mut self.superseded,
-            Outcome::Unauthorized => &mut self.unauthorized,
-        }
-    }
-
-    /// Each outcome with its value, in name order (the order of the JSON members).
-    pub fn iter(&self) -> impl Iterator<Item = (Outcome, &T)> {
-        let mut outcomes = Outcome::ALL;
-        outcomes.sort_unstable_by_key(|outcome| outcome.as_str());
-        outcomes
-            .into_iter()
-            .map(move |outcome| (outcome, self.get(outcome)))
-    }
-}
-
-impl std::ops::AddAssign<&PerOutcome<u64>> for PerOutcome<u64> {
-    fn add_assign(&mut self, other: &PerOutcome<u64>) {
-        for (outcome, count) in other.iter() {
-            let total = self.get_mut(outcome);
-            *total = total.saturating_add(*count);
-        }
-    }
-}
-
 /// One event of each kind as it goes on the wire, for tests on both sides of it.
 #[cfg(test)]
 pub(crate) mod fixtures {
@@ -318,6 +236,7 @@ pub(crate) mod fixtures {
 mod tests {
     use super::fixtures::*;
     use super::*;
+    use crate::domain::Outcome;
 
     #[test]
     fn every_kind_reads_back_as_written_under_its_own_name() {

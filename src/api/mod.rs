@@ -3,6 +3,7 @@
 pub mod events;
 pub mod leases;
 pub mod monitoring;
+mod per_outcome;
 pub mod problem;
 mod rates;
 pub mod reset;

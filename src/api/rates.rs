@@ -2,7 +2,7 @@
 //! keyed by a typed window rather than by its name, so that no reader looks a window up by a
 //! string the daemon might spell otherwise.
 
-use super::events::PerOutcome;
+use super::per_outcome::PerOutcome;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
 
