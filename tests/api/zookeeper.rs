@@ -190,7 +190,9 @@ impl Holder {
         let mut stdin = self.stdin.take().unwrap();
         stdin.write_all(b"release\n").await.unwrap();
         stdin.flush().await.unwrap();
-        let line = tokio::time::timeout(Duration::from_secs(20), self.lines.next_line())
+        // Generous: after a restart the holder first reconnects to a JVM that a loaded machine
+        // may still be warming up.
+        let line = tokio::time::timeout(Duration::from_secs(60), self.lines.next_line())
             .await
             .unwrap()
             .unwrap();

@@ -15,10 +15,13 @@ def main():
     timeout = float(sys.argv[4]) if len(sys.argv) > 4 else 10.0
     # Reconnect within a second of a restarted server: kazoo's default backoff doubles without a
     # low bound, and the tests restart ZooKeeper under a holder and then release its lock.
+    # The same for a command (the release) sent while the connection is being re-established.
+    retry = {"max_tries": -1, "delay": 0.1, "backoff": 2, "max_delay": 1}
     client = KazooClient(
         hosts=hosts,
         timeout=timeout,
-        connection_retry={"max_tries": -1, "delay": 0.1, "backoff": 2, "max_delay": 1},
+        connection_retry=retry,
+        command_retry=retry,
     )
     client.start(timeout=20)
     lock = client.Lock(path, identifier)
