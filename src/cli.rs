@@ -372,14 +372,18 @@ pub enum AuditCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Audit rows, oldest first.
+    /// Audit rows, newest first.
     Log {
         #[command(flatten)]
         filter: AuditFilterArgs,
         #[arg(long)]
         json: bool,
+        /// The N newest matching rows (with `--oldest-first`, the N oldest).
         #[arg(long)]
         limit: Option<u64>,
+        /// List the oldest rows first.
+        #[arg(long)]
+        oldest_first: bool,
     },
     /// Every matching row with every field, streamed (constant memory).
     Export {

@@ -578,7 +578,7 @@ _fencewatch() {
             return 0
             ;;
         fencewatch__subcmd__audit__subcmd__log)
-            opts="-h --resource --owner --outcome --token --since --until --json --limit --database --fence --schema --log-format --help"
+            opts="-h --resource --owner --outcome --token --since --until --json --limit --oldest-first --database --fence --schema --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -271,11 +271,12 @@ _arguments "${_arguments_options[@]}" : \
 '--token=[]:TOKEN:_default' \
 '--since=[]:SINCE:_default' \
 '--until=[]:UNTIL:_default' \
-'--limit=[]:LIMIT:_default' \
+'--limit=[The N newest matching rows (with \`--oldest-first\`, the N oldest)]:LIMIT:_default' \
 '--database=[\`sqlite\://PATH\` or \`postgres\://…\`\: the daemon'\''s database, or one with a fence installed]:DATABASE:_default' \
 '--schema=[PostgreSQL\: the schema of the daemon'\''s tables (\`serve --schema\`) or of the fence (default\: the connection'\''s search path for the daemon'\''s, \`fencewatch\` for a fence)]:NAME:_default' \
 '--log-format=[How logs on stderr look\: plain text (coloured only on a terminal) or one JSON object a line, for a log collector]:LOG_FORMAT:(text json)' \
 '--json[]' \
+'--oldest-first[List the oldest rows first]' \
 '--fence[Read the fence installed in the database (\`fencewatch fence install\`) even where the daemon'\''s tables are there too. Without it, a database with a fence and no daemon tables is read as a fence, and one with both as the daemon'\''s]' \
 '-h[Print help]' \
 '--help[Print help]' \
@@ -816,7 +817,7 @@ _fencewatch__subcmd__audit_commands() {
 'report:The postmortem of one incident (an id from \`incidents\`)\: the stale owner'\''s pause, its grant'\''s lapse, the successor'\''s takeover and first write, the refused attempts and any write accepted after the lapse, with the condensed history around it' \
 'summary:Incidents since a time\: counts per owner and resource, pause and zombie-lifetime percentiles, writes accepted after a lapse' \
 'verify:Check every resource'\''s hash chain; report the first broken link of each (exit 1 if any)' \
-'log:Audit rows, oldest first' \
+'log:Audit rows, newest first' \
 'export:Every matching row with every field, streamed (constant memory)' \
 'incidents:Ownership-overlap incidents with their generations, owners, counts and times' \
 'timeline:A resource'\''s writes and its leases'\'' history interleaved\: who held which generation when, and the value before and after each accepted write' \
@@ -837,7 +838,7 @@ _fencewatch__subcmd__audit__subcmd__help_commands() {
 'report:The postmortem of one incident (an id from \`incidents\`)\: the stale owner'\''s pause, its grant'\''s lapse, the successor'\''s takeover and first write, the refused attempts and any write accepted after the lapse, with the condensed history around it' \
 'summary:Incidents since a time\: counts per owner and resource, pause and zombie-lifetime percentiles, writes accepted after a lapse' \
 'verify:Check every resource'\''s hash chain; report the first broken link of each (exit 1 if any)' \
-'log:Audit rows, oldest first' \
+'log:Audit rows, newest first' \
 'export:Every matching row with every field, streamed (constant memory)' \
 'incidents:Ownership-overlap incidents with their generations, owners, counts and times' \
 'timeline:A resource'\''s writes and its leases'\'' history interleaved\: who held which generation when, and the value before and after each accepted write' \
@@ -1067,7 +1068,7 @@ _fencewatch__subcmd__help__subcmd__audit_commands() {
 'report:The postmortem of one incident (an id from \`incidents\`)\: the stale owner'\''s pause, its grant'\''s lapse, the successor'\''s takeover and first write, the refused attempts and any write accepted after the lapse, with the condensed history around it' \
 'summary:Incidents since a time\: counts per owner and resource, pause and zombie-lifetime percentiles, writes accepted after a lapse' \
 'verify:Check every resource'\''s hash chain; report the first broken link of each (exit 1 if any)' \
-'log:Audit rows, oldest first' \
+'log:Audit rows, newest first' \
 'export:Every matching row with every field, streamed (constant memory)' \
 'incidents:Ownership-overlap incidents with their generations, owners, counts and times' \
 'timeline:A resource'\''s writes and its leases'\'' history interleaved\: who held which generation when, and the value before and after each accepted write' \

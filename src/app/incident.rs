@@ -5,7 +5,7 @@ use crate::domain::incident::{self, Evidence, Folding, IncidentReport};
 use crate::domain::lease_history::LeaseEvent;
 use crate::domain::prefix::covers_str;
 use crate::domain::{AuditEntry, Overlap};
-use crate::store::{AuditFilter, Store, StoreError};
+use crate::store::{AuditFilter, AuditWalk, Store, StoreError};
 use chrono::{DateTime, Utc};
 
 /// The report of overlap `id`, or `None` if there is no such overlap.
@@ -92,6 +92,7 @@ pub async fn window_rows(
                 until_us: Some(until.timestamp_micros()),
                 ..AuditFilter::default()
             },
+            AuditWalk::ALL,
             |r| {
                 rows.push(r.entry.clone());
                 Ok::<_, StoreError>(())

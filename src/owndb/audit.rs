@@ -79,18 +79,43 @@ fn parse_at(id: i64, text: Option<&str>) -> Result<DateTime<Utc>, OwnDbError> {
         })
 }
 
+/// Which page of the audit: the rows after an id, in id order, or those before one, newest
+/// first.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Page {
+    After(i64),
+    Before(i64),
+}
+
+impl Page {
+    /// The WHERE and ORDER BY of the page, with its id as `$1`: both served by the primary key.
+    fn sql(self) -> &'static str {
+        match self {
+            Page::After(_) => "id > $1 ORDER BY id",
+            Page::Before(_) => "id < $1 ORDER BY id DESC",
+        }
+    }
+
+    fn id(self) -> i64 {
+        match self {
+            Page::After(id) | Page::Before(id) => id,
+        }
+    }
+}
+
 pub(super) async fn postgres_page(
     pg: &PgFence,
-    after_id: i64,
+    page: Page,
     limit: u32,
 ) -> Result<Vec<FenceAuditRow>, OwnDbError> {
     let sql = format!(
         "SELECT id, ((extract(epoch FROM at) * 1000000)::bigint)::text, {PG_COLUMNS_AFTER_AT} \
-           FROM {}.audit WHERE id > $1 ORDER BY id LIMIT $2",
-        super::quote::ident(pg.schema())
+           FROM {}.audit WHERE {} LIMIT $2",
+        super::quote::ident(pg.schema()),
+        page.sql()
     );
     let raw: Vec<RawRow> = sqlx::query_as(&sql)
-        .bind(after_id)
+        .bind(page.id())
         .bind(i64::from(limit))
         .fetch_all(pg.pool())
         .await?;
@@ -133,13 +158,14 @@ pub(super) async fn postgres_snapshot(pg: &PgFence) -> Result<Xids, OwnDbError> 
 
 pub(super) async fn sqlite_page(
     sqlite: &SqliteFence,
-    after_id: i64,
+    page: Page,
     limit: u32,
 ) -> Result<Vec<FenceAuditRow>, OwnDbError> {
     let raw: Vec<RawRow> = sqlx::query_as(&format!(
-        "SELECT id, at, {COLUMNS_AFTER_AT} FROM fencewatch_audit WHERE id > $1 ORDER BY id LIMIT $2"
+        "SELECT id, at, {COLUMNS_AFTER_AT} FROM fencewatch_audit WHERE {} LIMIT $2",
+        page.sql()
     ))
-    .bind(after_id)
+    .bind(page.id())
     .bind(i64::from(limit))
     .fetch_all(sqlite.pool())
     .await?;

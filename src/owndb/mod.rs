@@ -368,9 +368,26 @@ impl OwnDb {
         after_id: i64,
         limit: u32,
     ) -> Result<Vec<FenceAuditRow>, OwnDbError> {
+        self.audit_page(audit::Page::After(after_id), limit).await
+    }
+
+    /// Up to `limit` audit rows with ids below `before_id`, newest first.
+    pub async fn audit_before(
+        &self,
+        before_id: i64,
+        limit: u32,
+    ) -> Result<Vec<FenceAuditRow>, OwnDbError> {
+        self.audit_page(audit::Page::Before(before_id), limit).await
+    }
+
+    async fn audit_page(
+        &self,
+        page: audit::Page,
+        limit: u32,
+    ) -> Result<Vec<FenceAuditRow>, OwnDbError> {
         match self {
-            OwnDb::Postgres(pg) => audit::postgres_page(pg, after_id, limit).await,
-            OwnDb::Sqlite(sqlite) => audit::sqlite_page(sqlite, after_id, limit).await,
+            OwnDb::Postgres(pg) => audit::postgres_page(pg, page, limit).await,
+            OwnDb::Sqlite(sqlite) => audit::sqlite_page(sqlite, page, limit).await,
         }
     }
 

@@ -1,4 +1,5 @@
-//! The audit read by the offline tools: filtered, streamed in id order, with the chain fields.
+//! The audit read by the offline tools: filtered, streamed in id order either way, with the
+//! chain fields.
 
 use super::leases::StoredLeaseEvent;
 use super::native::{on_db, NativeRow};
@@ -66,6 +67,43 @@ impl AuditFilter {
     }
 }
 
+/// Which end of the audit a walk starts from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuditOrder {
+    OldestFirst,
+    NewestFirst,
+}
+
+/// How a walk reads the matching rows: in which order, and at most how many. The limit is part
+/// of the query, so a filter with an index behind it reads only the rows it returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AuditWalk {
+    pub order: AuditOrder,
+    pub limit: Option<u64>,
+}
+
+impl AuditWalk {
+    /// Every matching row, oldest first: what export, verify and the timelines read.
+    pub const ALL: Self = Self {
+        order: AuditOrder::OldestFirst,
+        limit: None,
+    };
+
+    /// `ORDER BY id …` and, with a limit, `LIMIT $n` bound to the next argument.
+    fn tail(&self, args: &mut Vec<Arg>) -> String {
+        let mut sql = match self.order {
+            AuditOrder::OldestFirst => " ORDER BY id".to_owned(),
+            AuditOrder::NewestFirst => " ORDER BY id DESC".to_owned(),
+        };
+        if let Some(limit) = self.limit {
+            // SQL's LIMIT is signed; no audit holds more rows than i64::MAX anyway.
+            args.push(Arg::Int(i64::try_from(limit).unwrap_or(i64::MAX)));
+            sql.push_str(&format!(" LIMIT ${}", args.len()));
+        }
+        sql
+    }
+}
+
 enum Arg {
     Text(String),
     Int(i64),
@@ -81,16 +119,17 @@ pub(super) fn record(row: &impl NativeRow) -> Result<AuditRecord, StoreError> {
 }
 
 impl Store {
-    /// Calls `sink` with every matching row, oldest first, holding one row at a time. The first
-    /// error, the database's or the sink's, ends the walk.
+    /// Calls `sink` with the matching rows in the walk's order, up to its limit, holding one row
+    /// at a time. The first error, the database's or the sink's, ends the walk.
     pub async fn each_audit_record<E: From<StoreError>>(
         &self,
         filter: &AuditFilter,
+        walk: AuditWalk,
         mut sink: impl FnMut(&AuditRecord) -> Result<(), E>,
     ) -> Result<u64, E> {
-        let (clause, args) = filter.clause();
-        let sql =
-            format!("SELECT {AUDIT_COLUMNS}, seq, prev_hash, hash FROM audit{clause} ORDER BY id");
+        let (clause, mut args) = filter.clause();
+        let tail = walk.tail(&mut args);
+        let sql = format!("SELECT {AUDIT_COLUMNS}, seq, prev_hash, hash FROM audit{clause}{tail}");
         on_db!(self.reader(), pool => {
             let mut query = sqlx::query(&sql);
             for arg in args {
@@ -142,5 +181,32 @@ impl Store {
                 .fetch_all(pool)
                 .await?
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_walk_puts_its_order_and_limit_in_the_query() {
+        let filter = AuditFilter {
+            resource: Some("r".into()),
+            ..AuditFilter::default()
+        };
+        let (clause, mut args) = filter.clause();
+        let newest = AuditWalk {
+            order: AuditOrder::NewestFirst,
+            limit: Some(u64::MAX),
+        };
+        let tail = newest.tail(&mut args);
+        assert_eq!(
+            format!("{clause}{tail}"),
+            " WHERE resource = $1 ORDER BY id DESC LIMIT $2"
+        );
+        assert!(matches!(args.last(), Some(Arg::Int(i64::MAX))));
+        let (_, mut args) = AuditFilter::default().clause();
+        assert_eq!(AuditWalk::ALL.tail(&mut args), " ORDER BY id");
+        assert!(args.is_empty());
     }
 }

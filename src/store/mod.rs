@@ -33,7 +33,7 @@ mod watched;
 
 pub use crate::domain::lock_record::{HolderSighting, RecordedLock};
 pub use alerts::{AlertChange, RejectionCount, StoredAlert};
-pub use audit_query::{AuditFilter, AuditRecord};
+pub use audit_query::{AuditFilter, AuditOrder, AuditRecord, AuditWalk};
 pub use batch::MAX_BATCH;
 pub use chain::{Breach, PruneReport, VerifyReport};
 pub use connect::{is_sqlite_url, Backend, OpenMode, StoreOptions, DEFAULT_DB_TIMEOUT};

@@ -88,7 +88,7 @@ async fn the_audit_tools_read_an_installed_fence(#[case] backend: Backend) {
     );
 
     // The log, filtered as the daemon's is.
-    let (code, all, _) = audit(url, &["log", "--json"]).await;
+    let (code, all, _) = audit(url, &["log", "--json", "--oldest-first"]).await;
     assert_eq!(code, 0);
     let all = json_lines(&all);
     assert_eq!(all.len(), 4);
@@ -158,6 +158,56 @@ async fn the_audit_tools_read_an_installed_fence(#[case] backend: Backend) {
     let (code, _, stderr) = audit(url, &["refusals"]).await;
     assert_ne!(code, 0);
     assert!(stderr.contains("daemon"), "{stderr}");
+    conn.close().await;
+    fence.close().await;
+}
+
+/// A fence's log is newest first like the daemon's, `--oldest-first` reverses it, and a limit
+/// takes the rows at that end of the matching ones.
+#[apply(both_backends)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fences_log_is_newest_first_and_limited_at_that_end(#[case] backend: Backend) {
+    let (user, fence) = UserDb::with_protected_orders(backend).await;
+    let mut conn = user.connect().await;
+    incident(&mut conn).await;
+    let url = user.url.as_str();
+    let rows = |args: &'static [&'static str]| async move {
+        let (code, out, err) = audit(url, args).await;
+        assert_eq!(code, 0, "{args:?}: {out}{err}");
+        json_lines(&out)
+            .iter()
+            .map(|r| (r["id"].as_i64().unwrap(), r["idempotency_key"].clone()))
+            .collect::<Vec<_>>()
+    };
+    let oldest = rows(&["log", "--json", "--oldest-first"]).await;
+    let keys: Vec<&Value> = oldest.iter().map(|(_, key)| key).collect();
+    assert_eq!(keys, ["op-8", "op-7a", "op-7b", "op-3"], "{oldest:?}");
+    assert!(oldest.is_sorted_by_key(|(id, _)| *id), "{oldest:?}");
+    let newest: Vec<_> = oldest.iter().rev().cloned().collect();
+    assert_eq!(rows(&["log", "--json"]).await, newest);
+    assert_eq!(rows(&["log", "--json", "--limit", "1"]).await, newest[..1]);
+    assert_eq!(rows(&["log", "--json", "--limit", "0"]).await, []);
+    assert_eq!(
+        rows(&["log", "--json", "--outcome", "stale", "--limit", "1"]).await,
+        [oldest[2].clone()]
+    );
+    assert_eq!(
+        rows(&[
+            "log",
+            "--json",
+            "--outcome",
+            "stale",
+            "--limit",
+            "1",
+            "--oldest-first"
+        ])
+        .await,
+        [oldest[1].clone()]
+    );
+    assert_eq!(
+        rows(&["log", "--json", "--resource", "eu", "--limit", "5"]).await,
+        [oldest[2].clone(), oldest[1].clone(), oldest[0].clone()]
+    );
     conn.close().await;
     fence.close().await;
 }

@@ -2,7 +2,7 @@
 
 use super::{io, time};
 use crate::cli::ExportFormat;
-use crate::store::{AuditFilter, AuditRecord, Store};
+use crate::store::{AuditFilter, AuditRecord, AuditWalk, Store};
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
@@ -66,7 +66,7 @@ async fn export(
     };
     let mut count = 0u64;
     let written = store
-        .each_audit_record(filter, |record| {
+        .each_audit_record(filter, AuditWalk::ALL, |record| {
             count += 1;
             if progress && count % 10_000 == 0 {
                 eprint!("\rexported {count} rows");

@@ -3,7 +3,7 @@
 //! own audit. Its incidents are derived from its refusals (`domain::fence_overlaps`), as it has
 //! no overlaps table; `verify` checks its chains and counts SQLite's unsealed tail apart.
 
-use super::fence_rows::{each_row, Filter};
+use super::fence_rows::{each_row, walk_rows, Filter};
 use super::{micros, text, time};
 use crate::cli::AuditCommand;
 use crate::domain::duration::saturating_micros;
@@ -12,9 +12,11 @@ use crate::domain::fence_overlaps::incidents;
 use crate::domain::incident::{condense, Evidence, Folding, IncidentReport};
 use crate::domain::{AuditEntry, Outcome, Overlap};
 use crate::owndb::OwnDb;
+use crate::store::AuditWalk;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use std::io::Write;
+use std::ops::ControlFlow;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -34,7 +36,11 @@ pub(super) async fn run(
             filter,
             json,
             limit,
-        } => log(db, &Filter::new(&filter, now)?, json, limit).await,
+            oldest_first,
+        } => {
+            let walk = super::log::walk(oldest_first, limit);
+            log(db, &Filter::new(&filter, now)?, json, walk).await
+        }
         AuditCommand::Export {
             format,
             filter,
@@ -230,12 +236,7 @@ async fn verify(db: &OwnDb, json: bool) -> anyhow::Result<ExitCode> {
     })
 }
 
-async fn log(
-    db: &OwnDb,
-    filter: &Filter,
-    json: bool,
-    limit: Option<u64>,
-) -> anyhow::Result<ExitCode> {
+async fn log(db: &OwnDb, filter: &Filter, json: bool, walk: AuditWalk) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     if !json {
         writeln!(
@@ -244,30 +245,40 @@ async fn log(
             "ID", "AT", "OUTCOME", "SCOPE", "TOKEN", "HIGHEST", "OWNER", "TABLE"
         )?;
     }
+    // The filters are applied here, not in SQL, so the limit ends the walk as soon as it is
+    // met: no page after the one holding the last row shown is read.
     let mut shown = 0u64;
-    each_row(db, |row| {
-        if !filter.matches(row) || limit.is_some_and(|limit| shown >= limit) {
-            return Ok(());
+    let full = |shown: u64| walk.limit.is_some_and(|limit| shown >= limit);
+    walk_rows(db, walk.order, |row| {
+        if full(shown) {
+            return Ok(ControlFlow::Break(()));
+        }
+        if !filter.matches(row) {
+            return Ok(ControlFlow::Continue(()));
         }
         shown += 1;
         if json {
             writeln!(out, "{}", serde_json::to_string(row)?)?;
-            return Ok(());
+        } else {
+            writeln!(
+                out,
+                "{:<8} {:<27} {:<13} {:<24} {:>6} {:>7} {:<12} {:<20} {}",
+                row.id,
+                time(&row.at),
+                row.outcome,
+                row.resource,
+                row.token.map_or("-".into(), |t| t.to_string()),
+                row.highest_token,
+                text(&row.owner),
+                text(&row.table_name),
+                text(&row.idempotency_key)
+            )?;
         }
-        writeln!(
-            out,
-            "{:<8} {:<27} {:<13} {:<24} {:>6} {:>7} {:<12} {:<20} {}",
-            row.id,
-            time(&row.at),
-            row.outcome,
-            row.resource,
-            row.token.map_or("-".into(), |t| t.to_string()),
-            row.highest_token,
-            text(&row.owner),
-            text(&row.table_name),
-            text(&row.idempotency_key)
-        )?;
-        Ok(())
+        Ok(if full(shown) {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        })
     })
     .await?;
     Ok(ExitCode::SUCCESS)

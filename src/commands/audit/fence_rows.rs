@@ -1,11 +1,12 @@
-//! A fence's audit rows as the audit tools read them: all of them in id order, a page at a
+//! A fence's audit rows as the audit tools read them: in id order either way, a page at a
 //! time, and which of them the filter flags keep.
 
 use crate::cli::AuditFilterArgs;
 use crate::domain::fence_audit::FenceAuditRow;
 use crate::owndb::OwnDb;
-use crate::store::AuditFilter;
+use crate::store::{AuditFilter, AuditOrder};
 use chrono::{DateTime, Utc};
+use std::ops::ControlFlow;
 
 /// Rows read per query.
 const PAGE: u32 = 5_000;
@@ -49,15 +50,36 @@ pub(super) async fn each_row(
     db: &OwnDb,
     mut visit: impl FnMut(&FenceAuditRow) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
-    let mut after = 0;
+    walk_rows(db, AuditOrder::OldestFirst, |row| {
+        visit(row).map(|()| ControlFlow::Continue(()))
+    })
+    .await
+}
+
+/// Visits the rows in `order`, a page at a time (constant memory), until `visit` breaks: the
+/// filters are applied to rows as read, so a limit ends the walk rather than the query.
+pub(super) async fn walk_rows(
+    db: &OwnDb,
+    order: AuditOrder,
+    mut visit: impl FnMut(&FenceAuditRow) -> anyhow::Result<ControlFlow<()>>,
+) -> anyhow::Result<()> {
+    let mut next = match order {
+        AuditOrder::OldestFirst => 0,
+        AuditOrder::NewestFirst => i64::MAX,
+    };
     loop {
-        let page = db.audit_after(after, PAGE).await?;
+        let page = match order {
+            AuditOrder::OldestFirst => db.audit_after(next, PAGE).await?,
+            AuditOrder::NewestFirst => db.audit_before(next, PAGE).await?,
+        };
         let Some(last) = page.last() else {
             return Ok(());
         };
-        after = last.id;
+        next = last.id;
         for row in &page {
-            visit(row)?;
+            if visit(row)?.is_break() {
+                return Ok(());
+            }
         }
     }
 }

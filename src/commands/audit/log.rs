@@ -1,18 +1,30 @@
-//! `audit log`: the audit rows that match a filter, as a table or JSON lines.
+//! `audit log`: the audit rows that match a filter, newest first unless asked otherwise, as a
+//! table or JSON lines.
 
 use super::{io, text, time};
-use crate::store::{AuditFilter, Store};
+use crate::store::{AuditFilter, AuditOrder, AuditWalk, Store};
 use std::io::Write;
 use std::process::ExitCode;
+
+/// The walk the flags ask for: an operator looking at the log wants the latest rows.
+pub(super) fn walk(oldest_first: bool, limit: Option<u64>) -> AuditWalk {
+    AuditWalk {
+        order: if oldest_first {
+            AuditOrder::OldestFirst
+        } else {
+            AuditOrder::NewestFirst
+        },
+        limit,
+    }
+}
 
 pub(super) async fn run(
     store: &Store,
     filter: &AuditFilter,
     json: bool,
-    limit: Option<u64>,
+    walk: AuditWalk,
 ) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
-    let mut shown = 0u64;
     if !json {
         writeln!(
             out,
@@ -21,11 +33,7 @@ pub(super) async fn run(
         )?;
     }
     store
-        .each_audit_record(filter, |record| {
-            if limit.is_some_and(|limit| shown >= limit) {
-                return Ok(());
-            }
-            shown += 1;
+        .each_audit_record(filter, walk, |record| {
             if json {
                 let line = serde_json::to_string(record).map_err(io)?;
                 return writeln!(out, "{line}").map_err(io);

@@ -69,7 +69,11 @@ pub async fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
             filter: filter_args,
             json,
             limit,
-        } => log::run(&store, &filter(&filter_args, now)?, json, limit).await?,
+            oldest_first,
+        } => {
+            let walk = log::walk(oldest_first, limit);
+            log::run(&store, &filter(&filter_args, now)?, json, walk).await?
+        }
         AuditCommand::Export {
             format,
             filter: filter_args,

@@ -3,7 +3,7 @@
 
 use super::time;
 use crate::domain::Outcome;
-use crate::store::{AuditFilter, Store, StoredLeaseEvent};
+use crate::store::{AuditFilter, AuditWalk, Store, StoredLeaseEvent};
 use chrono::DateTime;
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -107,6 +107,7 @@ pub async fn timeline(
                 until_us,
                 ..AuditFilter::default()
             },
+            AuditWalk::ALL,
             |r| {
                 records.push(r.clone());
                 Ok::<_, crate::store::StoreError>(())
