@@ -4,10 +4,15 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::time::Duration;
 
+mod audit;
+mod bench;
 pub mod exit_codes;
 mod fence;
 pub use fence::{FenceArgs, FenceCommand, FenceTarget, FENCE_EXIT_CODES_HELP};
 mod serve;
+
+pub use audit::AuditCommand;
+pub use bench::BenchArgs;
 pub use serve::{LeaseScopeArg, ServeArgs};
 
 #[derive(Debug, Parser)]
@@ -343,157 +348,6 @@ pub enum ReportFormat {
     Json,
     /// A self-contained page with an SVG timeline.
     Html,
-}
-
-#[derive(Debug, Clone, Subcommand)]
-pub enum AuditCommand {
-    /// The postmortem of one incident (an id from `incidents`): the stale owner's pause, its
-    /// grant's lapse, the successor's takeover and first write, the refused attempts and any
-    /// write accepted after the lapse, with the condensed history around it.
-    Report {
-        id: i64,
-        #[arg(long, value_enum, default_value = "text")]
-        format: ReportFormat,
-        /// Write to this file instead of standard output.
-        #[arg(long, short, value_name = "PATH")]
-        output: Option<std::path::PathBuf>,
-    },
-    /// Incidents since a time: counts per owner and resource, pause and zombie-lifetime
-    /// percentiles, writes accepted after a lapse.
-    Summary {
-        /// RFC 3339 or a duration ago (`7d`).
-        #[arg(long, default_value = "7d")]
-        since: String,
-        #[arg(long)]
-        json: bool,
-    },
-    /// Check every resource's hash chain; report the first broken link of each (exit 1 if any).
-    Verify {
-        #[arg(long)]
-        json: bool,
-    },
-    /// Audit rows, newest first.
-    Log {
-        #[command(flatten)]
-        filter: AuditFilterArgs,
-        #[arg(long)]
-        json: bool,
-        /// The N newest matching rows (with `--oldest-first`, the N oldest).
-        #[arg(long)]
-        limit: Option<u64>,
-        /// List the oldest rows first.
-        #[arg(long)]
-        oldest_first: bool,
-    },
-    /// Every matching row with every field, streamed (constant memory).
-    Export {
-        #[arg(long, value_enum)]
-        format: ExportFormat,
-        #[command(flatten)]
-        filter: AuditFilterArgs,
-        /// Write here instead of stdout.
-        #[arg(long)]
-        output: Option<PathBuf>,
-    },
-    /// Ownership-overlap incidents with their generations, owners, counts and times.
-    Incidents {
-        #[arg(long)]
-        since: Option<String>,
-        #[arg(long)]
-        until: Option<String>,
-        #[arg(long)]
-        resource: Option<String>,
-        #[arg(long)]
-        json: bool,
-    },
-    /// A resource's writes and its leases' history interleaved: who held which generation when,
-    /// and the value before and after each accepted write.
-    Timeline {
-        resource: String,
-        /// A minute either side of this incident (from `incidents`).
-        #[arg(long, conflicts_with_all = ["since", "until"])]
-        around: Option<i64>,
-        #[arg(long)]
-        since: Option<String>,
-        #[arg(long)]
-        until: Option<String>,
-        #[arg(long)]
-        json: bool,
-    },
-    /// Requests refused before the fence (no or a wrong API key, a key's scopes, a foreign
-    /// origin or Host, too many refusals), aggregated per source, reason and 10 s interval,
-    /// oldest first.
-    Refusals {
-        /// RFC 3339 or a duration ago (`1h`).
-        #[arg(long)]
-        since: Option<String>,
-        #[arg(long)]
-        until: Option<String>,
-        #[arg(long)]
-        json: bool,
-    },
-    /// Delete rows older than a time behind per-resource checkpoints (what `--audit-retention`
-    /// does in the daemon).
-    Prune {
-        /// RFC 3339 or a duration ago (`30d`).
-        #[arg(long)]
-        before: String,
-        #[arg(long)]
-        json: bool,
-    },
-}
-
-#[derive(Debug, Clone, Args)]
-pub struct BenchArgs {
-    /// Drive this daemon instead of starting one.
-    #[arg(long)]
-    pub url: Option<String>,
-    /// Trust only this PEM CA certificate for an https:// --url.
-    #[arg(long, env = "FENCEWATCH_CA_CERT")]
-    pub ca_cert: Option<PathBuf>,
-    /// The database of the daemon it starts (default: a temporary SQLite file).
-    #[arg(long)]
-    pub database: Option<String>,
-    /// Concurrent keep-alive connections (and store clients for the baseline).
-    #[arg(long, default_value_t = 32)]
-    pub connections: usize,
-    #[arg(long, default_value_t = 1000)]
-    pub resources: usize,
-    /// The share of writes that carry a superseded generation.
-    #[arg(long, default_value_t = 0.05)]
-    pub stale: f64,
-    /// Send a fresh Idempotency-Key with every write.
-    #[arg(long)]
-    pub idempotency_keys: bool,
-    #[arg(long, value_parser = humantime::parse_duration, default_value = "10s")]
-    pub duration: Duration,
-    /// Skip the store-only paths.
-    #[arg(long)]
-    pub no_baseline: bool,
-    /// Instead of writes, measure the dashboard's event path with this many write events.
-    #[arg(long, value_name = "EVENTS")]
-    pub dashboard: Option<usize>,
-    /// Skip the HTTP path (to profile the store alone).
-    #[arg(long, conflicts_with = "no_baseline")]
-    pub no_http: bool,
-    /// Clients reading values over HTTP while the writers run.
-    #[arg(long, default_value_t = 0)]
-    pub readers: usize,
-    /// Live event streams (`/v1/events`) followed while the writers run.
-    #[arg(long, default_value_t = 0)]
-    pub subscribers: usize,
-    /// Also run the same HTTP load with every write naming an etcd lock (`Fencing-Lease:
-    /// etcd:bench-etcd`, the lock taken here with etcd's lock API) against a daemon started
-    /// with `--etcd URL`, reported beside the plain fence.
-    #[arg(long, value_name = "URL", conflicts_with = "no_http")]
-    pub etcd: Option<String>,
-    /// Also run the same HTTP load with every write naming a ZooKeeper lock (`Fencing-Lease:
-    /// zk:/bench-zookeeper`, the lock taken here with ZooKeeper's lock recipe) against a daemon
-    /// started with `--zookeeper HOSTS`, reported beside the plain fence.
-    #[arg(long, value_name = "HOST:PORT", conflicts_with = "no_http")]
-    pub zookeeper: Option<String>,
-    #[arg(long)]
-    pub json: bool,
 }
 
 #[cfg(test)]

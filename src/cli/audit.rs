@@ -1,0 +1,103 @@
+//! `fencewatch audit …`: its subcommands and their flags.
+
+use super::{AuditFilterArgs, ExportFormat, ReportFormat};
+use clap::Subcommand;
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum AuditCommand {
+    /// The postmortem of one incident (an id from `incidents`): the stale owner's pause, its
+    /// grant's lapse, the successor's takeover and first write, the refused attempts and any
+    /// write accepted after the lapse, with the condensed history around it.
+    Report {
+        id: i64,
+        #[arg(long, value_enum, default_value = "text")]
+        format: ReportFormat,
+        /// Write to this file instead of standard output.
+        #[arg(long, short, value_name = "PATH")]
+        output: Option<std::path::PathBuf>,
+    },
+    /// Incidents since a time: counts per owner and resource, pause and zombie-lifetime
+    /// percentiles, writes accepted after a lapse.
+    Summary {
+        /// RFC 3339 or a duration ago (`7d`).
+        #[arg(long, default_value = "7d")]
+        since: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check every resource's hash chain; report the first broken link of each (exit 1 if any).
+    Verify {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Audit rows, newest first.
+    Log {
+        #[command(flatten)]
+        filter: AuditFilterArgs,
+        #[arg(long)]
+        json: bool,
+        /// The N newest matching rows (with `--oldest-first`, the N oldest).
+        #[arg(long)]
+        limit: Option<u64>,
+        /// List the oldest rows first.
+        #[arg(long)]
+        oldest_first: bool,
+    },
+    /// Every matching row with every field, streamed (constant memory).
+    Export {
+        #[arg(long, value_enum)]
+        format: ExportFormat,
+        #[command(flatten)]
+        filter: AuditFilterArgs,
+        /// Write here instead of stdout.
+        #[arg(long)]
+        output: Option<PathBuf>,
+    },
+    /// Ownership-overlap incidents with their generations, owners, counts and times.
+    Incidents {
+        #[arg(long)]
+        since: Option<String>,
+        #[arg(long)]
+        until: Option<String>,
+        #[arg(long)]
+        resource: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// A resource's writes and its leases' history interleaved: who held which generation when,
+    /// and the value before and after each accepted write.
+    Timeline {
+        resource: String,
+        /// A minute either side of this incident (from `incidents`).
+        #[arg(long, conflicts_with_all = ["since", "until"])]
+        around: Option<i64>,
+        #[arg(long)]
+        since: Option<String>,
+        #[arg(long)]
+        until: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Requests refused before the fence (no or a wrong API key, a key's scopes, a foreign
+    /// origin or Host, too many refusals), aggregated per source, reason and 10 s interval,
+    /// oldest first.
+    Refusals {
+        /// RFC 3339 or a duration ago (`1h`).
+        #[arg(long)]
+        since: Option<String>,
+        #[arg(long)]
+        until: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete rows older than a time behind per-resource checkpoints (what `--audit-retention`
+    /// does in the daemon).
+    Prune {
+        /// RFC 3339 or a duration ago (`30d`).
+        #[arg(long)]
+        before: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
