@@ -30,6 +30,13 @@ pub enum AuditCommand {
     Verify {
         #[arg(long)]
         json: bool,
+        /// Record the verified end of every chain in this file (written only when nothing is
+        /// broken) and, when it exists, check only the rows after the positions it holds.
+        #[arg(long, value_name = "FILE")]
+        checkpoint: Option<PathBuf>,
+        /// Check every row even when `--checkpoint` holds verified positions.
+        #[arg(long)]
+        full: bool,
     },
     /// Audit rows, newest first.
     Log {

@@ -1,34 +1,8 @@
-//! Checking the audit's hash chains, and pruning old rows behind a checkpoint that keeps them
-//! verifiable.
+//! Pruning old audit rows behind a checkpoint that keeps the rest verifiable (`verify`).
 
-use super::audit_query::{record, AuditRecord};
-use super::native::{on_db, Conn, Native};
-use super::reads::AUDIT_COLUMNS;
+use super::native::on_db;
 use super::{Store, StoreError};
-use crate::domain::chain::{row_hash, GENESIS};
-use futures_util::stream::BoxStream;
-use futures_util::{StreamExt, TryStreamExt};
 use serde::Serialize;
-use std::collections::HashMap;
-
-/// The first broken link of one resource's chain.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Breach {
-    pub resource: String,
-    /// The row where the chain breaks (none when rows are missing at its end).
-    pub audit_id: Option<i64>,
-    pub seq: Option<i64>,
-    pub problem: String,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct VerifyReport {
-    pub resources: u64,
-    pub rows: u64,
-    /// Rows written before the chain existed (older databases), not covered.
-    pub unchained: u64,
-    pub breaches: Vec<Breach>,
-}
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct PruneReport {
@@ -42,151 +16,7 @@ pub struct PruneReport {
     pub refusals: u64,
 }
 
-struct Walk {
-    resource: String,
-    expected_seq: i64,
-    expected_prev: String,
-    chained: bool,
-    broken: bool,
-}
-
 impl Store {
-    /// Walks every chain in order and reports the first broken link of each.
-    ///
-    /// Heads, checkpoints and rows are read in one snapshot (a repeatable-read transaction on
-    /// PostgreSQL, one read transaction on SQLite): read one after the other, a prune or a
-    /// write committed in between made an honest audit look broken.
-    pub async fn verify_audit(&self) -> Result<VerifyReport, StoreError> {
-        let mut tx = match self.reader() {
-            Native::Postgres(_) => {
-                self.reader()
-                    .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                    .await?
-            }
-            Native::Sqlite(_) => self.reader().begin().await?,
-        };
-        // A written resource's head is in its row, any other's in `chain_heads` (rows marked
-        // moved left out).
-        let heads = chain_table(
-            tx.conn(),
-            "SELECT key AS resource, chain_seq AS seq, chain_hash AS hash FROM resources \
-             WHERE chain_seq > 0 \
-             UNION ALL SELECT resource, seq, hash FROM chain_heads WHERE seq >= 0",
-        )
-        .await?;
-        let checkpoints = chain_table(
-            tx.conn(),
-            "SELECT resource, seq, hash FROM audit_checkpoints",
-        )
-        .await?;
-        let mut report = VerifyReport::default();
-        let sql = format!(
-            "SELECT {AUDIT_COLUMNS}, seq, prev_hash, hash FROM audit ORDER BY resource, id"
-        );
-        let mut rows: BoxStream<'_, Result<AuditRecord, StoreError>> = on_db!(tx.conn(), conn => {
-            sqlx::query(&sql)
-                .fetch(conn)
-                .map(|row| record(&row?))
-                .boxed()
-        });
-        let mut walk: Option<Walk> = None;
-        let mut seen = Vec::new();
-        while let Some(row) = rows.try_next().await? {
-            let AuditRecord {
-                entry,
-                seq,
-                prev_hash: prev,
-                hash,
-            } = row;
-            report.rows += 1;
-            if walk.as_ref().is_none_or(|w| w.resource != entry.resource) {
-                if let Some(done) = walk.take() {
-                    finish(&done, &heads, &mut report);
-                }
-                let start = checkpoints.get(&entry.resource);
-                walk = Some(Walk {
-                    resource: entry.resource.clone(),
-                    expected_seq: start.map_or(1, |(seq, _)| seq + 1),
-                    expected_prev: start
-                        .map_or_else(|| GENESIS.to_owned(), |(_, hash)| hash.clone()),
-                    chained: false,
-                    broken: false,
-                });
-                seen.push(entry.resource.clone());
-                report.resources += 1;
-            }
-            let Some(current) = walk.as_mut() else {
-                continue;
-            };
-            if current.broken {
-                continue;
-            }
-            let breach = |problem: String| Breach {
-                resource: entry.resource.clone(),
-                audit_id: Some(entry.id),
-                seq,
-                problem,
-            };
-            let (Some(seq), Some(prev), Some(hash)) = (seq, prev, hash) else {
-                if current.chained {
-                    report.breaches.push(breach(
-                        "a row without a place in the chain was added".into(),
-                    ));
-                    current.broken = true;
-                } else {
-                    report.unchained += 1;
-                }
-                continue;
-            };
-            current.chained = true;
-            let problem = if seq > current.expected_seq {
-                Some(format!(
-                    "position {seq} where {} was due: rows before it are missing or out of order",
-                    current.expected_seq
-                ))
-            } else if seq < current.expected_seq {
-                Some(format!(
-                    "position {seq} where {} was due: a row was added or the rows are out of order",
-                    current.expected_seq
-                ))
-            } else if prev != current.expected_prev {
-                Some("does not link to the row before it".to_owned())
-            } else if row_hash(&entry, seq, &prev) != hash {
-                Some("its contents were changed".to_owned())
-            } else {
-                None
-            };
-            if let Some(problem) = problem {
-                report.breaches.push(breach(problem));
-                current.broken = true;
-                continue;
-            }
-            current.expected_seq = seq + 1;
-            current.expected_prev = hash;
-        }
-        if let Some(done) = walk.take() {
-            finish(&done, &heads, &mut report);
-        }
-        drop(rows);
-        tx.commit().await?;
-        // A chain whose rows were all removed.
-        for (resource, (seq, _)) in &heads {
-            let anchored = checkpoints.get(resource).map_or(0, |(seq, _)| *seq);
-            if *seq > anchored && !seen.contains(resource) {
-                report.breaches.push(Breach {
-                    resource: resource.clone(),
-                    audit_id: None,
-                    seq: Some(anchored + 1),
-                    problem: format!(
-                        "all {} row(s) after position {anchored} are missing",
-                        seq - anchored
-                    ),
-                });
-            }
-        }
-        Ok(report)
-    }
-
     /// Deletes audit rows older than `before_us`, resource by resource, leaving a checkpoint
     /// with the last deleted row's position and hash so that what remains still verifies.
     pub async fn prune_audit(&self, before_us: i64) -> Result<PruneReport, StoreError> {
@@ -283,37 +113,5 @@ impl Store {
         report.refusals = delete("DELETE FROM refusals WHERE last_at_us < $1").await?;
         tx.commit().await?;
         Ok(())
-    }
-}
-
-/// Chain positions by resource: heads or checkpoints.
-async fn chain_table(
-    conn: Conn<'_>,
-    sql: &str,
-) -> Result<HashMap<String, (i64, String)>, StoreError> {
-    // `sql` selects `resource, seq, hash`, in that order.
-    let rows: Vec<(String, i64, String)> =
-        on_db!(conn, conn => sqlx::query_as(sql).fetch_all(conn).await?);
-    Ok(rows
-        .into_iter()
-        .map(|(resource, seq, hash)| (resource, (seq, hash)))
-        .collect())
-}
-
-/// Checks that a chain ends where its head says.
-fn finish(walk: &Walk, heads: &HashMap<String, (i64, String)>, report: &mut VerifyReport) {
-    if walk.broken || !walk.chained {
-        return;
-    }
-    if let Some((seq, hash)) = heads.get(&walk.resource) {
-        let last = walk.expected_seq - 1;
-        if *seq != last || hash != &walk.expected_prev {
-            report.breaches.push(Breach {
-                resource: walk.resource.clone(),
-                audit_id: None,
-                seq: Some(last + 1),
-                problem: format!("the chain ends at position {last} but its head is at {seq}: rows at its end are missing"),
-            });
-        }
     }
 }

@@ -28,6 +28,7 @@ mod retention;
 mod tail;
 mod tx;
 mod unchecked;
+mod verify;
 mod wal_sync;
 mod watched;
 
@@ -35,7 +36,7 @@ pub use crate::domain::lock_record::{HolderSighting, RecordedLock};
 pub use alerts::{AlertChange, RejectionCount, StoredAlert};
 pub use audit_query::{AuditFilter, AuditOrder, AuditRecord, AuditWalk};
 pub use batch::MAX_BATCH;
-pub use chain::{Breach, PruneReport, VerifyReport};
+pub use chain::PruneReport;
 pub use connect::{is_sqlite_url, Backend, OpenMode, StoreOptions, DEFAULT_DB_TIMEOUT};
 /// The fence in a user's own database connects to PostgreSQL outside `Store::open`.
 pub(crate) use db_url::driver_url;
@@ -49,6 +50,7 @@ pub use pg_schema::{InvalidSchema, PgSchema};
 pub use reads::{AuditQuery, StoredValue};
 pub use retention::{Retention, RetentionClaim, StoreRetention};
 pub use unchecked::UncheckedWrites;
+pub use verify::{Breach, ChainPosition, VerifiedPositions, VerifyReport};
 pub use watched::WatchAdvance;
 
 use crate::domain::clock::SharedClock;

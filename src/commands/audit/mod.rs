@@ -13,6 +13,7 @@ mod report;
 mod summary;
 mod timeline;
 mod verify;
+mod verify_record;
 
 pub use export::CSV_COLUMNS;
 pub use fence_export::FENCE_CSV_COLUMNS;
@@ -64,7 +65,11 @@ pub async fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let code = match args.command {
-        AuditCommand::Verify { json } => verify::run(&store, json).await?,
+        AuditCommand::Verify {
+            json,
+            checkpoint,
+            full,
+        } => verify::run(&store, json, checkpoint.as_deref(), full).await?,
         AuditCommand::Log {
             filter: filter_args,
             json,

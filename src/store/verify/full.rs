@@ -1,0 +1,133 @@
+//! Every row of every chain, checked in parallel: one reader streams the audit in id order (the
+//! table's own order, so the database reads it front to back instead of seeking through an
+//! index) and hands each row to the worker that owns its resource's chain; hashing is the cost,
+//! and it is spread over the available cores (docs/performance.md, "the audit tools").
+
+use super::walk::ChainVerifier;
+use super::{Anchors, ChainTable, VerifyReport};
+use crate::store::audit_query::{record, AuditRecord};
+use crate::store::native::{on_db, Tx};
+use crate::store::reads::AUDIT_COLUMNS;
+use crate::store::StoreError;
+use futures_util::TryStreamExt;
+use std::collections::HashMap;
+use std::hash::BuildHasher;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// Rows handed to a worker at a time: enough to make the hand-over cheap per row.
+const BATCH: usize = 512;
+/// Batches queued per worker before the reader waits for it.
+const QUEUED: usize = 8;
+
+type Chains = HashMap<String, ChainVerifier>;
+
+pub(super) async fn verify(tx: &mut Tx<'_>, anchors: &Anchors) -> Result<VerifyReport, StoreError> {
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let checkpoints = Arc::new(anchors.checkpoints.clone());
+    let mut queues = Vec::with_capacity(workers);
+    let mut handles = Vec::with_capacity(workers);
+    for _ in 0..workers {
+        let (send, receive) = mpsc::channel::<Vec<AuditRecord>>(QUEUED);
+        let checkpoints = checkpoints.clone();
+        handles.push(tokio::task::spawn_blocking(move || {
+            walk_batches(receive, &checkpoints)
+        }));
+        queues.push((send, Vec::with_capacity(BATCH)));
+    }
+    let read = read_rows(tx, &mut queues).await;
+    drop(queues);
+    let mut chains = Chains::new();
+    for handle in handles {
+        let walked = handle
+            .await
+            .map_err(|e| StoreError::Invariant(format!("a verify worker failed: {e}")))?;
+        chains.extend(walked);
+    }
+    read?;
+    let mut report = VerifyReport {
+        full: true,
+        ..VerifyReport::default()
+    };
+    for (resource, chain) in chains {
+        report.add(chain.finish(anchors.heads.get(&resource)));
+    }
+    // Chains whose rows were all removed (or pruned): held to their heads all the same.
+    for (resource, head) in &anchors.heads {
+        if !report.positions.contains_key(resource)
+            && !report.breaches.iter().any(|b| &b.resource == resource)
+        {
+            let empty =
+                ChainVerifier::from_start(resource.clone(), anchors.checkpoints.get(resource));
+            let walked = empty.finish(Some(head));
+            // Not read by this run: only its end counts.
+            match walked.end {
+                super::walk::ChainEnd::Verified(position) => {
+                    report.positions.insert(walked.resource, position);
+                }
+                super::walk::ChainEnd::Broken(breach) => report.breaches.push(breach),
+            }
+        }
+    }
+    Ok(report)
+}
+
+/// Streams the audit in id order into the workers' queues, a resource always to the same one.
+async fn read_rows(
+    tx: &mut Tx<'_>,
+    queues: &mut [(mpsc::Sender<Vec<AuditRecord>>, Vec<AuditRecord>)],
+) -> Result<(), StoreError> {
+    let shard = std::collections::hash_map::RandomState::new();
+    let sql = format!("SELECT {AUDIT_COLUMNS}, seq, prev_hash, hash FROM audit ORDER BY id");
+    let count = queues.len();
+    on_db!(tx.conn(), conn => {
+        let mut rows = sqlx::query(&sql).fetch(conn);
+        while let Some(row) = rows.try_next().await? {
+            let row = record(&row)?;
+            // `count` is at most the number of cores, so the remainder fits in a usize.
+            let index = usize::try_from(shard.hash_one(&row.entry.resource) % count as u64)
+                .unwrap_or(0);
+            let (send, batch) = &mut queues[index];
+            batch.push(row);
+            if batch.len() == BATCH {
+                hand_over(send, batch).await?;
+            }
+        }
+    });
+    for (send, batch) in queues.iter_mut() {
+        if !batch.is_empty() {
+            hand_over(send, batch).await?;
+        }
+    }
+    Ok(())
+}
+
+async fn hand_over(
+    send: &mpsc::Sender<Vec<AuditRecord>>,
+    batch: &mut Vec<AuditRecord>,
+) -> Result<(), StoreError> {
+    let full = std::mem::replace(batch, Vec::with_capacity(BATCH));
+    send.send(full)
+        .await
+        .map_err(|_| StoreError::Invariant("a verify worker stopped early".into()))
+}
+
+/// A worker: walks the chains of the rows it is given, each from its checkpoint if pruned.
+fn walk_batches(mut receive: mpsc::Receiver<Vec<AuditRecord>>, checkpoints: &ChainTable) -> Chains {
+    let mut chains = Chains::new();
+    while let Some(batch) = receive.blocking_recv() {
+        for row in batch {
+            match chains.get_mut(&row.entry.resource) {
+                Some(chain) => chain.push(&row),
+                None => {
+                    let resource = row.entry.resource.clone();
+                    let mut chain =
+                        ChainVerifier::from_start(resource.clone(), checkpoints.get(&resource));
+                    chain.push(&row);
+                    chains.insert(resource, chain);
+                }
+            }
+        }
+    }
+    chains
+}

@@ -1,0 +1,185 @@
+//! Only what changed since an earlier run: each chain whose head moved past its verified
+//! position is walked from there (`WHERE resource = $1 AND id > $2`, the `(resource, id)`
+//! index), and every verified position is checked to be still there, so a tail deleted behind
+//! it or an erased resource is still found. Rows before a verified position changed later are
+//! not read: that is what a full run is for.
+
+use super::walk::ChainVerifier;
+use super::{Anchors, Breach, ChainPosition, VerifiedPositions, VerifyReport};
+use crate::store::audit_query::record;
+use crate::store::native::{on_db, Tx};
+use crate::store::reads::AUDIT_COLUMNS;
+use crate::store::StoreError;
+use futures_util::TryStreamExt;
+use std::collections::HashMap;
+
+/// Verified rows looked up per statement (well under SQLite's limit on parameters).
+const LOOKUP: usize = 500;
+
+pub(super) async fn verify(
+    tx: &mut Tx<'_>,
+    anchors: &Anchors,
+    verified: &VerifiedPositions,
+) -> Result<VerifyReport, StoreError> {
+    let mut report = VerifyReport::default();
+    let stored = verified_rows(tx, verified).await?;
+    let mut walks = Vec::new();
+    for (resource, head) in &anchors.heads {
+        let pruned = anchors.checkpoints.get(resource);
+        let Some(position) = verified.get(resource) else {
+            // A chain the earlier run did not see: all of it.
+            walks.push(ChainVerifier::from_start(resource.clone(), pruned));
+            continue;
+        };
+        match start_after(resource, position, pruned, head, &stored) {
+            Err(breach) => report.breaches.push(breach),
+            Ok(start) if head.0 == start.seq => {
+                report.covered_chains += 1;
+                report.covered_rows += covered(position, pruned);
+                report.positions.insert(resource.clone(), start);
+            }
+            Ok(start) => {
+                report.covered_chains += 1;
+                report.covered_rows += covered(position, pruned);
+                walks.push(ChainVerifier::after(resource.clone(), &start));
+            }
+        }
+    }
+    // A chain verified before whose head is gone: the resource was erased.
+    for (resource, position) in verified {
+        if position.seq > 0 && !anchors.heads.contains_key(resource) {
+            report.breaches.push(Breach {
+                resource: resource.clone(),
+                audit_id: position.audit_id,
+                seq: Some(position.seq),
+                problem: format!(
+                    "its chain head is gone, though {} position(s) were verified",
+                    position.seq
+                ),
+            });
+        }
+    }
+    let sql = format!(
+        "SELECT {AUDIT_COLUMNS}, seq, prev_hash, hash FROM audit \
+         WHERE resource = $1 AND id > $2 ORDER BY id"
+    );
+    for mut chain in walks {
+        let after = chain.last_id().unwrap_or(0);
+        let resource = chain.resource().to_owned();
+        on_db!(tx.conn(), conn => {
+            let mut rows = sqlx::query(&sql).bind(&resource).bind(after).fetch(conn);
+            while let Some(row) = rows.try_next().await? {
+                chain.push(&record(&row)?);
+            }
+        });
+        let head = anchors.heads.get(chain.resource());
+        report.add(chain.finish(head));
+    }
+    report.full = false;
+    Ok(report)
+}
+
+/// Where a chain verified up to `position` resumes: there, if its row is still there with the
+/// same position and hash and the head has not fallen behind it; at the prune's checkpoint if
+/// a prune has since removed it.
+fn start_after(
+    resource: &str,
+    position: &ChainPosition,
+    pruned: Option<&(i64, String)>,
+    head: &(i64, String),
+    stored: &HashMap<i64, (String, Option<i64>, Option<String>)>,
+) -> Result<ChainPosition, Breach> {
+    let breach = |audit_id: Option<i64>, problem: String| Breach {
+        resource: resource.to_owned(),
+        audit_id,
+        seq: Some(position.seq),
+        problem,
+    };
+    if head.0 < position.seq || (head.0 == position.seq && head.1 != position.hash) {
+        return Err(breach(
+            None,
+            format!(
+                "its head is at position {} but position {} was verified: rows at its end \
+                 were removed or replaced",
+                head.0, position.seq
+            ),
+        ));
+    }
+    match pruned {
+        Some((seq, hash)) if *seq > position.seq => {
+            return Ok(ChainPosition {
+                seq: *seq,
+                hash: hash.clone(),
+                // Rows after the verified one, up to the checkpoint, were pruned.
+                audit_id: position.audit_id,
+            });
+        }
+        Some((seq, hash)) if *seq == position.seq => {
+            return if *hash == position.hash {
+                Ok(position.clone())
+            } else {
+                Err(breach(
+                    None,
+                    "the prune's checkpoint at the verified position has another hash".into(),
+                ))
+            };
+        }
+        _ => {}
+    }
+    let Some(id) = position.audit_id else {
+        // Verified when no row of the chain remained: nothing to look up.
+        return Ok(position.clone());
+    };
+    match stored.get(&id) {
+        Some((row_resource, seq, hash))
+            if row_resource == resource
+                && *seq == Some(position.seq)
+                && hash.as_deref() == Some(position.hash.as_str()) =>
+        {
+            Ok(position.clone())
+        }
+        Some(_) if position.seq == 0 => Ok(position.clone()),
+        Some(_) => Err(breach(
+            Some(id),
+            "the row verified at this position was changed".into(),
+        )),
+        None => Err(breach(
+            Some(id),
+            "the row verified at this position is missing".into(),
+        )),
+    }
+}
+
+/// Positions up to the verified one still in the audit: what this run did not read again.
+fn covered(position: &ChainPosition, pruned: Option<&(i64, String)>) -> u64 {
+    let from = pruned.map_or(0, |(seq, _)| *seq);
+    u64::try_from(position.seq - from).unwrap_or(0)
+}
+
+/// The rows at the verified positions, by id: their resource, position and hash.
+async fn verified_rows(
+    tx: &mut Tx<'_>,
+    verified: &VerifiedPositions,
+) -> Result<HashMap<i64, (String, Option<i64>, Option<String>)>, StoreError> {
+    let ids: Vec<i64> = verified.values().filter_map(|p| p.audit_id).collect();
+    let mut stored = HashMap::with_capacity(ids.len());
+    for chunk in ids.chunks(LOOKUP) {
+        let placeholders: Vec<String> = (1..=chunk.len()).map(|n| format!("${n}")).collect();
+        let sql = format!(
+            "SELECT id, resource, seq, hash FROM audit WHERE id IN ({})",
+            placeholders.join(", ")
+        );
+        let rows: Vec<(i64, String, Option<i64>, Option<String>)> = on_db!(tx.conn(), conn => {
+            let mut query = sqlx::query_as(&sql);
+            for id in chunk {
+                query = query.bind(*id);
+            }
+            query.fetch_all(conn).await?
+        });
+        stored.extend(
+            rows.into_iter()
+                .map(|(id, resource, seq, hash)| (id, (resource, seq, hash))),
+        );
+    }
+    Ok(stored)
+}
