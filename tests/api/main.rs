@@ -22,6 +22,7 @@ fn both_backends(#[case] backend: crate::helpers::Backend) {}
 mod alerts;
 mod audit_log;
 mod audit_tools;
+mod audit_verify;
 mod bad_input;
 mod browser;
 mod chain_heads;
