@@ -802,12 +802,16 @@ _fencewatch() {
             return 0
             ;;
         fencewatch__subcmd__audit__subcmd__verify)
-            opts="-h --json --database --fence --schema --log-format --help"
+            opts="-h --json --checkpoint --full --database --fence --schema --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --checkpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --database)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

@@ -177,11 +177,13 @@ json\t''"
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from summary" -l json
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from summary" -l fence -d 'Read the fence installed in the database (`fencewatch fence install`) even where the daemon\'s tables are there too. Without it, a database with a fence and no daemon tables is read as a fence, and one with both as the daemon\'s'
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from summary" -s h -l help -d 'Print help'
+complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from verify" -l checkpoint -d 'Record the verified end of every chain in this file (written only when nothing is broken) and, when it exists, check only the rows after the positions it holds' -r -F
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from verify" -l database -d '`sqlite://PATH` or `postgres://…`: the daemon\'s database, or one with a fence installed' -r
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from verify" -l schema -d 'PostgreSQL: the schema of the daemon\'s tables (`serve --schema`) or of the fence (default: the connection\'s search path for the daemon\'s, `fencewatch` for a fence)' -r
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from verify" -l log-format -d 'How logs on stderr look: plain text (coloured only on a terminal) or one JSON object a line, for a log collector' -r -f -a "text\t''
 json\t''"
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from verify" -l json
+complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from verify" -l full -d 'Check every row even when `--checkpoint` holds verified positions'
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from verify" -l fence -d 'Read the fence installed in the database (`fencewatch fence install`) even where the daemon\'s tables are there too. Without it, a database with a fence and no daemon tables is read as a fence, and one with both as the daemon\'s'
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from verify" -s h -l help -d 'Print help'
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand audit; and __fish_seen_subcommand_from log" -l resource -r
