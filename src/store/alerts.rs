@@ -217,9 +217,15 @@ impl Store {
         } else {
             placeholders.join(", ")
         };
+        // The outcome index holds only the rarer outcomes (migration 24): written out, the
+        // condition lets the planner use it, which bound values alone do not.
+        let rarer = match outcomes.contains(&Outcome::Accepted) {
+            true => "",
+            false => " AND outcome <> 'accepted'",
+        };
         let sql = format!(
             "SELECT CAST('' AS TEXT) AS source, resource, COUNT(*) AS n FROM audit \
-               WHERE at_us >= $1 AND outcome IN ({named}) GROUP BY resource \
+               WHERE at_us >= $1 AND outcome IN ({named}){rarer} GROUP BY resource \
              UNION ALL \
              SELECT source, resource, CAST(SUM(n) AS BIGINT) AS n FROM watched_counts \
                WHERE second_us >= $1 AND outcome IN ({named}) GROUP BY source, resource"

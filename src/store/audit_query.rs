@@ -3,7 +3,7 @@
 
 use super::leases::StoredLeaseEvent;
 use super::native::{on_db, NativeRow};
-use super::reads::{audit_entry, AUDIT_COLUMNS};
+use super::reads::{audit_entry, digest, AUDIT_COLUMNS};
 use super::{Store, StoreError};
 use crate::domain::authority::ExternalLock;
 use crate::domain::{AuditEntry, Outcome};
@@ -47,7 +47,13 @@ impl AuditFilter {
             add("owner = ?", Arg::Text(owner.clone()));
         }
         if let Some(outcome) = self.outcome {
-            add("outcome = ?", Arg::Text(outcome.as_str().to_owned()));
+            // The outcome index holds only the rarer outcomes (migration 24): the condition
+            // written out lets the planner use it, which a bound value alone does not.
+            let condition = match outcome {
+                Outcome::Accepted => "outcome = ?",
+                _ => "outcome = ? AND outcome <> 'accepted'",
+            };
+            add(condition, Arg::Text(outcome.as_str().to_owned()));
         }
         if let Some(token) = self.token {
             add("token = ?", Arg::Int(token));
@@ -113,8 +119,8 @@ pub(super) fn record(row: &impl NativeRow) -> Result<AuditRecord, StoreError> {
     Ok(AuditRecord {
         entry: audit_entry(row)?,
         seq: row.try_get("seq")?,
-        prev_hash: row.try_get("prev_hash")?,
-        hash: row.try_get("hash")?,
+        prev_hash: digest(row, "prev_hash")?,
+        hash: digest(row, "hash")?,
     })
 }
 

@@ -51,7 +51,8 @@ impl Store {
              ON CONFLICT (id) DO UPDATE SET taken_at_us = excluded.taken_at_us",
         )
         .bind(now).execute(conn).await?.rows_affected());
-        let last: Option<(i64, String)> = on_db!(tx.conn(), conn => sqlx::query_as(
+        // The audit keeps the hash as bytes, the checkpoint as hex, as every chain head.
+        let last: Option<(i64, Vec<u8>)> = on_db!(tx.conn(), conn => sqlx::query_as(
             "SELECT seq, hash FROM audit WHERE resource = $1 AND at_us < $2 \
              AND seq IS NOT NULL ORDER BY seq DESC LIMIT 1",
         )
@@ -72,7 +73,7 @@ impl Store {
         )
         .bind(resource)
         .bind(seq)
-        .bind(hash.as_str())
+        .bind(hex::encode(hash))
         .bind(now).execute(conn).await?.rows_affected());
         let deleted = on_db!(tx.conn(), conn => sqlx::query(
             "DELETE FROM audit WHERE resource = $1 \

@@ -128,10 +128,17 @@ pub(crate) fn audit_entry<R: NativeRow>(row: &R) -> Result<AuditEntry, StoreErro
         expected_revision: row.try_get("expected_revision")?,
         owner: row.try_get("owner")?,
         lease: row.try_get("lease")?,
-        body_sha256: row.try_get("body_sha256")?,
+        body_sha256: digest(row, "body_sha256")?,
         body_len: row.try_get("body_len")?,
         detail: row.try_get("detail")?,
         caller: row.try_get("caller")?,
         source: None,
     })
+}
+
+/// A digest column (`body_sha256`, `hash`, `prev_hash`) as the rest of the program knows it: the
+/// audit keeps its 32 bytes, everything above the store the lowercase hex.
+pub(crate) fn digest<R: NativeRow>(row: &R, column: &str) -> Result<Option<String>, StoreError> {
+    let bytes: Option<Vec<u8>> = row.try_get(column)?;
+    Ok(bytes.map(hex::encode))
 }

@@ -31,17 +31,34 @@ impl Store {
 
     /// The number of audit rows per outcome with ids up to `up_to`.
     pub async fn outcome_totals(&self, up_to: i64) -> Result<HashMap<Outcome, u64>, StoreError> {
+        // The outcome index holds only the rarer outcomes (migration 24): they are counted
+        // there, and accepted rows are what the whole count leaves (row '' below).
         let rows: Vec<(String, i64)> = on_db!(self.reader(), pool => {
-            sqlx::query_as("SELECT outcome, COUNT(*) AS n FROM audit WHERE id <= $1 GROUP BY outcome")
-                .bind(up_to)
-                .fetch_all(pool)
-                .await?
+            sqlx::query_as(
+                "SELECT outcome, COUNT(*) AS n FROM audit \
+                   WHERE id <= $1 AND outcome <> 'accepted' GROUP BY outcome \
+                 UNION ALL SELECT '', COUNT(*) FROM audit WHERE id <= $1",
+            )
+            .bind(up_to)
+            .fetch_all(pool)
+            .await?
         });
         let mut totals = HashMap::new();
+        let (mut all, mut rarer) = (0_u64, 0_u64);
         for (outcome, count) in rows {
-            if let Some(outcome) = Outcome::parse(&outcome) {
-                totals.insert(outcome, u64::try_from(count).unwrap_or(0));
+            let count = u64::try_from(count).unwrap_or(0);
+            if outcome.is_empty() {
+                all = count;
+                continue;
             }
+            rarer += count;
+            if let Some(outcome) = Outcome::parse(&outcome) {
+                totals.insert(outcome, count);
+            }
+        }
+        let accepted = all.saturating_sub(rarer);
+        if accepted > 0 {
+            totals.insert(Outcome::Accepted, accepted);
         }
         Ok(totals)
     }

@@ -429,10 +429,10 @@ async fn tampering_is_detected_and_the_row_named(#[case] backend: Backend, #[cas
                 .bind(row.get::<Option<i64>, _>("token"))
                 .bind(row.get::<i64, _>("highest_token"))
                 .bind(row.get::<i64, _>("revision"))
-                .bind(row.get::<Option<String>, _>("body_sha256"))
+                .bind(row.get::<Option<Vec<u8>>, _>("body_sha256"))
                 .bind(row.get::<i64, _>("seq"))
-                .bind(row.get::<String, _>("prev_hash"))
-                .bind(row.get::<String, _>("hash"))
+                .bind(row.get::<Vec<u8>, _>("prev_hash"))
+                .bind(row.get::<Vec<u8>, _>("hash"))
                 .execute(h)
                 .await
                 .unwrap();

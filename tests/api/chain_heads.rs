@@ -61,7 +61,8 @@ async fn heads(pool: &RawPool, key: &str) -> (Option<(i64, String)>, Option<(i64
     (in_row, unwritten)
 }
 
-/// The resource's audit rows in order: `(seq, prev_hash, hash)`.
+/// The resource's audit rows in order: `(seq, prev_hash, hash)`, the digests (stored as bytes)
+/// in hex as the chain heads hold them.
 async fn chain_of(pool: &RawPool, key: &str) -> Vec<(i64, String, String)> {
     on_raw!(pool, h => sqlx::query("SELECT seq, prev_hash, hash FROM audit WHERE resource = $1 ORDER BY id")
             .bind(key)
@@ -69,7 +70,10 @@ async fn chain_of(pool: &RawPool, key: &str) -> Vec<(i64, String, String)> {
             .await
             .unwrap()
             .into_iter()
-            .map(|row| (row.get(0), row.get(1), row.get(2)))
+            .map(|row| {
+                let (prev, hash): (Vec<u8>, Vec<u8>) = (row.get(1), row.get(2));
+                (row.get(0), hex::encode(prev), hex::encode(hash))
+            })
             .collect()
     )
 }

@@ -20,6 +20,7 @@ use rstest_reuse::template;
 fn both_backends(#[case] backend: crate::helpers::Backend) {}
 
 mod alerts;
+mod audit_bytes;
 mod audit_log;
 mod audit_tools;
 mod audit_verify;

@@ -41,14 +41,17 @@ const INSERT_RESOURCES: &str = "\
         FROM {} \
         ON CONFLICT (key) DO NOTHING \
         RETURNING 1";
-/// Each row takes the id drawn for its place in the batch (`n`).
+/// Each row takes the id drawn for its place in the batch (`n`). The digests travel as hex and
+/// are stored as their bytes, decoded here by each backend rather than on the group-commit
+/// thread, the write path's one serial stage.
 const INSERT_AUDIT: &str = "\
       INSERT INTO audit (at_us, resource, outcome, token, highest_token, revision, \
           idempotency_key, expected_revision, owner, lease, body_sha256, body_len, detail, \
           caller, seq, prev_hash, hash, id) OVERRIDING SYSTEM VALUE \
         SELECT v.at_us, v.resource, v.outcome, v.token, v.highest_token, v.revision, \
-          v.idempotency_key, v.expected_revision, v.owner, v.lease, v.body_sha256, \
-          v.body_len, v.detail, v.caller, v.seq, v.prev_hash, v.hash, drawn.id \
+          v.idempotency_key, v.expected_revision, v.owner, v.lease, \
+          decode(v.body_sha256, 'hex'), v.body_len, v.detail, v.caller, v.seq, \
+          decode(v.prev_hash, 'hex'), decode(v.hash, 'hex'), drawn.id \
         FROM {} \
           JOIN drawn ON drawn.n = v.n";
 /// Audit rows outside a batch (`refused`), in a transaction that took its id first (see

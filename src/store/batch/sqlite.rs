@@ -209,7 +209,8 @@ const START_HEADS: &str = concat!(
       SELECT v.value ->> 'resource', v.value ->> 'seq', v.value ->> 'hash' FROM v WHERE true \
       ON CONFLICT (resource) DO NOTHING; "
 );
-/// The audit rows of `$param` (`AuditRow`s; a null `id` is assigned by SQLite), as a statement
+/// The audit rows of `$param` (`AuditRow`s; a null `id` is assigned by SQLite; digests as hex,
+/// stored as their bytes), as a statement
 /// of the batch or, with `RETURNING`, alone (`INSERT_AUDIT_ALONE`). A macro so that both are
 /// constant text.
 macro_rules! insert_audit {
@@ -222,9 +223,9 @@ macro_rules! insert_audit {
               SELECT v.value ->> 'at_us', v.value ->> 'resource', v.value ->> 'outcome', \
                 v.value ->> 'token', v.value ->> 'highest_token', v.value ->> 'revision', \
                 v.value ->> 'idempotency_key', v.value ->> 'expected_revision', \
-                v.value ->> 'owner', v.value ->> 'lease', v.value ->> 'body_sha256', \
+                v.value ->> 'owner', v.value ->> 'lease', unhex(v.value ->> 'body_sha256'), \
                 v.value ->> 'body_len', v.value ->> 'detail', v.value ->> 'caller', \
-                v.value ->> 'seq', v.value ->> 'prev_hash', v.value ->> 'hash', \
+                v.value ->> 'seq', unhex(v.value ->> 'prev_hash'), unhex(v.value ->> 'hash'), \
                 v.value ->> 'id' \
               FROM v WHERE true"
         )
