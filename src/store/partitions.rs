@@ -9,6 +9,7 @@
 use super::native::Native;
 use super::{Store, StoreError};
 use sqlx::postgres::{PgConnection, PgPool};
+use sqlx::Connection;
 use std::collections::HashSet;
 use std::time::Duration;
 
@@ -81,11 +82,13 @@ impl Store {
         };
         let today = self.clock.now_us().div_euclid(DAY_US);
         let mut made = PartitionsAhead::default();
+        // One connection for every day: a daemon starting does not open more than it needs.
+        let mut conn = pool.acquire().await?;
         for day in today..=today.saturating_add(DAYS_AHEAD) {
             let Some(partition) = DayPartition::of_day(day) else {
                 continue;
             };
-            match create(pool, &partition).await? {
+            match create(&mut conn, &partition).await? {
                 PartitionMade::Created => made.created += 1,
                 PartitionMade::Existed => made.existed += 1,
                 PartitionMade::HeldByDefault => made.held_by_default += 1,
@@ -115,8 +118,9 @@ impl Store {
             .filter(|p| p.to_us <= before_us)
             .collect();
         partitions.sort_by_key(|p| p.from_us);
+        let mut conn = pool.acquire().await?;
         for partition in partitions {
-            match drop_partition(pool, &partition, self.clock.now_us()).await? {
+            match drop_partition(&mut conn, &partition, self.clock.now_us()).await? {
                 Dropped::Dropped { rows, resources } => {
                     pruned.rows += rows;
                     pruned.resources.extend(resources);
@@ -204,8 +208,11 @@ async fn list(pool: &PgPool) -> Result<Vec<DayPartition>, StoreError> {
 }
 
 /// Makes one day's partition unless it exists or `audit_default` holds rows of that day.
-async fn create(pool: &PgPool, partition: &DayPartition) -> Result<PartitionMade, StoreError> {
-    let mut tx = pool.begin().await?;
+async fn create(
+    conn: &mut PgConnection,
+    partition: &DayPartition,
+) -> Result<PartitionMade, StoreError> {
+    let mut tx = conn.begin().await?;
     let made = create_in(&mut tx, partition).await;
     match made {
         Ok(PartitionMade::Created) => {
@@ -217,8 +224,7 @@ async fn create(pool: &PgPool, partition: &DayPartition) -> Result<PartitionMade
             Ok(other)
         }
         Err(error) => {
-            // The transaction is aborted; dropping it rolls it back.
-            drop(tx);
+            tx.rollback().await?;
             match sql_state(&error).as_deref() {
                 Some("55P03") => Ok(PartitionMade::Busy),
                 // check_violation: a row of that day reached `audit_default` after it was looked
@@ -294,18 +300,18 @@ async fn set_lock_wait(conn: &mut PgConnection) -> Result<(), sqlx::Error> {
 ///   so only ids up to the partition's highest are looked at, which the id index finds at once;
 /// - then it is detached and dropped: no row is deleted, and no dead row is left.
 async fn drop_partition(
-    pool: &PgPool,
+    conn: &mut PgConnection,
     partition: &DayPartition,
     now_us: i64,
 ) -> Result<Dropped, StoreError> {
-    let mut tx = pool.begin().await?;
+    let mut tx = conn.begin().await?;
     match drop_in(&mut tx, partition, now_us).await {
         Ok(dropped) => {
             tx.commit().await?;
             Ok(dropped)
         }
         Err(error) if is_lock_wait(&error) => {
-            drop(tx);
+            tx.rollback().await?;
             tracing::info!(
                 partition = %partition.name,
                 "the audit was busy: its partition is dropped on a later prune"
