@@ -194,10 +194,20 @@ async fn prune_operations(store: Store) {
 }
 
 /// Prunes audit rows past the retention, behind checkpoints, every tenth of it (between a
-/// second and an hour); looks again every minute while the database keeps everything.
+/// second and an hour); looks again every minute while the database keeps everything. Each pass
+/// first makes the coming days' partitions of the audit (PostgreSQL), whatever the retention.
 async fn prune_audit(store: Store) {
     let mut period = KEEP_EVERYTHING_RECHECK;
     loop {
+        match store.ensure_audit_partitions().await {
+            Ok(made) if made.created > 0 || made.held_by_default > 0 => tracing::info!(
+                created = made.created,
+                held_by_default = made.held_by_default,
+                "made the audit's partitions for the coming days"
+            ),
+            Ok(_) => {}
+            Err(error) => tracing::warn!(%error, "failed to make the audit's partitions"),
+        }
         match store.retention().await {
             Ok(Some(Retention {
                 audit: Some(keep), ..

@@ -19,20 +19,34 @@ pub struct PruneReport {
 impl Store {
     /// Deletes audit rows older than `before_us`, resource by resource, leaving a checkpoint
     /// with the last deleted row's position and hash so that what remains still verifies.
+    ///
+    /// On PostgreSQL, the days of the audit's partitions wholly older than `before_us` go first,
+    /// dropped whole behind the same checkpoints (`store::partitions`); the rows left before
+    /// `before_us` (part of a day, `audit_default`'s) are deleted row by row, and their dead rows
+    /// go with their partition when it is dropped.
     pub async fn prune_audit(&self, before_us: i64) -> Result<PruneReport, StoreError> {
+        let dropped = self.prune_audit_partitions(before_us).await?;
+        let mut pruned = dropped.resources;
+        let mut report = PruneReport {
+            rows: dropped.rows,
+            ..PruneReport::default()
+        };
+        // A partition that could not be dropped this time waits for the next prune rather than
+        // have its rows deleted one by one.
+        let rows_before_us = dropped.rows_before_us;
         // Only candidates: where each chain is cut is decided under the prune lock.
         let targets: Vec<String> = on_db!(self.reader(), pool => sqlx::query_scalar(
             "SELECT DISTINCT resource FROM audit WHERE at_us < $1 AND seq IS NOT NULL",
         )
-        .bind(before_us).fetch_all(pool).await?);
-        let mut report = PruneReport::default();
+        .bind(rows_before_us).fetch_all(pool).await?);
         for resource in targets {
-            let deleted = self.prune_chain(&resource, before_us).await?;
+            let deleted = self.prune_chain(&resource, rows_before_us).await?;
             if deleted > 0 {
-                report.resources += 1;
+                pruned.insert(resource);
                 report.rows += deleted;
             }
         }
+        report.resources = pruned.len() as u64;
         self.prune_history(before_us, &mut report).await?;
         Ok(report)
     }

@@ -126,11 +126,19 @@ impl Store {
                 redact_url(url)
             )));
         };
-        Ok(Store {
+        let store = Store {
             engine,
             observe_hook: None,
             clock: options.clock.clone(),
-        })
+        };
+        if options.mode == OpenMode::CreateAndMigrate {
+            // A day without a partition only sends its rows to the default one: a failure here
+            // is the retention task's to retry, not a reason to refuse to start.
+            if let Err(error) = store.ensure_audit_partitions().await {
+                tracing::warn!(%error, "could not make the audit's partitions for the coming days");
+            }
+        }
+        Ok(store)
     }
 }
 

@@ -19,6 +19,7 @@ mod lock_holders;
 mod lock_records;
 pub(crate) mod native;
 mod overlaps;
+mod partitions;
 mod pg_schema;
 mod reads;
 mod refusals;
@@ -46,6 +47,7 @@ pub use leases::{
 };
 pub use lock_records::RegressedLock;
 pub use overlaps::OverlapQuery;
+pub use partitions::{PartitionMade, PartitionsAhead};
 pub use pg_schema::{InvalidSchema, PgSchema};
 pub use reads::{AuditQuery, StoredValue};
 pub use retention::{Retention, RetentionClaim, StoreRetention};

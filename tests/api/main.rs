@@ -58,6 +58,7 @@ mod owndb_load;
 mod owndb_race;
 mod owndb_rollback;
 mod owndb_search_path;
+mod partitions;
 mod pg_schema;
 mod prometheus;
 mod readme;
