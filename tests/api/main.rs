@@ -23,6 +23,7 @@ mod alerts;
 mod audit_log;
 mod audit_tools;
 mod bad_input;
+mod bench_fill;
 mod browser;
 mod chain_heads;
 mod cli;
