@@ -285,7 +285,7 @@ impl Store {
             }
             Native::Postgres(pool) => {
                 let mut conn = pool.acquire().await?;
-                let mut tx = begin_audited_on(&mut *conn).await?;
+                let mut tx = begin_audited_on(&mut conn).await?;
                 if !audit.is_empty() {
                     bind_audit_alone(&audit, sqlx::query(&insert_audit_alone()))
                         .execute(&mut *tx)

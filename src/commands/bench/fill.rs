@@ -225,10 +225,10 @@ impl Generator {
         }
     }
 
-    /// The row `i`'s time: evenly spread from `from_us` to now.
+    /// The row `i`'s time: evenly spread after `from_us`, the last one now.
     fn at_us(&self, i: u64) -> i64 {
         let width = i128::from(self.now_us - self.from_us);
-        let offset = width * i128::from(i) / i128::from(self.rows.max(1));
+        let offset = width * i128::from(i + 1) / i128::from(self.rows.max(1));
         self.from_us + i64::try_from(offset).unwrap_or(0)
     }
 
