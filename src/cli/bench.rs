@@ -53,6 +53,28 @@ pub struct BenchArgs {
     /// started with `--zookeeper HOSTS`, reported beside the plain fence.
     #[arg(long, value_name = "HOST:PORT", conflicts_with = "no_http")]
     pub zookeeper: Option<String>,
+    /// Before any load, fill the database of the daemon it starts (or --database) with this
+    /// many audit rows, as its writers would have left them over --fill-span; with
+    /// --duration 0s it only fills.
+    #[arg(long, value_name = "ROWS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub fill: Option<u64>,
+    /// The resources the filled rows are spread over (default: --resources).
+    #[arg(long, value_name = "R", requires = "fill",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub fill_resources: Option<u64>,
+    /// The time the filled rows are spread over, ending now.
+    #[arg(long, value_name = "DURATION", requires = "fill", value_parser = fill_span,
+          default_value = "30d")]
+    pub fill_span: Duration,
     #[arg(long)]
     pub json: bool,
+}
+
+/// A span longer than nothing: rows spread over no time would all have one timestamp.
+fn fill_span(text: &str) -> Result<Duration, String> {
+    match humantime::parse_duration(text) {
+        Ok(span) if span.is_zero() => Err("the span must be longer than 0s".to_owned()),
+        Ok(span) => Ok(span),
+        Err(error) => Err(error.to_string()),
+    }
 }

@@ -89,6 +89,11 @@ pub enum Decision {
     },
 }
 
+/// The audit's detail of a stale write: the one text the write path and `bench --fill` record.
+pub fn stale_detail(token: i64, highest_token: i64) -> String {
+    format!("generation {token} was superseded by {highest_token}")
+}
+
 impl Decision {
     pub fn outcome(&self) -> Outcome {
         match self {

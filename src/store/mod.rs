@@ -13,6 +13,7 @@ mod connect;
 mod db_url;
 mod engine;
 mod error;
+mod fill;
 mod incident;
 mod leases;
 mod lock_holders;
@@ -42,6 +43,7 @@ pub use connect::{is_sqlite_url, Backend, OpenMode, StoreOptions, DEFAULT_DB_TIM
 /// The fence in a user's own database connects to PostgreSQL outside `Store::open`.
 pub(crate) use db_url::driver_url;
 pub use error::{within, StoreError};
+pub use fill::{FillChunk, FillHead, FillOverlap, FillResource, FillRow, FillStart};
 pub use leases::{
     AcquireResult, LeaseHistoryQuery, LeaseState, ReleaseResult, RenewResult, StoredLeaseEvent,
 };

@@ -25,6 +25,7 @@ mod audit_log;
 mod audit_tools;
 mod audit_verify;
 mod bad_input;
+mod bench_fill;
 mod browser;
 mod chain_heads;
 mod cli;

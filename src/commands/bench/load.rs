@@ -37,12 +37,22 @@ pub(super) struct Fence {
     pub(super) database_file: &'static str,
 }
 
+/// The plain fence's resources are `bench/N`.
+pub(super) const PLAIN_NAMESPACE: &str = "bench";
+/// The plain fence's writers' generation.
+pub(super) const PLAIN_GENERATION: i64 = 1000;
+
+/// The body each writer sends (`--fill` records the same).
+pub(super) fn body_of(client: usize) -> String {
+    format!("value from client {client}")
+}
+
 impl Fence {
     /// Every resource first sees generation 1000, so that 999 is stale from then on.
     pub(super) fn plain() -> Self {
         Self {
-            namespace: "bench".to_owned(),
-            token: 1000,
+            namespace: PLAIN_NAMESPACE.to_owned(),
+            token: PLAIN_GENERATION,
             lease: None,
             serve_args: Vec::new(),
             database_file: "bench.db",
@@ -236,7 +246,7 @@ async fn write_on_one_connection(
 ) -> Tally {
     let mut picks = Picks::seeded(client as u64 + 1);
     let mut sent = 0u64;
-    let body = bytes::Bytes::from(format!("value from client {client}"));
+    let body = bytes::Bytes::from(body_of(client));
     let mut connection = None;
     while !stop.load(Ordering::Relaxed) {
         let sender = match &mut connection {

@@ -8,6 +8,7 @@ mod connection;
 mod cpu;
 mod dashboard;
 mod etcd;
+mod fill;
 mod load;
 mod pgbench;
 mod report;
@@ -16,6 +17,7 @@ mod zookeeper;
 
 pub use cpu::CpuPerWrite;
 pub use dashboard::{run_dashboard, DashboardReport};
+pub use fill::{FillReport, FillSpec};
 /// Also how `demo --authority etcd|zookeeper` starts its daemon.
 pub(crate) use load::start_daemon;
 pub use report::print;
@@ -49,6 +51,8 @@ pub struct BenchOptions {
     pub etcd: Option<String>,
     /// ZooKeeper servers: also run the writers naming a ZooKeeper lock (`bench --zookeeper`).
     pub zookeeper: Option<String>,
+    /// Fill the daemon's database with audit rows first (`bench --fill`).
+    pub fill: Option<FillSpec>,
 }
 
 /// What one path reached.
@@ -78,7 +82,7 @@ pub struct EventsResult {
     pub errors: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct BenchReport {
     pub http: Option<PathResult>,
     /// Reads of values beside the HTTP writers (`--readers`).
@@ -107,6 +111,8 @@ pub struct BenchReport {
     pub etcd: Option<EtcdPath>,
     /// The same with every write naming a ZooKeeper lock (`--zookeeper`).
     pub zookeeper: Option<EtcdPath>,
+    /// What `--fill` wrote before the load.
+    pub fill: Option<FillReport>,
 }
 
 /// The HTTP path with writes naming an external lock (etcd's or ZooKeeper's).
@@ -133,12 +139,27 @@ pub async fn run_command(args: BenchArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
+    let resources = args.resources.max(1);
+    let fill = args.fill.map(|rows| FillSpec {
+        rows,
+        resources: args
+            .fill_resources
+            .and_then(|r| usize::try_from(r).ok())
+            .unwrap_or(resources),
+        span: args.fill_span,
+        stale_fraction: args.stale.clamp(0.0, 1.0),
+        clients: args.connections.max(1),
+    });
+    if fill.is_some() && args.url.is_some() && args.database.is_none() {
+        anyhow::bail!("--fill writes to a database: with --url, name it with --database");
+    }
+    let only_fill = fill.is_some() && args.duration.is_zero();
     let report = run(BenchOptions {
         url: args.url,
         ca_cert: args.ca_cert,
         database: args.database,
         connections: args.connections.max(1),
-        resources: args.resources.max(1),
+        resources,
         stale_fraction: args.stale.clamp(0.0, 1.0),
         idempotency_keys: args.idempotency_keys,
         duration: args.duration,
@@ -149,8 +170,17 @@ pub async fn run_command(args: BenchArgs) -> anyhow::Result<ExitCode> {
         subscribers: args.subscribers,
         etcd: args.etcd,
         zookeeper: args.zookeeper,
+        fill,
     })
     .await?;
+    if let (true, Some(filled)) = (only_fill, &report.fill) {
+        if args.json {
+            super::print_line(&serde_json::to_string(filled)?)?;
+        } else {
+            report::print_fill(filled);
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     if args.json {
         super::print_line(&serde_json::to_string(&report)?)?;
     } else {
@@ -161,6 +191,23 @@ pub async fn run_command(args: BenchArgs) -> anyhow::Result<ExitCode> {
 
 pub async fn run(options: BenchOptions) -> anyhow::Result<BenchReport> {
     let folder = tempfile::tempdir().context("failed to create a temporary folder")?;
+    let fill = match &options.fill {
+        Some(spec) => {
+            // The database the plain fence's daemon runs on, before it starts.
+            let url = options.database.clone().unwrap_or_else(|| {
+                let file = load::Fence::plain().database_file;
+                format!("sqlite://{}", folder.path().join(file).display())
+            });
+            Some(fill::fill(&url, spec).await?)
+        }
+        None => None,
+    };
+    if fill.is_some() && options.duration.is_zero() {
+        return Ok(BenchReport {
+            fill,
+            ..BenchReport::default()
+        });
+    }
     let (http, peak) = if options.http {
         let fence = load::Fence::plain();
         let (http, peak) = load::run_daemon_and_http(&options, folder.path(), &fence).await?;
@@ -245,6 +292,7 @@ pub async fn run(options: BenchOptions) -> anyhow::Result<BenchReport> {
         cpu,
         etcd,
         zookeeper,
+        fill,
     })
 }
 

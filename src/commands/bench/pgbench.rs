@@ -181,6 +181,7 @@ mod tests {
             subscribers: 0,
             etcd: None,
             zookeeper: None,
+            fill: None,
         };
         let text = script(&options);
         assert!(text.contains("random(1, 1000)\n"), "{text}");

@@ -1,8 +1,11 @@
 //! The bench's report as a table for a person (`--json` prints the report's fields instead).
 
-use super::{BenchReport, CpuPerWrite, DashboardReport};
+use super::{BenchReport, CpuPerWrite, DashboardReport, FillReport};
 
 pub fn print(report: &BenchReport) {
+    if let Some(fill) = &report.fill {
+        print_fill(fill);
+    }
     println!(
         "{:<16} {:>7} {:>9} {:>10} {:>8} {:>8} {:>9} {:>9} {:>8} {:>6}",
         "path",
@@ -101,5 +104,12 @@ pub(super) fn print_dashboard(report: &DashboardReport) {
     println!(
         "dashboard event path: {} events in {:.2} s, {:.0} events/s",
         report.events, report.seconds, report.per_second
+    );
+}
+
+pub(super) fn print_fill(fill: &FillReport) {
+    println!(
+        "filled {} audit rows ({} stale, {} overlap rows) over {} resources in {:.2} s: {:.0} rows/s",
+        fill.rows, fill.stale, fill.overlaps, fill.resources, fill.seconds, fill.rows_per_second
     );
 }

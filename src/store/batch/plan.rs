@@ -404,9 +404,9 @@ fn audit_entry(
             "idempotency key was recorded with token {} and body sha256 {} (audit {})",
             recorded.token, recorded.body_sha256, recorded.audit_id
         )),
-        Decision::Stale => Some(format!(
-            "generation {} was superseded by {}",
-            write.token, after.highest_token
+        Decision::Stale => Some(crate::domain::fence::stale_detail(
+            write.token.get(),
+            after.highest_token,
         )),
         Decision::RevisionMismatch => Some(format!(
             "expected revision {} but the resource is at {}",
