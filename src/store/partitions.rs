@@ -77,14 +77,35 @@ impl Store {
     /// audit's times are the writing daemon's), on PostgreSQL. Safe with several daemons at
     /// once: each day is made under a lock of its own, and a day another daemon made is found.
     pub async fn ensure_audit_partitions(&self) -> Result<PartitionsAhead, StoreError> {
+        let today = self.clock.now_us().div_euclid(DAY_US);
+        self.ensure_audit_partitions_of_days(today, today.saturating_add(DAYS_AHEAD))
+            .await
+    }
+
+    /// Makes the audit's partitions for the days holding `from_us ..= to_us`, on PostgreSQL:
+    /// for rows written into the past in bulk (`bench --fill`), which would otherwise all land
+    /// in `audit_default`.
+    pub async fn ensure_audit_partitions_between(
+        &self,
+        from_us: i64,
+        to_us: i64,
+    ) -> Result<PartitionsAhead, StoreError> {
+        self.ensure_audit_partitions_of_days(from_us.div_euclid(DAY_US), to_us.div_euclid(DAY_US))
+            .await
+    }
+
+    async fn ensure_audit_partitions_of_days(
+        &self,
+        first_day: i64,
+        last_day: i64,
+    ) -> Result<PartitionsAhead, StoreError> {
         let Native::Postgres(pool) = self.writer() else {
             return Ok(PartitionsAhead::default());
         };
-        let today = self.clock.now_us().div_euclid(DAY_US);
         let mut made = PartitionsAhead::default();
         // One connection for every day: a daemon starting does not open more than it needs.
         let mut conn = pool.acquire().await?;
-        for day in today..=today.saturating_add(DAYS_AHEAD) {
+        for day in first_day..=last_day {
             let Some(partition) = DayPartition::of_day(day) else {
                 continue;
             };
@@ -339,12 +360,12 @@ async fn drop_in(
     sqlx::query(&format!("LOCK TABLE {name} IN EXCLUSIVE MODE"))
         .execute(&mut *conn)
         .await?;
-    // The checkpoints are moved by one statement, whatever the digests' column type.
+    // The checkpoints are moved by one statement; they keep digests in hex, the audit as bytes.
     let resources: Vec<String> = sqlx::query_scalar(&format!(
         "WITH last AS (SELECT DISTINCT ON (resource) resource, seq, hash FROM {name} \
            WHERE seq IS NOT NULL ORDER BY resource, seq DESC), \
          moved AS (INSERT INTO audit_checkpoints (resource, seq, hash, pruned_at_us) \
-           SELECT resource, seq, hash, $1 FROM last \
+           SELECT resource, seq, encode(hash, 'hex'), $1 FROM last \
            ON CONFLICT (resource) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, \
            pruned_at_us = excluded.pruned_at_us WHERE audit_checkpoints.seq < excluded.seq) \
          SELECT resource FROM last"

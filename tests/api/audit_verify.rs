@@ -216,10 +216,15 @@ async fn rows_removed_behind_the_checkpoint_are_found(
         if removal == "tail" {
             // The last two rows deleted and the head set back onto the row before them: a
             // chain that verifies whole, shorter than the one verified.
-            sqlx::query(
+            // The audit keeps digests as bytes, the heads as hex.
+            let hex = match backend {
+                Backend::Sqlite => "lower(hex(hash))",
+                Backend::Postgres => "encode(hash, 'hex')",
+            };
+            sqlx::query(&format!(
                 "UPDATE resources SET chain_seq = 2, \
-                 chain_hash = (SELECT hash FROM audit WHERE id = $1) WHERE key = 'r1'",
-            )
+                 chain_hash = (SELECT {hex} FROM audit WHERE id = $1) WHERE key = 'r1'"
+            ))
             .bind(ids[1])
             .execute(h)
             .await

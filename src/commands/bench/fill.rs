@@ -75,6 +75,10 @@ pub async fn fill(url: &str, spec: &FillSpec) -> anyhow::Result<FillReport> {
         .saturating_sub(span_us)
         .max(start.newest_at_us.map_or(i64::MIN, |newest| newest + 1))
         .min(now_us);
+    store
+        .ensure_audit_partitions_between(from_us, now_us)
+        .await
+        .context("failed to make the audit's partitions for the filled days")?;
     let mut generator = Generator::new(spec, keys, start, from_us, now_us);
     let (sender, mut chunks) = tokio::sync::mpsc::channel::<FillChunk>(1);
     let producing = tokio::task::spawn_blocking(move || {

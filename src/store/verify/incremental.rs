@@ -169,7 +169,8 @@ async fn verified_rows(
             "SELECT id, resource, seq, hash FROM audit WHERE id IN ({})",
             placeholders.join(", ")
         );
-        let rows: Vec<(i64, String, Option<i64>, Option<String>)> = on_db!(tx.conn(), conn => {
+        // Digests are stored as bytes (migration 24); positions are compared in hex.
+        let rows: Vec<(i64, String, Option<i64>, Option<Vec<u8>>)> = on_db!(tx.conn(), conn => {
             let mut query = sqlx::query_as(&sql);
             for id in chunk {
                 query = query.bind(*id);
@@ -178,7 +179,7 @@ async fn verified_rows(
         });
         stored.extend(
             rows.into_iter()
-                .map(|(id, resource, seq, hash)| (id, (resource, seq, hash))),
+                .map(|(id, resource, seq, hash)| (id, (resource, seq, hash.map(hex::encode)))),
         );
     }
     Ok(stored)

@@ -105,11 +105,19 @@ impl Store {
     }
 
     /// A read-only transaction that sees one state of the database throughout.
+    ///
+    /// On PostgreSQL a prune drops whole partitions, and `DROP` is not MVCC-safe: the audit's
+    /// share lock, taken before the first query fixes the snapshot, keeps a day from vanishing
+    /// between reading the checkpoints and scanning its rows (a prune waits, then retries on
+    /// its next pass: `partitions`).
     async fn consistent_read(&self) -> Result<Tx<'static>, StoreError> {
         Ok(match self.reader() {
             Native::Postgres(_) => {
                 self.reader()
-                    .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                    .begin_with(
+                        "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; \
+                         LOCK TABLE audit IN ACCESS SHARE MODE",
+                    )
                     .await?
             }
             Native::Sqlite(_) => self.reader().begin().await?,
