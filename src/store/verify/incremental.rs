@@ -156,6 +156,9 @@ fn covered(position: &ChainPosition, pruned: Option<&(i64, String)>) -> u64 {
     u64::try_from(position.seq - from).unwrap_or(0)
 }
 
+/// A row at a verified position as stored: its id, resource, position and hash (bytes).
+type StoredPosition = (i64, String, Option<i64>, Option<Vec<u8>>);
+
 /// The rows at the verified positions, by id: their resource, position and hash.
 async fn verified_rows(
     tx: &mut Tx<'_>,
@@ -170,7 +173,7 @@ async fn verified_rows(
             placeholders.join(", ")
         );
         // Digests are stored as bytes (migration 24); positions are compared in hex.
-        let rows: Vec<(i64, String, Option<i64>, Option<Vec<u8>>)> = on_db!(tx.conn(), conn => {
+        let rows: Vec<StoredPosition> = on_db!(tx.conn(), conn => {
             let mut query = sqlx::query_as(&sql);
             for id in chunk {
                 query = query.bind(*id);
