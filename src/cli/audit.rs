@@ -61,7 +61,8 @@ pub enum AuditCommand {
         #[arg(long)]
         output: Option<PathBuf>,
     },
-    /// Ownership-overlap incidents with their generations, owners, counts and times.
+    /// Ownership-overlap incidents with their generations, owners, counts and times: the
+    /// latest 100 by default, oldest of them first.
     Incidents {
         #[arg(long)]
         since: Option<String>,
@@ -69,11 +70,18 @@ pub enum AuditCommand {
         until: Option<String>,
         #[arg(long)]
         resource: Option<String>,
+        /// The N latest incidents (by when each was first seen).
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
+        limit: u64,
+        /// Every matching incident, however many.
+        #[arg(long, conflicts_with = "limit")]
+        all: bool,
         #[arg(long)]
         json: bool,
     },
     /// A resource's writes and its leases' history interleaved: who held which generation when,
-    /// and the value before and after each accepted write.
+    /// and the value before and after each accepted write (its latest 200 rows on unless a
+    /// window or --all is given).
     Timeline {
         resource: String,
         /// A minute either side of this incident (from `incidents`).
@@ -83,6 +91,14 @@ pub enum AuditCommand {
         since: Option<String>,
         #[arg(long)]
         until: Option<String>,
+        /// Without a window: from the resource's N-th newest audit row on.
+        #[arg(long, default_value_t = 200, value_name = "N",
+              value_parser = clap::value_parser!(u64).range(1..),
+              conflicts_with_all = ["around", "since", "until"])]
+        latest: u64,
+        /// The whole history (without a window).
+        #[arg(long, conflicts_with_all = ["around", "since", "until", "latest"])]
+        all: bool,
         #[arg(long)]
         json: bool,
     },

@@ -235,6 +235,26 @@ impl Store {
         Ok(start)
     }
 
+    /// Leaves the filled database as a daemon that had written those rows over time would: on
+    /// SQLite the WAL checkpointed into the file (a daemon checkpoints as it goes; a fill's
+    /// gigabytes of WAL would otherwise be copied back under the first load that follows), on
+    /// PostgreSQL the planner's statistics taken (`ANALYZE`), as autovacuum would have.
+    pub async fn fill_finish(&self) -> Result<(), StoreError> {
+        match self.writer() {
+            Native::Sqlite(pool) => {
+                sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+                    .execute(pool)
+                    .await?;
+            }
+            Native::Postgres(pool) => {
+                sqlx::query("ANALYZE audit, resources, ownership_overlaps")
+                    .execute(pool)
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
     /// Stores one chunk in one transaction: its audit rows, its resources' new state (each
     /// checked against the head the chunk started from, so a write that came between fails the
     /// fill rather than fork a chain) and its overlaps.

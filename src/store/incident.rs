@@ -57,6 +57,19 @@ impl Store {
             .bind(before_us).fetch_optional(pool).await?.as_ref().map(audit_entry).transpose())
     }
 
+    /// When the resource's `n`-th newest audit row was written (none if it has fewer): where
+    /// a timeline of its latest rows starts, found from the newest end of its index.
+    pub async fn nth_newest_at(&self, resource: &str, n: u64) -> Result<Option<i64>, StoreError> {
+        let offset = i64::try_from(n.saturating_sub(1)).unwrap_or(i64::MAX);
+        on_db!(self.reader(), pool => Ok(sqlx::query_scalar(
+            "SELECT at_us FROM audit WHERE resource = $1 ORDER BY id DESC LIMIT 1 OFFSET $2",
+        )
+        .bind(resource)
+        .bind(offset)
+        .fetch_optional(pool)
+        .await?))
+    }
+
     /// The events of `lease` (or the sightings of an external lock's holders) of generations
     /// `from` to `to`, oldest first; empty for a name that is neither.
     pub async fn generation_history(

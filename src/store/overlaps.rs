@@ -32,21 +32,28 @@ impl Store {
             .bind(i64::from(query.limit.max(1))).fetch_all(pool).await?.iter().map(overlap).collect())
     }
 
-    /// Overlap incidents seen between the times (either bound optional), oldest first.
+    /// Overlap incidents seen between the times (either bound optional), oldest first: all of
+    /// them, or with `newest` only that many of the latest to begin (read newest first from
+    /// `overlaps_by_first_seen`, so a long history is not sorted to show its end).
     pub async fn incidents(
         &self,
         since_us: Option<i64>,
         until_us: Option<i64>,
         resource: Option<&str>,
+        newest: Option<u64>,
     ) -> Result<Vec<Overlap>, StoreError> {
         let sql = format!(
             "SELECT {COLUMNS} FROM ownership_overlaps WHERE last_seen_us >= $1 AND first_seen_us <= $2 \
-             AND ($3 = '' OR resource = $3) ORDER BY first_seen_us, id"
+             AND ($3 = '' OR resource = $3) ORDER BY first_seen_us DESC, id DESC LIMIT $4"
         );
-        on_db!(self.reader(), pool => sqlx::query(&sql)
+        let limit = newest.map_or(i64::MAX, |n| i64::try_from(n).unwrap_or(i64::MAX));
+        let mut incidents: Vec<Overlap> = on_db!(self.reader(), pool => sqlx::query(&sql)
             .bind(since_us.unwrap_or(i64::MIN))
             .bind(until_us.unwrap_or(i64::MAX))
-            .bind(resource.unwrap_or("")).fetch_all(pool).await?.iter().map(overlap).collect())
+            .bind(resource.unwrap_or(""))
+            .bind(limit).fetch_all(pool).await?.iter().map(overlap).collect::<Result<_, _>>()?);
+        incidents.reverse();
+        Ok(incidents)
     }
 
     pub async fn overlap(&self, id: i64) -> Result<Option<Overlap>, StoreError> {

@@ -21,6 +21,7 @@ fn both_backends(#[case] backend: crate::helpers::Backend) {}
 
 mod alerts;
 mod audit_bytes;
+mod audit_latest;
 mod audit_log;
 mod audit_tools;
 mod audit_verify;

@@ -61,6 +61,8 @@ pub(super) async fn run(
             since,
             until,
             resource,
+            limit,
+            all,
             json,
         } => {
             let (since, until) = (
@@ -68,12 +70,18 @@ pub(super) async fn run(
                 micros(until.as_deref(), now)?,
             );
             let found = fence_incidents(db, now).await?;
-            let shown: Vec<Overlap> = found
+            let mut shown: Vec<Overlap> = found
                 .into_iter()
                 .filter(|o| resource.as_ref().is_none_or(|r| *r == o.resource))
                 .filter(|o| since.is_none_or(|s| o.last_seen.timestamp_micros() >= s))
                 .filter(|o| until.is_none_or(|u| o.first_seen.timestamp_micros() <= u))
                 .collect();
+            if !all {
+                // The latest by first sighting, as the daemon's own audit lists them.
+                shown.sort_by_key(|o| (o.first_seen, o.id));
+                let keep = usize::try_from(limit).unwrap_or(usize::MAX);
+                shown.drain(..shown.len().saturating_sub(keep));
+            }
             super::incidents::print(&shown, json)
         }
         AuditCommand::Timeline {
@@ -81,6 +89,9 @@ pub(super) async fn run(
             around,
             since,
             until,
+            // An installed fence's timeline is built from its whole audit, read at once.
+            latest: _,
+            all: _,
             json,
         } => {
             let window = match around {

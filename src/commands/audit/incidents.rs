@@ -12,10 +12,20 @@ pub(super) async fn run(
     since_us: Option<i64>,
     until_us: Option<i64>,
     resource: Option<&str>,
+    newest: Option<u64>,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
-    let incidents = store.incidents(since_us, until_us, resource).await?;
-    print(&incidents, json)
+    let incidents = store
+        .incidents(since_us, until_us, resource, newest)
+        .await?;
+    let code = print(&incidents, json)?;
+    if let Some(newest) = newest {
+        if !json && incidents.len() as u64 == newest {
+            // On stderr, so that the table stays a table for whatever reads it.
+            eprintln!("(the {newest} latest incidents; --limit N or --all for more)");
+        }
+    }
+    Ok(code)
 }
 
 /// The incidents as a table (a watched database's resource prefixed with its source) or JSON.

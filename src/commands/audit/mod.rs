@@ -96,23 +96,31 @@ pub async fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
             since,
             until,
             resource,
+            limit,
+            all,
             json,
         } => {
             let (since, until) = (
                 micros(since.as_deref(), now)?,
                 micros(until.as_deref(), now)?,
             );
-            incidents::run(&store, since, until, resource.as_deref(), json).await?
+            let newest = (!all).then_some(limit);
+            incidents::run(&store, since, until, resource.as_deref(), newest, json).await?
         }
         AuditCommand::Timeline {
             resource,
             around,
             since,
             until,
+            latest,
+            all,
             json,
         } => {
             let window = match around {
                 Some(id) => timeline::Window::Around(id),
+                None if since.is_none() && until.is_none() && !all => {
+                    timeline::Window::Latest(latest)
+                }
                 None => timeline::Window::Between(
                     micros(since.as_deref(), now)?,
                     micros(until.as_deref(), now)?,

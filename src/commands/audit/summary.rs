@@ -14,7 +14,7 @@ pub(super) async fn run(
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let incidents = store
-        .incidents(Some(since.timestamp_micros()), None, None)
+        .incidents(Some(since.timestamp_micros()), None, None, None)
         .await?;
     let mut reports = Vec::with_capacity(incidents.len());
     for overlap in &incidents {

@@ -17,6 +17,9 @@ pub(super) enum Window {
     Around(i64),
     /// Between two times, in microseconds; either end open.
     Between(Option<i64>, Option<i64>),
+    /// From the resource's `n`-th newest audit row on: a history of months is not read whole
+    /// to show its end.
+    Latest(u64),
 }
 
 pub(super) async fn run(
@@ -48,6 +51,7 @@ pub(super) async fn run(
             )
         }
         Window::Between(since_us, until_us) => (since_us, until_us),
+        Window::Latest(n) => (store.nth_newest_at(resource, n).await?, None),
     };
     let timeline = timeline(store, resource, since_us, until_us).await?;
     let mut out = std::io::stdout().lock();

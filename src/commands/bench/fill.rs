@@ -98,6 +98,9 @@ pub async fn fill(url: &str, spec: &FillSpec) -> anyhow::Result<FillReport> {
     }
     drop(chunks);
     let generator = producing.await.context("the fill's row generator failed")?;
+    if stored.is_ok() {
+        stored = store.fill_finish().await;
+    }
     store.close().await;
     stored.context("failed to store the filled rows")?;
     let seconds = began.elapsed().as_secs_f64();
