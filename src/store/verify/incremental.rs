@@ -59,11 +59,14 @@ pub(super) async fn verify(
             });
         }
     }
+    let newest: Option<i64> = on_db!(tx.conn(), conn => sqlx::query_scalar("SELECT max(id) FROM audit")
+            .fetch_one(conn).await?);
+    let (alone, together) = split_walks(walks, newest.unwrap_or(0));
     let sql = format!(
         "SELECT {AUDIT_COLUMNS}, seq, prev_hash, hash FROM audit \
          WHERE resource = $1 AND id > $2 ORDER BY id"
     );
-    for mut chain in walks {
+    for mut chain in alone {
         let after = chain.last_id().unwrap_or(0);
         let resource = chain.resource().to_owned();
         on_db!(tx.conn(), conn => {
@@ -75,8 +78,69 @@ pub(super) async fn verify(
         let head = anchors.heads.get(chain.resource());
         report.add(chain.finish(head));
     }
+    if let Some(floor) = together.iter().filter_map(|c| c.last_id()).min() {
+        let mut chains: HashMap<String, ChainVerifier> = together
+            .into_iter()
+            .map(|chain| (chain.resource().to_owned(), chain))
+            .collect();
+        let sql = format!(
+            "SELECT {AUDIT_COLUMNS}, seq, prev_hash, hash FROM audit WHERE id > $1 ORDER BY id"
+        );
+        on_db!(tx.conn(), conn => {
+            let mut rows = sqlx::query(&sql).bind(floor).fetch(conn);
+            while let Some(row) = rows.try_next().await? {
+                let row = record(&row)?;
+                if let Some(chain) = chains.get_mut(&row.entry.resource) {
+                    if chain.last_id().is_some_and(|last| row.entry.id > last) {
+                        chain.push(&row);
+                    }
+                }
+            }
+        });
+        for (resource, chain) in chains {
+            let head = anchors.heads.get(&resource);
+            report.add(chain.finish(head));
+        }
+    }
     report.full = false;
     Ok(report)
+}
+
+/// Reading one chain's new rows is a query of its own: on SQLite an index seek, on a
+/// partitioned PostgreSQL audit a probe of every partition's index, which costs about as much
+/// as reading this many rows in one pass ([performance](../../../docs/performance.md)).
+const QUERY_IN_ROWS: i64 = 2_000;
+
+/// Which chains read their new rows alone (`WHERE resource = … AND id > …`) and which share
+/// one pass over every row after the oldest of their positions (`WHERE id > …`): the split that
+/// reads least, counting the rows after a position as `newest - position` (ids are drawn in
+/// order) and a query of its own as `QUERY_IN_ROWS`. The oldest positions go alone: one idle
+/// chain that moved again must not make the pass read months of rows.
+fn split_walks(
+    mut walks: Vec<ChainVerifier>,
+    newest: i64,
+) -> (Vec<ChainVerifier>, Vec<ChainVerifier>) {
+    let after = |chain: &ChainVerifier| chain.last_id().unwrap_or(0);
+    walks.sort_by_key(after);
+    // Chains never verified have no position: they are read alone, from their start.
+    let unplaced = walks.iter().take_while(|c| c.last_id().is_none()).count();
+    let mut best = (
+        i64::try_from(walks.len())
+            .unwrap_or(i64::MAX)
+            .saturating_mul(QUERY_IN_ROWS),
+        walks.len(),
+    );
+    for alone in unplaced..walks.len() {
+        let cost = i64::try_from(alone)
+            .unwrap_or(i64::MAX)
+            .saturating_mul(QUERY_IN_ROWS)
+            .saturating_add(newest.saturating_sub(after(&walks[alone])));
+        if cost < best.0 {
+            best = (cost, alone);
+        }
+    }
+    let together = walks.split_off(best.1);
+    (walks, together)
 }
 
 /// Where a chain verified up to `position` resumes: there, if its row is still there with the
@@ -186,4 +250,45 @@ async fn verified_rows(
         );
     }
     Ok(stored)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn verified_at(resource: &str, id: i64) -> ChainVerifier {
+        ChainVerifier::after(
+            resource.to_owned(),
+            &ChainPosition {
+                seq: 1,
+                hash: "00".into(),
+                audit_id: Some(id),
+            },
+        )
+    }
+
+    fn names(chains: &[ChainVerifier]) -> Vec<&str> {
+        chains.iter().map(|c| c.resource()).collect()
+    }
+
+    #[test]
+    fn an_idle_chain_is_read_alone_and_the_recent_ones_in_one_pass() {
+        let walks = vec![
+            verified_at("recent", 1_000_000),
+            verified_at("idle", 10),
+            ChainVerifier::from_start("new".into(), None),
+            verified_at("latest", 1_000_100),
+        ];
+        let (alone, together) = split_walks(walks, 1_000_200);
+        assert_eq!(names(&alone), ["new", "idle"]);
+        assert_eq!(names(&together), ["recent", "latest"]);
+    }
+
+    #[test]
+    fn positions_far_behind_are_all_read_alone() {
+        let walks = vec![verified_at("a", 10), verified_at("b", 20)];
+        let (alone, together) = split_walks(walks, 10_000_000);
+        assert_eq!(names(&alone), ["a", "b"]);
+        assert!(together.is_empty());
+    }
 }
