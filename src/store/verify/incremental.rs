@@ -130,11 +130,11 @@ fn split_walks(
             .saturating_mul(QUERY_IN_ROWS),
         walks.len(),
     );
-    for alone in unplaced..walks.len() {
+    for (alone, first_together) in walks.iter().enumerate().skip(unplaced) {
         let cost = i64::try_from(alone)
             .unwrap_or(i64::MAX)
             .saturating_mul(QUERY_IN_ROWS)
-            .saturating_add(newest.saturating_sub(after(&walks[alone])));
+            .saturating_add(newest.saturating_sub(after(first_together)));
         if cost < best.0 {
             best = (cost, alone);
         }
