@@ -540,7 +540,7 @@ _fencewatch() {
             return 0
             ;;
         fencewatch__subcmd__audit__subcmd__incidents)
-            opts="-h --since --until --resource --json --database --fence --schema --log-format --help"
+            opts="-h --since --until --resource --limit --all --json --database --fence --schema --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -555,6 +555,10 @@ _fencewatch() {
                     return 0
                     ;;
                 --resource)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --limit)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -764,7 +768,7 @@ _fencewatch() {
             return 0
             ;;
         fencewatch__subcmd__audit__subcmd__timeline)
-            opts="-h --around --since --until --json --database --fence --schema --log-format --help"
+            opts="-h --around --since --until --latest --all --json --database --fence --schema --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -779,6 +783,10 @@ _fencewatch() {
                     return 0
                     ;;
                 --until)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --latest)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -832,7 +840,7 @@ _fencewatch() {
             return 0
             ;;
         fencewatch__subcmd__bench)
-            opts="-h --url --ca-cert --database --connections --resources --stale --idempotency-keys --duration --no-baseline --dashboard --no-http --readers --subscribers --etcd --zookeeper --json --log-format --help"
+            opts="-h --url --ca-cert --database --connections --resources --stale --idempotency-keys --duration --no-baseline --dashboard --no-http --readers --subscribers --etcd --zookeeper --fill --fill-resources --fill-span --json --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -883,6 +891,18 @@ _fencewatch() {
                     return 0
                     ;;
                 --zookeeper)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --fill)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --fill-resources)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --fill-span)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -307,9 +307,11 @@ _arguments "${_arguments_options[@]}" : \
 '--since=[]:SINCE:_default' \
 '--until=[]:UNTIL:_default' \
 '--resource=[]:RESOURCE:_default' \
+'--limit=[The N latest incidents (by when each was first seen)]:LIMIT:_default' \
 '--database=[\`sqlite\://PATH\` or \`postgres\://…\`\: the daemon'\''s database, or one with a fence installed]:DATABASE:_default' \
 '--schema=[PostgreSQL\: the schema of the daemon'\''s tables (\`serve --schema\`) or of the fence (default\: the connection'\''s search path for the daemon'\''s, \`fencewatch\` for a fence)]:NAME:_default' \
 '--log-format=[How logs on stderr look\: plain text (coloured only on a terminal) or one JSON object a line, for a log collector]:LOG_FORMAT:(text json)' \
+'(--limit)--all[Every matching incident, however many]' \
 '--json[]' \
 '--fence[Read the fence installed in the database (\`fencewatch fence install\`) even where the daemon'\''s tables are there too. Without it, a database with a fence and no daemon tables is read as a fence, and one with both as the daemon'\''s]' \
 '-h[Print help]' \
@@ -321,9 +323,11 @@ _arguments "${_arguments_options[@]}" : \
 '(--since --until)--around=[A minute either side of this incident (from \`incidents\`)]:AROUND:_default' \
 '--since=[]:SINCE:_default' \
 '--until=[]:UNTIL:_default' \
+'(--around --since --until)--latest=[Without a window\: from the resource'\''s N-th newest audit row on]:N:_default' \
 '--database=[\`sqlite\://PATH\` or \`postgres\://…\`\: the daemon'\''s database, or one with a fence installed]:DATABASE:_default' \
 '--schema=[PostgreSQL\: the schema of the daemon'\''s tables (\`serve --schema\`) or of the fence (default\: the connection'\''s search path for the daemon'\''s, \`fencewatch\` for a fence)]:NAME:_default' \
 '--log-format=[How logs on stderr look\: plain text (coloured only on a terminal) or one JSON object a line, for a log collector]:LOG_FORMAT:(text json)' \
+'(--around --since --until --latest)--all[The whole history (without a window)]' \
 '--json[]' \
 '--fence[Read the fence installed in the database (\`fencewatch fence install\`) even where the daemon'\''s tables are there too. Without it, a database with a fence and no daemon tables is read as a fence, and one with both as the daemon'\''s]' \
 '-h[Print help]' \
@@ -430,6 +434,9 @@ _arguments "${_arguments_options[@]}" : \
 '--subscribers=[Live event streams (\`/v1/events\`) followed while the writers run]:SUBSCRIBERS:_default' \
 '(--no-http)--etcd=[Also run the same HTTP load with every write naming an etcd lock (\`Fencing-Lease\: etcd\:bench-etcd\`, the lock taken here with etcd'\''s lock API) against a daemon started with \`--etcd URL\`, reported beside the plain fence]:URL:_default' \
 '(--no-http)--zookeeper=[Also run the same HTTP load with every write naming a ZooKeeper lock (\`Fencing-Lease\: zk\:/bench-zookeeper\`, the lock taken here with ZooKeeper'\''s lock recipe) against a daemon started with \`--zookeeper HOSTS\`, reported beside the plain fence]:HOST:PORT:_default' \
+'--fill=[Before any load, fill the database of the daemon it starts (or --database) with this many audit rows, as its writers would have left them over --fill-span; with --duration 0s it only fills]:ROWS:_default' \
+'--fill-resources=[The resources the filled rows are spread over (default\: --resources)]:R:_default' \
+'--fill-span=[The time the filled rows are spread over, ending now]:DURATION:_default' \
 '--log-format=[How logs on stderr look\: plain text (coloured only on a terminal) or one JSON object a line, for a log collector]:LOG_FORMAT:(text json)' \
 '--idempotency-keys[Send a fresh Idempotency-Key with every write]' \
 '--no-baseline[Skip the store-only paths]' \
@@ -821,8 +828,8 @@ _fencewatch__subcmd__audit_commands() {
 'verify:Check every resource'\''s hash chain; report the first broken link of each (exit 1 if any)' \
 'log:Audit rows, newest first' \
 'export:Every matching row with every field, streamed (constant memory)' \
-'incidents:Ownership-overlap incidents with their generations, owners, counts and times' \
-'timeline:A resource'\''s writes and its leases'\'' history interleaved\: who held which generation when, and the value before and after each accepted write' \
+'incidents:Ownership-overlap incidents with their generations, owners, counts and times\: the latest 100 by default, oldest of them first' \
+'timeline:A resource'\''s writes and its leases'\'' history interleaved\: who held which generation when, and the value before and after each accepted write (its latest 200 rows on unless a window or --all is given)' \
 'refusals:Requests refused before the fence (no or a wrong API key, a key'\''s scopes, a foreign origin or Host, too many refusals), aggregated per source, reason and 10 s interval, oldest first' \
 'prune:Delete rows older than a time behind per-resource checkpoints (what \`--audit-retention\` does in the daemon)' \
 'help:Print this message or the help of the given subcommand(s)' \
@@ -842,8 +849,8 @@ _fencewatch__subcmd__audit__subcmd__help_commands() {
 'verify:Check every resource'\''s hash chain; report the first broken link of each (exit 1 if any)' \
 'log:Audit rows, newest first' \
 'export:Every matching row with every field, streamed (constant memory)' \
-'incidents:Ownership-overlap incidents with their generations, owners, counts and times' \
-'timeline:A resource'\''s writes and its leases'\'' history interleaved\: who held which generation when, and the value before and after each accepted write' \
+'incidents:Ownership-overlap incidents with their generations, owners, counts and times\: the latest 100 by default, oldest of them first' \
+'timeline:A resource'\''s writes and its leases'\'' history interleaved\: who held which generation when, and the value before and after each accepted write (its latest 200 rows on unless a window or --all is given)' \
 'refusals:Requests refused before the fence (no or a wrong API key, a key'\''s scopes, a foreign origin or Host, too many refusals), aggregated per source, reason and 10 s interval, oldest first' \
 'prune:Delete rows older than a time behind per-resource checkpoints (what \`--audit-retention\` does in the daemon)' \
 'help:Print this message or the help of the given subcommand(s)' \
@@ -1072,8 +1079,8 @@ _fencewatch__subcmd__help__subcmd__audit_commands() {
 'verify:Check every resource'\''s hash chain; report the first broken link of each (exit 1 if any)' \
 'log:Audit rows, newest first' \
 'export:Every matching row with every field, streamed (constant memory)' \
-'incidents:Ownership-overlap incidents with their generations, owners, counts and times' \
-'timeline:A resource'\''s writes and its leases'\'' history interleaved\: who held which generation when, and the value before and after each accepted write' \
+'incidents:Ownership-overlap incidents with their generations, owners, counts and times\: the latest 100 by default, oldest of them first' \
+'timeline:A resource'\''s writes and its leases'\'' history interleaved\: who held which generation when, and the value before and after each accepted write (its latest 200 rows on unless a window or --all is given)' \
 'refusals:Requests refused before the fence (no or a wrong API key, a key'\''s scopes, a foreign origin or Host, too many refusals), aggregated per source, reason and 10 s interval, oldest first' \
 'prune:Delete rows older than a time behind per-resource checkpoints (what \`--audit-retention\` does in the daemon)' \
     )
