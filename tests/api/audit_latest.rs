@@ -3,27 +3,10 @@
 //! index; `--limit`/`--latest` choose how much, `--all` everything.
 
 use crate::both_backends;
-use crate::helpers::{Backend, TestDb};
+use crate::helpers::{fencewatch as run, Backend, TestDb};
 use crate::test_db;
 use rstest_reuse::apply;
 use serde_json::Value;
-use tokio::process::Command;
-
-const BIN: &str = env!("CARGO_BIN_EXE_fencewatch");
-
-async fn run(args: &[&str]) -> (i32, String, String) {
-    let output = Command::new(BIN)
-        .args(args)
-        .env("FENCEWATCH_LOG", "warn")
-        .output()
-        .await
-        .unwrap();
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
-}
 
 async fn audit_json(db: &TestDb, args: &[&str]) -> Value {
     let mut all = vec!["audit", "--database", &db.url];

@@ -3,29 +3,11 @@
 //! and overlaps agree with it, and on which a second fill or a load still verifies.
 
 use crate::both_backends;
-use crate::helpers::{Backend, TestDb};
+use crate::helpers::{fencewatch as run, Backend, TestDb};
 use crate::on_raw;
 use crate::test_db;
 use rstest_reuse::apply;
 use serde_json::{json, Value};
-use tokio::process::Command;
-
-const BIN: &str = env!("CARGO_BIN_EXE_fencewatch");
-
-/// Runs `fencewatch ARGS`; returns the exit code, stdout and stderr.
-async fn run(args: &[&str]) -> (i32, String, String) {
-    let output = Command::new(BIN)
-        .args(args)
-        .env("FENCEWATCH_LOG", "warn")
-        .output()
-        .await
-        .unwrap();
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
-}
 
 /// `bench --fill ROWS --duration 0s --json` on the test's database: the fill's report.
 async fn fill(db: &TestDb, rows: &str) -> Value {

@@ -195,3 +195,19 @@ pub async fn bench_report(args: &[&str], within: Duration) -> serde_json::Value 
     );
     serde_json::from_slice(&output.stdout).expect("the bench's report is JSON")
 }
+
+/// Runs `fencewatch ARGS` to its end, logging at `warn`; returns the exit code, stdout and
+/// stderr.
+pub async fn fencewatch(args: &[&str]) -> (i32, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_fencewatch"))
+        .args(args)
+        .env("FENCEWATCH_LOG", "warn")
+        .output()
+        .await
+        .unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
