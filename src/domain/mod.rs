@@ -27,6 +27,7 @@ pub mod reset;
 pub mod revision;
 pub mod source;
 pub mod token;
+pub mod witness;
 pub mod write;
 pub mod xids;
 
