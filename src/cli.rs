@@ -68,7 +68,7 @@ pub enum LogFormat {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the daemon: fenced writes, the lease authority and the audit over HTTP.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Acquire, renew, release or show a lease of a running daemon's authority.
     Lease(LeaseArgs),
     /// The live dashboard of a running daemon.

@@ -61,6 +61,9 @@ _fencewatch() {
             fencewatch__subcmd__audit,incidents)
                 cmd="fencewatch__subcmd__audit__subcmd__incidents"
                 ;;
+            fencewatch__subcmd__audit,keygen)
+                cmd="fencewatch__subcmd__audit__subcmd__keygen"
+                ;;
             fencewatch__subcmd__audit,log)
                 cmd="fencewatch__subcmd__audit__subcmd__log"
                 ;;
@@ -82,6 +85,9 @@ _fencewatch() {
             fencewatch__subcmd__audit,verify)
                 cmd="fencewatch__subcmd__audit__subcmd__verify"
                 ;;
+            fencewatch__subcmd__audit,witness)
+                cmd="fencewatch__subcmd__audit__subcmd__witness"
+                ;;
             fencewatch__subcmd__audit__subcmd__help,export)
                 cmd="fencewatch__subcmd__audit__subcmd__help__subcmd__export"
                 ;;
@@ -90,6 +96,9 @@ _fencewatch() {
                 ;;
             fencewatch__subcmd__audit__subcmd__help,incidents)
                 cmd="fencewatch__subcmd__audit__subcmd__help__subcmd__incidents"
+                ;;
+            fencewatch__subcmd__audit__subcmd__help,keygen)
+                cmd="fencewatch__subcmd__audit__subcmd__help__subcmd__keygen"
                 ;;
             fencewatch__subcmd__audit__subcmd__help,log)
                 cmd="fencewatch__subcmd__audit__subcmd__help__subcmd__log"
@@ -111,6 +120,9 @@ _fencewatch() {
                 ;;
             fencewatch__subcmd__audit__subcmd__help,verify)
                 cmd="fencewatch__subcmd__audit__subcmd__help__subcmd__verify"
+                ;;
+            fencewatch__subcmd__audit__subcmd__help,witness)
+                cmd="fencewatch__subcmd__audit__subcmd__help__subcmd__witness"
                 ;;
             fencewatch__subcmd__fence,help)
                 cmd="fencewatch__subcmd__fence__subcmd__help"
@@ -196,6 +208,9 @@ _fencewatch() {
             fencewatch__subcmd__help__subcmd__audit,incidents)
                 cmd="fencewatch__subcmd__help__subcmd__audit__subcmd__incidents"
                 ;;
+            fencewatch__subcmd__help__subcmd__audit,keygen)
+                cmd="fencewatch__subcmd__help__subcmd__audit__subcmd__keygen"
+                ;;
             fencewatch__subcmd__help__subcmd__audit,log)
                 cmd="fencewatch__subcmd__help__subcmd__audit__subcmd__log"
                 ;;
@@ -216,6 +231,9 @@ _fencewatch() {
                 ;;
             fencewatch__subcmd__help__subcmd__audit,verify)
                 cmd="fencewatch__subcmd__help__subcmd__audit__subcmd__verify"
+                ;;
+            fencewatch__subcmd__help__subcmd__audit,witness)
+                cmd="fencewatch__subcmd__help__subcmd__audit__subcmd__witness"
                 ;;
             fencewatch__subcmd__help__subcmd__fence,install)
                 cmd="fencewatch__subcmd__help__subcmd__fence__subcmd__install"
@@ -302,7 +320,7 @@ _fencewatch() {
             return 0
             ;;
         fencewatch__subcmd__audit)
-            opts="-h --database --fence --schema --log-format --help report summary verify log export incidents timeline refusals prune help"
+            opts="-h --database --fence --schema --log-format --help report summary verify keygen witness log export incidents timeline refusals prune help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -386,7 +404,7 @@ _fencewatch() {
             return 0
             ;;
         fencewatch__subcmd__audit__subcmd__help)
-            opts="report summary verify log export incidents timeline refusals prune help"
+            opts="report summary verify keygen witness log export incidents timeline refusals prune help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -428,6 +446,20 @@ _fencewatch() {
             return 0
             ;;
         fencewatch__subcmd__audit__subcmd__help__subcmd__incidents)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        fencewatch__subcmd__audit__subcmd__help__subcmd__keygen)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -539,6 +571,20 @@ _fencewatch() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        fencewatch__subcmd__audit__subcmd__help__subcmd__witness)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         fencewatch__subcmd__audit__subcmd__incidents)
             opts="-h --since --until --resource --limit --all --json --database --fence --schema --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -559,6 +605,36 @@ _fencewatch() {
                     return 0
                     ;;
                 --limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --database)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --schema)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        fencewatch__subcmd__audit__subcmd__keygen)
+            opts="-h --out --database --fence --schema --log-format --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --out)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -636,13 +712,17 @@ _fencewatch() {
             return 0
             ;;
         fencewatch__subcmd__audit__subcmd__prune)
-            opts="-h --before --json --database --fence --schema --log-format --help"
+            opts="-h --before --key --json --database --fence --schema --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --before)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --key)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -810,13 +890,51 @@ _fencewatch() {
             return 0
             ;;
         fencewatch__subcmd__audit__subcmd__verify)
-            opts="-h --json --checkpoint --full --database --fence --schema --log-format --help"
+            opts="-h --json --checkpoint --full --witness --public-key --database --fence --schema --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --checkpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --witness)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --public-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --database)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --schema)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        fencewatch__subcmd__audit__subcmd__witness)
+            opts="-h --key --database --fence --schema --log-format --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --key)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1310,7 +1428,7 @@ _fencewatch() {
             return 0
             ;;
         fencewatch__subcmd__help__subcmd__audit)
-            opts="report summary verify log export incidents timeline refusals prune"
+            opts="report summary verify keygen witness log export incidents timeline refusals prune"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1338,6 +1456,20 @@ _fencewatch() {
             return 0
             ;;
         fencewatch__subcmd__help__subcmd__audit__subcmd__incidents)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        fencewatch__subcmd__help__subcmd__audit__subcmd__keygen)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1436,6 +1568,20 @@ _fencewatch() {
             return 0
             ;;
         fencewatch__subcmd__help__subcmd__audit__subcmd__verify)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        fencewatch__subcmd__help__subcmd__audit__subcmd__witness)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -2066,7 +2212,7 @@ _fencewatch() {
             return 0
             ;;
         fencewatch__subcmd__serve)
-            opts="-h --listen --database --schema --max-value-bytes --idempotency-retention --set-retention --db-max-connections --strict-leases --etcd --zookeeper --require-lease --lease-scope --config --audit-retention --max-subscribers --max-connections --header-timeout --body-read-timeout --db-timeout --overlap-quiet --watch --api-key-file --allow-origin --allowed-host --tls-cert --tls-key --http-workers --log-format --help"
+            opts="-h --listen --database --schema --max-value-bytes --idempotency-retention --set-retention --db-max-connections --strict-leases --etcd --zookeeper --require-lease --lease-scope --config --audit-retention --audit-signing-key --witness-file --witness-interval --max-subscribers --max-connections --header-timeout --body-read-timeout --db-timeout --overlap-quiet --watch --api-key-file --allow-origin --allowed-host --tls-cert --tls-key --http-workers --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2113,6 +2259,18 @@ _fencewatch() {
                     return 0
                     ;;
                 --audit-retention)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --audit-signing-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --witness-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --witness-interval)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

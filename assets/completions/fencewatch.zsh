@@ -43,6 +43,9 @@ _arguments "${_arguments_options[@]}" : \
 prefix\:"Lease L'\''s tokens may fence only resources L and L/…"))' \
 '--config=[Configuration file (TOML)\: alert rules and receivers; see assets/fencewatch.example.toml]:CONFIG:_files' \
 '--audit-retention=[Delete audit rows older than this (e.g. 90d), keeping a checkpoint so that what remains still verifies. Default\: keep everything. A setting of the database, like --idempotency-retention]:AUDIT_RETENTION:_default' \
+'--audit-signing-key=[Sign a checkpoint of the audit (every chain'\''s start and head) with this Ed25519 key (\`audit keygen\`) each --witness-interval the audit changed, kept in the database and in --witness-file; prunes sign the chain starts they move (docs/guarantees.md)]:FILE:_files' \
+'--witness-file=[Also append each signed checkpoint to this file, one JSON line each\: keep it (or ship it) where the database'\''s administrators cannot rewrite it]:PATH:_files' \
+'--witness-interval=[How often a checkpoint is taken\: the rows written since the last one are verified, then signed, beside the write path]:WITNESS_INTERVAL:_default' \
 '--max-subscribers=[Live event subscribers (\`/v1/events\`) at once; more get 503 until one leaves. At most half of --max-connections (a higher value is lowered to it, with a warning)\: subscribers are never cut to make room, so they must not be able to hold every connection]:MAX_SUBSCRIBERS:_default' \
 '--max-connections=[Connections served at once; more wait to be accepted until one closes]:MAX_CONNECTIONS:_default' \
 '--header-timeout=[A client that takes longer to send a request'\''s headers, or leaves a kept-alive connection idle this long, is disconnected]:HEADER_TIMEOUT:_default' \
@@ -255,11 +258,35 @@ _arguments "${_arguments_options[@]}" : \
 (verify)
 _arguments "${_arguments_options[@]}" : \
 '--checkpoint=[Record the verified end of every chain in this file (written only when nothing is broken) and, when it exists, check only the rows after the positions it holds]:FILE:_files' \
+'(--checkpoint)--witness=[Also hold the audit to the signed checkpoints in this witness file (and to those kept in the database)\: chains they saw must still reach the heads they saw, and starts move only by signed prunes. Needs --public-key; reads every row]:PATH:_files' \
+'(--checkpoint)--public-key=[The witness'\''s public key (\`audit keygen\`'\''s FILE.pub). Without --witness, only the checkpoints kept in the database are used]:FILE.pub:_files' \
 '--database=[\`sqlite\://PATH\` or \`postgres\://…\`\: the daemon'\''s database, or one with a fence installed]:DATABASE:_default' \
 '--schema=[PostgreSQL\: the schema of the daemon'\''s tables (\`serve --schema\`) or of the fence (default\: the connection'\''s search path for the daemon'\''s, \`fencewatch\` for a fence)]:NAME:_default' \
 '--log-format=[How logs on stderr look\: plain text (coloured only on a terminal) or one JSON object a line, for a log collector]:LOG_FORMAT:(text json)' \
 '--json[]' \
 '--full[Check every row even when \`--checkpoint\` holds verified positions]' \
+'--fence[Read the fence installed in the database (\`fencewatch fence install\`) even where the daemon'\''s tables are there too. Without it, a database with a fence and no daemon tables is read as a fence, and one with both as the daemon'\''s]' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
+(keygen)
+_arguments "${_arguments_options[@]}" : \
+'--out=[]:FILE:_files' \
+'--database=[\`sqlite\://PATH\` or \`postgres\://…\`\: the daemon'\''s database, or one with a fence installed]:DATABASE:_default' \
+'--schema=[PostgreSQL\: the schema of the daemon'\''s tables (\`serve --schema\`) or of the fence (default\: the connection'\''s search path for the daemon'\''s, \`fencewatch\` for a fence)]:NAME:_default' \
+'--log-format=[How logs on stderr look\: plain text (coloured only on a terminal) or one JSON object a line, for a log collector]:LOG_FORMAT:(text json)' \
+'--fence[Read the fence installed in the database (\`fencewatch fence install\`) even where the daemon'\''s tables are there too. Without it, a database with a fence and no daemon tables is read as a fence, and one with both as the daemon'\''s]' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
+(witness)
+_arguments "${_arguments_options[@]}" : \
+'--key=[The signing key (\`audit keygen\`'\''s FILE)]:FILE:_files' \
+'--database=[\`sqlite\://PATH\` or \`postgres\://…\`\: the daemon'\''s database, or one with a fence installed]:DATABASE:_default' \
+'--schema=[PostgreSQL\: the schema of the daemon'\''s tables (\`serve --schema\`) or of the fence (default\: the connection'\''s search path for the daemon'\''s, \`fencewatch\` for a fence)]:NAME:_default' \
+'--log-format=[How logs on stderr look\: plain text (coloured only on a terminal) or one JSON object a line, for a log collector]:LOG_FORMAT:(text json)' \
 '--fence[Read the fence installed in the database (\`fencewatch fence install\`) even where the daemon'\''s tables are there too. Without it, a database with a fence and no daemon tables is read as a fence, and one with both as the daemon'\''s]' \
 '-h[Print help]' \
 '--help[Print help]' \
@@ -351,6 +378,7 @@ _arguments "${_arguments_options[@]}" : \
 (prune)
 _arguments "${_arguments_options[@]}" : \
 '--before=[RFC 3339 or a duration ago (\`30d\`)]:BEFORE:_default' \
+'--key=[Sign the chain starts the prune moves with the witness'\''s key, so that a witnessed \`verify\` tells them from rows deleted by hand]:FILE:_files' \
 '--database=[\`sqlite\://PATH\` or \`postgres\://…\`\: the daemon'\''s database, or one with a fence installed]:DATABASE:_default' \
 '--schema=[PostgreSQL\: the schema of the daemon'\''s tables (\`serve --schema\`) or of the fence (default\: the connection'\''s search path for the daemon'\''s, \`fencewatch\` for a fence)]:NAME:_default' \
 '--log-format=[How logs on stderr look\: plain text (coloured only on a terminal) or one JSON object a line, for a log collector]:LOG_FORMAT:(text json)' \
@@ -381,6 +409,14 @@ _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
 (verify)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(keygen)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(witness)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
@@ -701,6 +737,14 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
+(keygen)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(witness)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
 (log)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
@@ -826,6 +870,8 @@ _fencewatch__subcmd__audit_commands() {
 'report:The postmortem of one incident (an id from \`incidents\`)\: the stale owner'\''s pause, its grant'\''s lapse, the successor'\''s takeover and first write, the refused attempts and any write accepted after the lapse, with the condensed history around it' \
 'summary:Incidents since a time\: counts per owner and resource, pause and zombie-lifetime percentiles, writes accepted after a lapse' \
 'verify:Check every resource'\''s hash chain; report the first broken link of each (exit 1 if any)' \
+'keygen:Make an Ed25519 key pair for a witnessed audit\: FILE (private, readable by its owner only) and FILE.pub (docs/guarantees.md)' \
+'witness:Verify the rows written since the last signed checkpoint and sign the next one, printed as one JSON line (append it to the witness file) and kept in the database\: a witness for a daemon started without --audit-signing-key, run from cron. Exit 1, signing nothing, when the audit no longer holds what the last checkpoint did' \
 'log:Audit rows, newest first' \
 'export:Every matching row with every field, streamed (constant memory)' \
 'incidents:Ownership-overlap incidents with their generations, owners, counts and times\: the latest 100 by default, oldest of them first' \
@@ -847,6 +893,8 @@ _fencewatch__subcmd__audit__subcmd__help_commands() {
 'report:The postmortem of one incident (an id from \`incidents\`)\: the stale owner'\''s pause, its grant'\''s lapse, the successor'\''s takeover and first write, the refused attempts and any write accepted after the lapse, with the condensed history around it' \
 'summary:Incidents since a time\: counts per owner and resource, pause and zombie-lifetime percentiles, writes accepted after a lapse' \
 'verify:Check every resource'\''s hash chain; report the first broken link of each (exit 1 if any)' \
+'keygen:Make an Ed25519 key pair for a witnessed audit\: FILE (private, readable by its owner only) and FILE.pub (docs/guarantees.md)' \
+'witness:Verify the rows written since the last signed checkpoint and sign the next one, printed as one JSON line (append it to the witness file) and kept in the database\: a witness for a daemon started without --audit-signing-key, run from cron. Exit 1, signing nothing, when the audit no longer holds what the last checkpoint did' \
 'log:Audit rows, newest first' \
 'export:Every matching row with every field, streamed (constant memory)' \
 'incidents:Ownership-overlap incidents with their generations, owners, counts and times\: the latest 100 by default, oldest of them first' \
@@ -871,6 +919,11 @@ _fencewatch__subcmd__audit__subcmd__help__subcmd__help_commands() {
 _fencewatch__subcmd__audit__subcmd__help__subcmd__incidents_commands() {
     local commands; commands=()
     _describe -t commands 'fencewatch audit help incidents commands' commands "$@"
+}
+(( $+functions[_fencewatch__subcmd__audit__subcmd__help__subcmd__keygen_commands] )) ||
+_fencewatch__subcmd__audit__subcmd__help__subcmd__keygen_commands() {
+    local commands; commands=()
+    _describe -t commands 'fencewatch audit help keygen commands' commands "$@"
 }
 (( $+functions[_fencewatch__subcmd__audit__subcmd__help__subcmd__log_commands] )) ||
 _fencewatch__subcmd__audit__subcmd__help__subcmd__log_commands() {
@@ -907,10 +960,20 @@ _fencewatch__subcmd__audit__subcmd__help__subcmd__verify_commands() {
     local commands; commands=()
     _describe -t commands 'fencewatch audit help verify commands' commands "$@"
 }
+(( $+functions[_fencewatch__subcmd__audit__subcmd__help__subcmd__witness_commands] )) ||
+_fencewatch__subcmd__audit__subcmd__help__subcmd__witness_commands() {
+    local commands; commands=()
+    _describe -t commands 'fencewatch audit help witness commands' commands "$@"
+}
 (( $+functions[_fencewatch__subcmd__audit__subcmd__incidents_commands] )) ||
 _fencewatch__subcmd__audit__subcmd__incidents_commands() {
     local commands; commands=()
     _describe -t commands 'fencewatch audit incidents commands' commands "$@"
+}
+(( $+functions[_fencewatch__subcmd__audit__subcmd__keygen_commands] )) ||
+_fencewatch__subcmd__audit__subcmd__keygen_commands() {
+    local commands; commands=()
+    _describe -t commands 'fencewatch audit keygen commands' commands "$@"
 }
 (( $+functions[_fencewatch__subcmd__audit__subcmd__log_commands] )) ||
 _fencewatch__subcmd__audit__subcmd__log_commands() {
@@ -946,6 +1009,11 @@ _fencewatch__subcmd__audit__subcmd__timeline_commands() {
 _fencewatch__subcmd__audit__subcmd__verify_commands() {
     local commands; commands=()
     _describe -t commands 'fencewatch audit verify commands' commands "$@"
+}
+(( $+functions[_fencewatch__subcmd__audit__subcmd__witness_commands] )) ||
+_fencewatch__subcmd__audit__subcmd__witness_commands() {
+    local commands; commands=()
+    _describe -t commands 'fencewatch audit witness commands' commands "$@"
 }
 (( $+functions[_fencewatch__subcmd__bench_commands] )) ||
 _fencewatch__subcmd__bench_commands() {
@@ -1077,6 +1145,8 @@ _fencewatch__subcmd__help__subcmd__audit_commands() {
 'report:The postmortem of one incident (an id from \`incidents\`)\: the stale owner'\''s pause, its grant'\''s lapse, the successor'\''s takeover and first write, the refused attempts and any write accepted after the lapse, with the condensed history around it' \
 'summary:Incidents since a time\: counts per owner and resource, pause and zombie-lifetime percentiles, writes accepted after a lapse' \
 'verify:Check every resource'\''s hash chain; report the first broken link of each (exit 1 if any)' \
+'keygen:Make an Ed25519 key pair for a witnessed audit\: FILE (private, readable by its owner only) and FILE.pub (docs/guarantees.md)' \
+'witness:Verify the rows written since the last signed checkpoint and sign the next one, printed as one JSON line (append it to the witness file) and kept in the database\: a witness for a daemon started without --audit-signing-key, run from cron. Exit 1, signing nothing, when the audit no longer holds what the last checkpoint did' \
 'log:Audit rows, newest first' \
 'export:Every matching row with every field, streamed (constant memory)' \
 'incidents:Ownership-overlap incidents with their generations, owners, counts and times\: the latest 100 by default, oldest of them first' \
@@ -1095,6 +1165,11 @@ _fencewatch__subcmd__help__subcmd__audit__subcmd__export_commands() {
 _fencewatch__subcmd__help__subcmd__audit__subcmd__incidents_commands() {
     local commands; commands=()
     _describe -t commands 'fencewatch help audit incidents commands' commands "$@"
+}
+(( $+functions[_fencewatch__subcmd__help__subcmd__audit__subcmd__keygen_commands] )) ||
+_fencewatch__subcmd__help__subcmd__audit__subcmd__keygen_commands() {
+    local commands; commands=()
+    _describe -t commands 'fencewatch help audit keygen commands' commands "$@"
 }
 (( $+functions[_fencewatch__subcmd__help__subcmd__audit__subcmd__log_commands] )) ||
 _fencewatch__subcmd__help__subcmd__audit__subcmd__log_commands() {
@@ -1130,6 +1205,11 @@ _fencewatch__subcmd__help__subcmd__audit__subcmd__timeline_commands() {
 _fencewatch__subcmd__help__subcmd__audit__subcmd__verify_commands() {
     local commands; commands=()
     _describe -t commands 'fencewatch help audit verify commands' commands "$@"
+}
+(( $+functions[_fencewatch__subcmd__help__subcmd__audit__subcmd__witness_commands] )) ||
+_fencewatch__subcmd__help__subcmd__audit__subcmd__witness_commands() {
+    local commands; commands=()
+    _describe -t commands 'fencewatch help audit witness commands' commands "$@"
 }
 (( $+functions[_fencewatch__subcmd__help__subcmd__bench_commands] )) ||
 _fencewatch__subcmd__help__subcmd__bench_commands() {

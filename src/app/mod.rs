@@ -6,3 +6,4 @@ pub mod incident;
 pub mod refusals;
 pub mod retention;
 pub mod service;
+pub mod witness;

@@ -37,6 +37,35 @@ pub enum AuditCommand {
         /// Check every row even when `--checkpoint` holds verified positions.
         #[arg(long)]
         full: bool,
+        /// Also hold the audit to the signed checkpoints in this witness file (and to those
+        /// kept in the database): chains they saw must still reach the heads they saw, and
+        /// starts move only by signed prunes. Needs --public-key; reads every row.
+        #[arg(
+            long,
+            value_name = "PATH",
+            requires = "public_key",
+            conflicts_with = "checkpoint"
+        )]
+        witness: Option<PathBuf>,
+        /// The witness's public key (`audit keygen`'s FILE.pub). Without --witness, only the
+        /// checkpoints kept in the database are used.
+        #[arg(long, value_name = "FILE.pub", conflicts_with = "checkpoint")]
+        public_key: Option<PathBuf>,
+    },
+    /// Make an Ed25519 key pair for a witnessed audit: FILE (private, readable by its owner
+    /// only) and FILE.pub (docs/guarantees.md).
+    Keygen {
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+    },
+    /// Verify the rows written since the last signed checkpoint and sign the next one, printed
+    /// as one JSON line (append it to the witness file) and kept in the database: a witness for
+    /// a daemon started without --audit-signing-key, run from cron. Exit 1, signing nothing,
+    /// when the audit no longer holds what the last checkpoint did.
+    Witness {
+        /// The signing key (`audit keygen`'s FILE).
+        #[arg(long, value_name = "FILE")]
+        key: PathBuf,
     },
     /// Audit rows, newest first.
     Log {
@@ -120,6 +149,10 @@ pub enum AuditCommand {
         /// RFC 3339 or a duration ago (`30d`).
         #[arg(long)]
         before: String,
+        /// Sign the chain starts the prune moves with the witness's key, so that a witnessed
+        /// `verify` tells them from rows deleted by hand.
+        #[arg(long, value_name = "FILE")]
+        key: Option<PathBuf>,
         #[arg(long)]
         json: bool,
     },

@@ -88,6 +88,22 @@ pub struct ServeArgs {
     #[arg(long, value_parser = humantime::parse_duration)]
     pub audit_retention: Option<Duration>,
 
+    /// Sign a checkpoint of the audit (every chain's start and head) with this Ed25519 key
+    /// (`audit keygen`) each --witness-interval the audit changed, kept in the database and in
+    /// --witness-file; prunes sign the chain starts they move (docs/guarantees.md).
+    #[arg(long, value_name = "FILE", env = "FENCEWATCH_AUDIT_SIGNING_KEY")]
+    pub audit_signing_key: Option<PathBuf>,
+
+    /// Also append each signed checkpoint to this file, one JSON line each: keep it (or ship
+    /// it) where the database's administrators cannot rewrite it.
+    #[arg(long, value_name = "PATH", requires = "audit_signing_key")]
+    pub witness_file: Option<PathBuf>,
+
+    /// How often a checkpoint is taken: the rows written since the last one are verified, then
+    /// signed, beside the write path.
+    #[arg(long, value_parser = positive_duration, default_value = "10s")]
+    pub witness_interval: Duration,
+
     /// Live event subscribers (`/v1/events`) at once; more get 503 until one leaves. At most
     /// half of --max-connections (a higher value is lowered to it, with a warning): subscribers
     /// are never cut to make room, so they must not be able to hold every connection.
@@ -182,5 +198,14 @@ impl ServeArgs {
             Some(workers) => usize::from(workers),
             None => cores.saturating_sub(1).max(1),
         }
+    }
+}
+
+/// A duration longer than nothing (a loop every 0 s would spin).
+fn positive_duration(text: &str) -> Result<Duration, String> {
+    match humantime::parse_duration(text) {
+        Ok(duration) if duration.is_zero() => Err("must be longer than 0s".to_owned()),
+        Ok(duration) => Ok(duration),
+        Err(error) => Err(error.to_string()),
     }
 }

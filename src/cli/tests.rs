@@ -4,7 +4,7 @@ use clap::Parser;
 fn serve(args: &[&str]) -> super::ServeArgs {
     let cli = Cli::try_parse_from([&["fencewatch", "serve"], args].concat()).unwrap();
     match cli.command {
-        Command::Serve(args) => args,
+        Command::Serve(args) => *args,
         other => panic!("parsed as {other:?}"),
     }
 }

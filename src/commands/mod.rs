@@ -20,7 +20,7 @@ use std::process::ExitCode;
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     tls::install_crypto_provider();
     match cli.command {
-        Command::Serve(args) => serve::run(args).await.map(|()| ExitCode::SUCCESS),
+        Command::Serve(args) => serve::run(*args).await.map(|()| ExitCode::SUCCESS),
         Command::Lease(args) => lease::run(args).await,
         Command::Write(args) => write::run(args).await,
         Command::Lock(args) => lock::run(args).await,

@@ -2,6 +2,7 @@
 
 use crate::app::retention::{claim_retention, RetentionFlags, RetentionTasks};
 use crate::app::service::{FenceService, Limits, Wiring};
+use crate::app::witness::{Signer, WitnessTask};
 use crate::authority::Authorities;
 use crate::cli::{LeaseScopeArg, ServeArgs};
 use crate::domain::source::{split_watch_arg, SourceName};
@@ -76,6 +77,16 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     )
     .await
     .context("failed to open the database")?;
+    let signing_key = args
+        .audit_signing_key
+        .as_deref()
+        .map(crate::commands::audit::keys::signing_key)
+        .transpose()?
+        .map(Arc::new);
+    let store = match &signing_key {
+        Some(key) => store.with_audit_signer(key.clone()),
+        None => store,
+    };
     let retention = RetentionFlags {
         idempotency: args.idempotency_retention,
         audit: args.audit_retention,
@@ -170,6 +181,21 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     tracing::info!(%address, backend = store.backend().name(), http_workers, "serving");
 
     let retention = RetentionTasks::spawn(store.clone());
+    let witness = match signing_key {
+        Some(key) => {
+            let mut signer = Signer::new(store.clone(), key);
+            signer
+                .resume(args.witness_file.as_deref())
+                .await
+                .context("failed to read the last signed checkpoint")?;
+            Some(WitnessTask::spawn(
+                signer,
+                args.witness_file.clone(),
+                args.witness_interval,
+            ))
+        }
+        None => None,
+    };
     let live = state.live.clone();
     let service = state.service.clone();
     let app = http::router(state);
@@ -188,6 +214,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         tracing::warn!(%error, "failed to write the last refusals");
     }
     drop(retention);
+    if let Some(witness) = witness {
+        witness.finish().await;
+    }
     store.close().await;
     tracing::info!("stopped");
     served.context("the server failed")

@@ -79,16 +79,20 @@ impl Store {
             tx.commit().await?;
             return Ok(0);
         };
+        let hash = hex::encode(hash);
+        let signature = self.sign_start(resource, seq, &hash);
         on_db!(tx.conn(), conn => sqlx::query(
-            "INSERT INTO audit_checkpoints (resource, seq, hash, pruned_at_us) \
-             VALUES ($1, $2, $3, $4) \
+            "INSERT INTO audit_checkpoints (resource, seq, hash, pruned_at_us, signature) \
+             VALUES ($1, $2, $3, $4, $5) \
              ON CONFLICT (resource) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, \
-             pruned_at_us = excluded.pruned_at_us WHERE audit_checkpoints.seq < excluded.seq",
+             pruned_at_us = excluded.pruned_at_us, signature = excluded.signature \
+             WHERE audit_checkpoints.seq < excluded.seq",
         )
         .bind(resource)
         .bind(seq)
-        .bind(hex::encode(hash))
-        .bind(now).execute(conn).await?.rows_affected());
+        .bind(&hash)
+        .bind(now)
+        .bind(signature).execute(conn).await?.rows_affected());
         let deleted = on_db!(tx.conn(), conn => sqlx::query(
             "DELETE FROM audit WHERE resource = $1 \
              AND (seq <= $2 OR (seq IS NULL AND at_us < $3))",

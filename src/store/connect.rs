@@ -130,6 +130,7 @@ impl Store {
             engine,
             observe_hook: None,
             clock: options.clock.clone(),
+            audit_signer: None,
         };
         if options.mode == OpenMode::CreateAndMigrate {
             // A day without a partition only sends its rows to the default one: a failure here

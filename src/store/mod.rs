@@ -33,6 +33,7 @@ mod unchecked;
 mod verify;
 mod wal_sync;
 mod watched;
+mod witness;
 
 pub use crate::domain::lock_record::{HolderSighting, RecordedLock};
 pub use alerts::{AlertChange, RejectionCount, StoredAlert};
@@ -54,10 +55,13 @@ pub use pg_schema::{InvalidSchema, PgSchema};
 pub use reads::{AuditQuery, StoredValue};
 pub use retention::{Retention, RetentionClaim, StoreRetention};
 pub use unchecked::UncheckedWrites;
-pub use verify::{Breach, ChainPosition, VerifiedPositions, VerifyReport};
+pub use verify::{
+    Breach, ChainPosition, VerifiedPositions, VerifyReport, WitnessSnapshot, WitnessSummary,
+};
 pub use watched::WatchAdvance;
 
 use crate::domain::clock::SharedClock;
+use crate::domain::witness::SigningKey;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -84,6 +88,9 @@ pub struct Store {
     engine: engine::Engine,
     observe_hook: Option<ObserveHook>,
     clock: SharedClock,
+    /// The witness's key, when it has one: a prune signs each chain start it moves with it
+    /// (`store::witness`).
+    audit_signer: Option<Arc<SigningKey>>,
 }
 
 impl Store {
@@ -103,6 +110,12 @@ impl Store {
     /// For tests of interleavings; production code never sets one.
     pub fn with_observe_hook(mut self, hook: ObserveHook) -> Self {
         self.observe_hook = Some(hook);
+        self
+    }
+
+    /// Signs the chain starts its prunes move with `key` (a witnessed audit).
+    pub fn with_audit_signer(mut self, key: Arc<SigningKey>) -> Self {
+        self.audit_signer = Some(key);
         self
     }
 }

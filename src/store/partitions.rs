@@ -141,7 +141,14 @@ impl Store {
         partitions.sort_by_key(|p| p.from_us);
         let mut conn = pool.acquire().await?;
         for partition in partitions {
-            match drop_partition(&mut conn, &partition, self.clock.now_us()).await? {
+            match drop_partition(
+                &mut conn,
+                &partition,
+                self.clock.now_us(),
+                |resource, seq, hash| self.sign_start(resource, seq, hash),
+            )
+            .await?
+            {
                 Dropped::Dropped { rows, resources } => {
                     pruned.rows += rows;
                     pruned.resources.extend(resources);
@@ -324,9 +331,10 @@ async fn drop_partition(
     conn: &mut PgConnection,
     partition: &DayPartition,
     now_us: i64,
+    sign: impl Fn(&str, i64, &str) -> Option<String>,
 ) -> Result<Dropped, StoreError> {
     let mut tx = conn.begin().await?;
-    match drop_in(&mut tx, partition, now_us).await {
+    match drop_in(&mut tx, partition, now_us, sign).await {
         Ok(dropped) => {
             tx.commit().await?;
             Ok(dropped)
@@ -347,6 +355,7 @@ async fn drop_in(
     conn: &mut PgConnection,
     partition: &DayPartition,
     now_us: i64,
+    sign: impl Fn(&str, i64, &str) -> Option<String>,
 ) -> Result<Dropped, sqlx::Error> {
     let name = &partition.name;
     sqlx::query(
@@ -360,18 +369,37 @@ async fn drop_in(
     sqlx::query(&format!("LOCK TABLE {name} IN EXCLUSIVE MODE"))
         .execute(&mut *conn)
         .await?;
-    // The checkpoints are moved by one statement; they keep digests in hex, the audit as bytes.
-    let resources: Vec<String> = sqlx::query_scalar(&format!(
-        "WITH last AS (SELECT DISTINCT ON (resource) resource, seq, hash FROM {name} \
-           WHERE seq IS NOT NULL ORDER BY resource, seq DESC), \
-         moved AS (INSERT INTO audit_checkpoints (resource, seq, hash, pruned_at_us) \
-           SELECT resource, seq, encode(hash, 'hex'), $1 FROM last \
-           ON CONFLICT (resource) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, \
-           pruned_at_us = excluded.pruned_at_us WHERE audit_checkpoints.seq < excluded.seq) \
-         SELECT resource FROM last"
+    // Each chain's last row here becomes its checkpoint (hex, as every chain head), signed when
+    // the prune holds the witness's key; the checkpoints move by one statement, only forward.
+    let last: Vec<(String, i64, String)> = sqlx::query_as(&format!(
+        "SELECT DISTINCT ON (resource) resource, seq, encode(hash, 'hex') FROM {name} \
+         WHERE seq IS NOT NULL ORDER BY resource, seq DESC"
     ))
-    .bind(now_us)
     .fetch_all(&mut *conn)
+    .await?;
+    let signatures: Vec<Option<String>> = last
+        .iter()
+        .map(|(resource, seq, hash)| sign(resource, *seq, hash))
+        .collect();
+    let (resources, (seqs, hashes)): (Vec<String>, (Vec<i64>, Vec<String>)) = last
+        .into_iter()
+        .map(|(resource, seq, hash)| (resource, (seq, hash)))
+        .unzip();
+    sqlx::query(
+        "INSERT INTO audit_checkpoints (resource, seq, hash, pruned_at_us, signature) \
+         SELECT resource, seq, hash, $4, signature \
+         FROM unnest($1::text[], $2::bigint[], $3::text[], $5::text[]) \
+           AS t(resource, seq, hash, signature) \
+         ON CONFLICT (resource) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, \
+         pruned_at_us = excluded.pruned_at_us, signature = excluded.signature \
+         WHERE audit_checkpoints.seq < excluded.seq",
+    )
+    .bind(&resources)
+    .bind(&seqs)
+    .bind(&hashes)
+    .bind(now_us)
+    .bind(&signatures)
+    .execute(&mut *conn)
     .await?;
     let (rows, highest_id): (i64, Option<i64>) =
         sqlx::query_as(&format!("SELECT count(*), max(id) FROM {name}"))

@@ -59,7 +59,7 @@ async fn broken(db: &TestDb, checkpoint: &Path, args: &[&str]) -> Value {
             breach["resource"].as_str().unwrap()
         ),
         None => format!(
-            "BROKEN {}: at its end",
+            "BROKEN {}: at position",
             breach["resource"].as_str().unwrap()
         ),
     };

@@ -32,11 +32,21 @@ pub(super) async fn run(
 ) -> anyhow::Result<ExitCode> {
     match command {
         AuditCommand::Verify {
-            json, checkpoint, ..
+            json,
+            checkpoint,
+            witness,
+            public_key,
+            ..
         } => {
             // A fence's audit is small beside the daemon's and always checked whole.
             if checkpoint.is_some() {
                 anyhow::bail!("--checkpoint applies to the daemon's audit, not to a fence's");
+            }
+            if witness.is_some() || public_key.is_some() {
+                anyhow::bail!(
+                    "a fence's audit has no witness yet (docs/guarantees.md): --witness and \
+                     --public-key apply to the daemon's audit"
+                );
             }
             verify(db, json).await
         }
@@ -143,6 +153,11 @@ pub(super) async fn run(
             let summary = crate::domain::incident::summarise(&reports);
             super::summary::print_summary(&summary, &time(&since), json)
         }
+        AuditCommand::Keygen { out } => super::witness::keygen(&out),
+        AuditCommand::Witness { .. } => anyhow::bail!(
+            "a fence's audit has no witness yet (docs/guarantees.md): `audit witness` is for \
+             the daemon's database"
+        ),
         AuditCommand::Refusals { .. } | AuditCommand::Prune { .. } => anyhow::bail!(
             "a fence's audit has no refusals before the fence and is not pruned: this command \
              is for the daemon's database"

@@ -6,6 +6,7 @@ mod fence;
 mod fence_export;
 mod fence_rows;
 mod incidents;
+pub mod keys;
 mod log;
 mod prune;
 mod refusals;
@@ -14,6 +15,7 @@ mod summary;
 mod timeline;
 mod verify;
 mod verify_record;
+mod witness;
 
 pub use export::CSV_COLUMNS;
 pub use fence_export::FENCE_CSV_COLUMNS;
@@ -28,6 +30,7 @@ use crate::store::{is_sqlite_url, AuditFilter, OpenMode, Store, StoreError, Stor
 use anyhow::Context;
 use chrono::{DateTime, Utc};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 /// A time on the command line that is neither absolute nor a duration ago.
 #[derive(Debug, thiserror::Error)]
@@ -51,8 +54,11 @@ pub fn parse_time(text: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, TimeE
 pub async fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
     // Only `prune` writes; nothing here creates a database or migrates one, so that a mistyped
     // path is an error rather than an empty audit that verifies.
+    if let AuditCommand::Keygen { out } = &args.command {
+        return witness::keygen(out);
+    }
     let mode = match args.command {
-        AuditCommand::Prune { .. } => OpenMode::Existing,
+        AuditCommand::Prune { .. } | AuditCommand::Witness { .. } => OpenMode::Existing,
         _ => OpenMode::ReadOnly,
     };
     let now = Utc::now();
@@ -69,7 +75,23 @@ pub async fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
             json,
             checkpoint,
             full,
+            witness: None,
+            public_key: None,
         } => verify::run(&store, json, checkpoint.as_deref(), full).await?,
+        AuditCommand::Verify {
+            json,
+            witness,
+            public_key,
+            ..
+        } => {
+            let key = public_key.as_deref().map(keys::public_key).transpose()?;
+            match key {
+                Some(key) => verify::run_witnessed(&store, json, witness.as_deref(), &key).await?,
+                None => anyhow::bail!("--witness needs --public-key"),
+            }
+        }
+        AuditCommand::Keygen { out } => witness::keygen(&out)?,
+        AuditCommand::Witness { key } => witness::sign(store.clone(), &key).await?,
         AuditCommand::Log {
             filter: filter_args,
             json,
@@ -143,7 +165,13 @@ pub async fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
             )
             .await?
         }
-        AuditCommand::Prune { before, json } => {
+        AuditCommand::Prune { before, key, json } => {
+            let store = match key {
+                Some(path) => store
+                    .clone()
+                    .with_audit_signer(Arc::new(keys::signing_key(&path)?)),
+                None => store.clone(),
+            };
             prune::run(&store, parse_time(&before, now)?, json).await?
         }
     };

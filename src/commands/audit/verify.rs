@@ -3,7 +3,10 @@
 
 use super::verify_record;
 use crate::domain::audit::format_rfc3339_micros;
-use crate::store::{Store, VerifyReport};
+use crate::domain::witness::{Checkpoint, PublicKey, WitnessError, WitnessedAudit};
+use crate::store::{Breach, Store, VerifyReport};
+use anyhow::Context;
+use std::io::BufRead;
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
@@ -34,6 +37,79 @@ pub(super) async fn run(
     })
 }
 
+/// Every row, held to the checkpoints in the witness file (every line must be signed by `key`:
+/// one that is not is refused, not skipped) and to those the database keeps that `key` signed.
+pub(super) async fn run_witnessed(
+    store: &Store,
+    json: bool,
+    witness: Option<&Path>,
+    key: &PublicKey,
+) -> anyhow::Result<ExitCode> {
+    let mut witnessed = WitnessedAudit::default();
+    if let Some(path) = witness {
+        let file = std::fs::File::open(path)
+            .with_context(|| format!("cannot read the witness {}", path.display()))?;
+        for (number, line) in std::io::BufReader::new(file).lines().enumerate() {
+            let line = line.with_context(|| format!("cannot read {}", path.display()))?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let checkpoint = Checkpoint::read(&line, key).with_context(|| {
+                format!(
+                    "line {} of the witness {} is refused",
+                    number + 1,
+                    path.display()
+                )
+            })?;
+            witnessed.absorb(&checkpoint);
+        }
+    }
+    // The database's copies: another key's are another witness's; one that claims this key
+    // and does not verify was forged or edited.
+    let mut forged = 0u64;
+    store
+        .each_witness_line(|line| match Checkpoint::read(line, key) {
+            Ok(checkpoint) => witnessed.absorb(&checkpoint),
+            Err(WitnessError::WrongKey { .. }) => {}
+            Err(_) => forged += 1,
+        })
+        .await?;
+    if witnessed.checkpoints == 0 {
+        eprintln!(
+            "warning: no checkpoint signed by this key was found: only chains, rows and state \
+             are checked"
+        );
+    }
+    let mut report = store.verify_audit_witnessed(&witnessed, key).await?;
+    if forged > 0 {
+        report.breaches.push(Breach {
+            resource: "(audit_witness)".into(),
+            audit_id: None,
+            seq: None,
+            problem: format!(
+                "{forged} checkpoint(s) kept in the database name the witness's key but their \
+                 signatures do not match: they were forged or edited"
+            ),
+        });
+    }
+    print(&report, json, false)?;
+    Ok(if report.breaches.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// One breach, as a line of `verify`'s text output.
+pub(super) fn describe(breach: &Breach) -> String {
+    let position = breach.seq.unwrap_or(0);
+    let at = match breach.audit_id {
+        Some(id) => format!("audit row {id} (position {position})"),
+        None => format!("position {position}"),
+    };
+    format!("BROKEN {}: at {at}: {}", breach.resource, breach.problem)
+}
+
 fn print(report: &VerifyReport, json: bool, incremental: bool) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     if json {
@@ -54,18 +130,18 @@ fn print(report: &VerifyReport, json: bool, incremental: bool) -> anyhow::Result
         writeln!(out)?;
     } else {
         for breach in &report.breaches {
-            let row = breach
-                .audit_id
-                .map(|id| format!("audit row {id}"))
-                .unwrap_or_else(|| "its end".into());
-            writeln!(
-                out,
-                "BROKEN {}: at {row} (position {}): {}",
-                breach.resource,
-                breach.seq.unwrap_or(0),
-                breach.problem
-            )?;
+            writeln!(out, "{}", describe(breach))?;
         }
+    }
+    if let (false, Some(witness)) = (json, &report.witness) {
+        writeln!(
+            out,
+            "witness: {} checkpoint(s) over {} chains; the latest signed at {} with {} rows",
+            witness.checkpoints,
+            witness.chains,
+            witness.latest_at.as_deref().unwrap_or("-"),
+            witness.latest_rows.unwrap_or(0)
+        )?;
     }
     Ok(())
 }

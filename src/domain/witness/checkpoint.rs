@@ -198,9 +198,17 @@ mod tests {
     fn a_start_signature_covers_resource_position_and_hash() {
         let key = key();
         let signature = key.sign(&start_message("a", 3, "cc"));
-        assert!(key.public().verifies(&start_message("a", 3, "cc"), &signature));
-        assert!(!key.public().verifies(&start_message("b", 3, "cc"), &signature));
-        assert!(!key.public().verifies(&start_message("a", 4, "cc"), &signature));
-        assert!(!key.public().verifies(&start_message("a", 3, "cd"), &signature));
+        assert!(key
+            .public()
+            .verifies(&start_message("a", 3, "cc"), &signature));
+        assert!(!key
+            .public()
+            .verifies(&start_message("b", 3, "cc"), &signature));
+        assert!(!key
+            .public()
+            .verifies(&start_message("a", 4, "cc"), &signature));
+        assert!(!key
+            .public()
+            .verifies(&start_message("a", 3, "cd"), &signature));
     }
 }

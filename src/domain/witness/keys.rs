@@ -54,9 +54,8 @@ impl SigningKey {
 
     /// The key in a PEM file's text.
     pub fn from_pem(text: &[u8]) -> Result<Self, WitnessError> {
-        let der = PrivatePkcs8KeyDer::from_pem_slice(text).map_err(|e| {
-            WitnessError::Key(format!("not a PEM PKCS#8 private key ({e})"))
-        })?;
+        let der = PrivatePkcs8KeyDer::from_pem_slice(text)
+            .map_err(|e| WitnessError::Key(format!("not a PEM PKCS#8 private key ({e})")))?;
         Self::from_pkcs8(der.secret_pkcs8_der())
     }
 

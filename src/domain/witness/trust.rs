@@ -27,12 +27,21 @@ pub struct WitnessedAudit {
     /// Two checkpoints that give one position of a chain different hashes: two histories were
     /// signed, so one of them was rewritten (resource, position).
     pub conflicts: Vec<(String, i64)>,
+    /// The checkpoints already read (the witness file's and the database's copies of one are
+    /// the same checkpoint), by signing time and key.
+    seen: std::collections::HashSet<(i64, String)>,
 }
 
 impl WitnessedAudit {
     pub fn absorb(&mut self, checkpoint: &Checkpoint) {
+        if !self.seen.insert((checkpoint.at_us, checkpoint.key.clone())) {
+            return;
+        }
         self.checkpoints += 1;
-        if self.latest.is_none_or(|(at_us, _)| checkpoint.at_us >= at_us) {
+        if self
+            .latest
+            .is_none_or(|(at_us, _)| checkpoint.at_us >= at_us)
+        {
             self.latest = Some((checkpoint.at_us, checkpoint.rows));
         }
         for mark in &checkpoint.chains {
@@ -97,11 +106,21 @@ mod tests {
     #[test]
     fn the_furthest_head_and_start_win_and_disagreements_are_kept() {
         let mut audit = WitnessedAudit::default();
-        audit.absorb(&checkpoint(2, vec![("a", None, link(5, "a5")), ("b", None, link(1, "b1"))]));
+        audit.absorb(&checkpoint(
+            2,
+            vec![("a", None, link(5, "a5")), ("b", None, link(1, "b1"))],
+        ));
         audit.absorb(&checkpoint(1, vec![("a", None, link(3, "a3"))]));
-        audit.absorb(&checkpoint(3, vec![("a", Some(link(2, "a2")), link(5, "a5"))]));
+        audit.absorb(&checkpoint(
+            3,
+            vec![("a", Some(link(2, "a2")), link(5, "a5"))],
+        ));
         let a = &audit.chains["a"];
-        assert_eq!((a.head.seq, a.at_us), (5, 2), "the first checkpoint to see the head");
+        assert_eq!(
+            (a.head.seq, a.at_us),
+            (5, 2),
+            "the first checkpoint to see the head"
+        );
         assert_eq!(a.start.as_ref().map(|s| s.seq), Some(2));
         assert_eq!(audit.checkpoints, 3);
         assert_eq!(audit.latest, Some((3, 3)));

@@ -3,7 +3,7 @@
 //! index) and hands each row to the worker that owns its resource's chain; hashing is the cost,
 //! and it is spread over the available cores (docs/performance.md, "the audit tools").
 
-use super::walk::ChainVerifier;
+use super::walk::{ChainVerifier, WitnessMark};
 use super::{Anchors, ChainTable, VerifyReport};
 use crate::store::audit_query::{record, AuditRecord};
 use crate::store::native::{on_db, Tx};
@@ -21,8 +21,14 @@ const BATCH: usize = 512;
 const QUEUED: usize = 8;
 
 type Chains = HashMap<String, ChainVerifier>;
+/// Positions a witness saw, by resource (empty without a witness).
+pub(super) type Marks = HashMap<String, WitnessMark>;
 
-pub(super) async fn verify(tx: &mut Tx<'_>, anchors: &Anchors) -> Result<VerifyReport, StoreError> {
+pub(super) async fn verify(
+    tx: &mut Tx<'_>,
+    anchors: &Anchors,
+    marks: Arc<Marks>,
+) -> Result<VerifyReport, StoreError> {
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
     let checkpoints = Arc::new(anchors.checkpoints.clone());
     let mut queues = Vec::with_capacity(workers);
@@ -30,8 +36,9 @@ pub(super) async fn verify(tx: &mut Tx<'_>, anchors: &Anchors) -> Result<VerifyR
     for _ in 0..workers {
         let (send, receive) = mpsc::channel::<Vec<AuditRecord>>(QUEUED);
         let checkpoints = checkpoints.clone();
+        let marks = marks.clone();
         handles.push(tokio::task::spawn_blocking(move || {
-            walk_batches(receive, &checkpoints)
+            walk_batches(receive, &checkpoints, &marks)
         }));
         queues.push((send, Vec::with_capacity(BATCH)));
     }
@@ -58,7 +65,8 @@ pub(super) async fn verify(tx: &mut Tx<'_>, anchors: &Anchors) -> Result<VerifyR
             && !report.breaches.iter().any(|b| &b.resource == resource)
         {
             let empty =
-                ChainVerifier::from_start(resource.clone(), anchors.checkpoints.get(resource));
+                ChainVerifier::from_start(resource.clone(), anchors.checkpoints.get(resource))
+                    .witnessed(marks.get(resource).cloned());
             let walked = empty.finish(Some(head));
             // Not read by this run: only its end counts.
             match walked.end {
@@ -113,7 +121,11 @@ async fn hand_over(
 }
 
 /// A worker: walks the chains of the rows it is given, each from its checkpoint if pruned.
-fn walk_batches(mut receive: mpsc::Receiver<Vec<AuditRecord>>, checkpoints: &ChainTable) -> Chains {
+fn walk_batches(
+    mut receive: mpsc::Receiver<Vec<AuditRecord>>,
+    checkpoints: &ChainTable,
+    marks: &Marks,
+) -> Chains {
     let mut chains = Chains::new();
     while let Some(batch) = receive.blocking_recv() {
         for row in batch {
@@ -122,7 +134,8 @@ fn walk_batches(mut receive: mpsc::Receiver<Vec<AuditRecord>>, checkpoints: &Cha
                 None => {
                     let resource = row.entry.resource.clone();
                     let mut chain =
-                        ChainVerifier::from_start(resource.clone(), checkpoints.get(&resource));
+                        ChainVerifier::from_start(resource.clone(), checkpoints.get(&resource))
+                            .witnessed(marks.get(&resource).cloned());
                     chain.push(&row);
                     chains.insert(resource, chain);
                 }

@@ -5,11 +5,16 @@
 mod full;
 mod incremental;
 mod walk;
+mod witnessed;
+
+pub use witnessed::{WitnessSnapshot, WitnessSummary};
 
 use super::native::{on_db, Conn, Native, Tx};
 use super::{Store, StoreError};
+use crate::domain::witness::{PublicKey, WitnessedAudit};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 /// The first broken link of one resource's chain.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -51,6 +56,9 @@ pub struct VerifyReport {
     /// no breach).
     #[serde(skip)]
     pub positions: VerifiedPositions,
+    /// What the witness vouched for, when the run was held to one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub witness: Option<WitnessSummary>,
 }
 
 impl VerifyReport {
@@ -76,6 +84,8 @@ struct Anchors {
     heads: ChainTable,
     /// Where each pruned chain now starts.
     checkpoints: ChainTable,
+    /// The signatures of the starts a prune holding the witness's key moved.
+    signatures: HashMap<String, String>,
 }
 
 impl Store {
@@ -93,15 +103,55 @@ impl Store {
         &self,
         verified: Option<&VerifiedPositions>,
     ) -> Result<VerifyReport, StoreError> {
+        Ok(self.verify_in_snapshot(verified, None).await?.0)
+    }
+
+    /// Every row, held also to what a witness's checkpoints vouch for (signed with `key`):
+    /// heads it saw still reached with the hashes it saw, chains it saw still there, chain
+    /// starts moved since only by signed prunes.
+    pub async fn verify_audit_witnessed(
+        &self,
+        witnessed: &WitnessedAudit,
+        key: &PublicKey,
+    ) -> Result<VerifyReport, StoreError> {
+        Ok(self
+            .verify_in_snapshot(None, Some((witnessed, key)))
+            .await?
+            .0)
+    }
+
+    /// What a witness signs: the chains verified after `previous` (its last checkpoint's heads;
+    /// none: every row), and every chain's start, read in the same snapshot.
+    pub async fn witness_snapshot(
+        &self,
+        previous: Option<&VerifiedPositions>,
+    ) -> Result<WitnessSnapshot, StoreError> {
+        let (report, anchors) = self.verify_in_snapshot(previous, None).await?;
+        Ok(WitnessSnapshot::new(report, anchors))
+    }
+
+    async fn verify_in_snapshot(
+        &self,
+        verified: Option<&VerifiedPositions>,
+        witness: Option<(&WitnessedAudit, &PublicKey)>,
+    ) -> Result<(VerifyReport, Anchors), StoreError> {
         let mut tx = self.consistent_read().await?;
         let anchors = Anchors::read(tx.conn()).await?;
+        let marks = Arc::new(
+            witness
+                .map(|(w, _)| witnessed::marks(w))
+                .unwrap_or_default(),
+        );
         let mut report = match verified {
-            None => full::verify(&mut tx, &anchors).await?,
+            None => full::verify(&mut tx, &anchors, marks).await?,
             Some(verified) => incremental::verify(&mut tx, &anchors, verified).await?,
         };
         tx.commit().await?;
+        if let Some((witnessed, key)) = witness {
+            witnessed::check(&mut report, &anchors, witnessed, key);
+        }
         report.breaches.sort_by(|a, b| a.resource.cmp(&b.resource));
-        Ok(report)
+        Ok((report, anchors))
     }
 
     /// A read-only transaction that sees one state of the database throughout.
@@ -136,9 +186,21 @@ impl Anchors {
              UNION ALL SELECT resource, seq, hash FROM chain_heads WHERE seq >= 0",
         )
         .await?;
-        let checkpoints =
-            chain_table(conn, "SELECT resource, seq, hash FROM audit_checkpoints").await?;
-        Ok(Self { heads, checkpoints })
+        let checkpoints = chain_table(
+            conn.reborrow(),
+            "SELECT resource, seq, hash FROM audit_checkpoints",
+        )
+        .await?;
+        let signatures: Vec<(String, String)> = on_db!(conn, conn => sqlx::query_as(
+            "SELECT resource, signature FROM audit_checkpoints WHERE signature IS NOT NULL",
+        )
+        .fetch_all(conn)
+        .await?);
+        Ok(Self {
+            heads,
+            checkpoints,
+            signatures: signatures.into_iter().collect(),
+        })
     }
 }
 

@@ -21,6 +21,17 @@ pub(crate) struct ChainVerifier {
     rows: u64,
     unchained: u64,
     breach: Option<Breach>,
+    /// A position a signed checkpoint saw, and its hash there: the chain must still pass it.
+    witnessed: Option<WitnessMark>,
+}
+
+/// A chain position a witness vouches for.
+#[derive(Debug, Clone)]
+pub(crate) struct WitnessMark {
+    pub seq: i64,
+    pub hash: String,
+    /// When the checkpoint that saw it was signed (RFC 3339), for the report.
+    pub at: String,
 }
 
 /// How a walked chain ended.
@@ -68,7 +79,14 @@ impl ChainVerifier {
             rows: 0,
             unchained: 0,
             breach: None,
+            witnessed: None,
         }
+    }
+
+    /// Holds the walk to a position a witness saw as well as to the chain's head.
+    pub fn witnessed(mut self, mark: Option<WitnessMark>) -> Self {
+        self.witnessed = mark;
+        self
     }
 
     pub fn resource(&self) -> &str {
@@ -106,6 +124,16 @@ impl ChainVerifier {
             "does not link to the row before it".to_owned()
         } else if row_hash(&row.entry, seq, prev) != *hash {
             "its contents were changed".to_owned()
+        } else if let Some(mark) = self
+            .witnessed
+            .as_ref()
+            .filter(|m| m.seq == seq && m.hash != *hash)
+        {
+            format!(
+                "it is not the row the witness saw at position {seq} (checkpoint of {}): \
+                 the chain was rewritten up to here and re-chained",
+                mark.at
+            )
         } else {
             self.expected_seq = seq + 1;
             self.expected_prev.clone_from(hash);
@@ -129,6 +157,20 @@ impl ChainVerifier {
         let last = self.expected_seq - 1;
         let end = match (self.breach.take(), head) {
             (Some(breach), _) => ChainEnd::Broken(breach),
+            (None, _) if self.witnessed.as_ref().is_some_and(|m| m.seq > last) => {
+                let mark = self.witnessed.as_ref().map_or(0, |m| m.seq);
+                let at = self.witnessed.as_ref().map_or("", |m| m.at.as_str());
+                ChainEnd::Broken(Breach {
+                    resource: self.resource.clone(),
+                    audit_id: None,
+                    seq: Some(last + 1),
+                    problem: format!(
+                        "the witness saw the chain reach position {mark} (checkpoint of {at}); \
+                         it now ends at {last}: rows {} to {mark} were deleted",
+                        last + 1
+                    ),
+                })
+            }
             // Only rows from before the chain existed: nothing to hold to a head.
             (None, _) if !self.chained && self.start_seq == 0 && self.rows > 0 => {
                 ChainEnd::Verified(self.position())
