@@ -9,6 +9,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -64,6 +65,69 @@ pub struct KindLabels {
     pub kind: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CheckpointLabels {
+    pub outcome: &'static str,
+}
+
+/// The one series of a family that exists only on some daemons (see `Metrics::witness`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, Default)]
+pub struct NoLabels;
+
+impl EncodeLabelSet for NoLabels {
+    fn encode(&self, _encoder: &mut LabelSetEncoder) -> Result<(), std::fmt::Error> {
+        Ok(())
+    }
+}
+
+/// What one round of the daemon's witness did (`fencewatch_audit_checkpoints_total`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CheckpointRound {
+    /// A checkpoint was signed.
+    Signed,
+    /// The audit was where the last checkpoint left it: nothing to sign.
+    Unchanged,
+    /// The audit no longer holds what the last checkpoint did: nothing was signed.
+    Refused,
+    /// The database (or the signature) failed; retried next round.
+    Failed,
+}
+
+impl CheckpointRound {
+    pub const ALL: [Self; 4] = [Self::Signed, Self::Unchanged, Self::Refused, Self::Failed];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Signed => "signed",
+            Self::Unchanged => "unchanged",
+            Self::Refused => "refused",
+            Self::Failed => "failed",
+        }
+    }
+}
+
+/// The witness's series, handed to the daemon's signer.
+#[derive(Clone)]
+pub struct WitnessMetrics {
+    rounds: Family<CheckpointLabels, Counter>,
+    last_signed: Gauge<f64, AtomicU64>,
+}
+
+impl WitnessMetrics {
+    pub fn count(&self, round: CheckpointRound) {
+        self.rounds
+            .get_or_create(&CheckpointLabels {
+                outcome: round.as_str(),
+            })
+            .inc();
+    }
+
+    /// The time of the newest checkpoint signed with this daemon's key, in microseconds.
+    pub fn signed_at(&self, at_us: i64) {
+        self.last_signed.set(at_us as f64 / 1_000_000.0);
+    }
+}
+
 /// Everything the daemon exports; cheap to clone (the metrics are shared).
 #[derive(Clone)]
 pub struct Metrics {
@@ -98,6 +162,10 @@ pub struct Metrics {
     /// Writes of stale owners accepted after their grant lapsed and before the successor's
     /// first write, counted as their incidents close.
     pub overlap_accepted_after_lapse: Counter,
+    /// The witness's rounds by outcome; no series unless the daemon signs (`witness`).
+    audit_checkpoints: Family<CheckpointLabels, Counter>,
+    /// When the newest checkpoint was signed; no series unless the daemon signs.
+    audit_checkpoint_last_signed: Family<NoLabels, Gauge<f64, AtomicU64>>,
     /// SQLite only: the WAL file's size, read at each scrape.
     pub sqlite_wal_bytes: Option<Gauge>,
 }
@@ -232,6 +300,22 @@ impl Metrics {
              origin or Host, an address over its budget of refusals), by reason",
             refusals.clone(),
         );
+        let audit_checkpoints = Family::<CheckpointLabels, Counter>::default();
+        registry.register(
+            "audit_checkpoints",
+            "Rounds of the daemon's witness (serve --audit-signing-key), by outcome: signed, \
+             unchanged (nothing written since the last checkpoint), refused (the audit no longer \
+             holds what the last checkpoint did) or failed (retried next round)",
+            audit_checkpoints.clone(),
+        );
+        let audit_checkpoint_last_signed = Family::<NoLabels, Gauge<f64, AtomicU64>>::default();
+        registry.register_with_unit(
+            "audit_checkpoint_last_signed_timestamp",
+            "When the newest checkpoint signed with the daemon's key was taken, in seconds since \
+             the epoch (at start, the one it resumed from)",
+            prometheus_client::registry::Unit::Seconds,
+            audit_checkpoint_last_signed.clone(),
+        );
         let sqlite_wal_bytes = wal_file.then(|| {
             let gauge = Gauge::default();
             registry.register_with_unit(
@@ -260,7 +344,26 @@ impl Metrics {
             overlap_pause_seconds,
             overlap_zombie_lifetime_seconds,
             overlap_accepted_after_lapse,
+            audit_checkpoints,
+            audit_checkpoint_last_signed,
             sqlite_wal_bytes,
+        }
+    }
+
+    /// The witness's series, exported from here on (its outcomes at zero): only a daemon that
+    /// signs has them, so that a rule on a checkpoint's age never fires for one that does not.
+    pub fn witness(&self) -> WitnessMetrics {
+        for round in CheckpointRound::ALL {
+            let _ = self.audit_checkpoints.get_or_create(&CheckpointLabels {
+                outcome: round.as_str(),
+            });
+        }
+        WitnessMetrics {
+            rounds: self.audit_checkpoints.clone(),
+            last_signed: self
+                .audit_checkpoint_last_signed
+                .get_or_create(&NoLabels)
+                .clone(),
         }
     }
 
@@ -338,8 +441,6 @@ impl Metrics {
         text
     }
 
-    /// The registry in `format`: the text format is derived from the OpenMetrics encoding, the
-    /// only one prometheus-client writes, so that both always carry the same samples.
     /// Takes in a closed incident's figures; those the history could not tell are left out.
     pub fn observe_incident(&self, report: &crate::domain::incident::IncidentReport) {
         let seconds = |ms: i64| ms.max(0) as f64 / 1000.0;
@@ -355,6 +456,8 @@ impl Metrics {
         }
     }
 
+    /// The registry in `format`: the text format is derived from the OpenMetrics encoding, the
+    /// only one prometheus-client writes, so that both always carry the same samples.
     pub fn render_as(&self, format: Exposition) -> String {
         match format {
             Exposition::OpenMetrics => self.render(),

@@ -6,6 +6,7 @@
 //! never on it: a write waits for no signature.
 
 use crate::domain::witness::{Checkpoint, SigningKey};
+use crate::metrics::{CheckpointRound, WitnessMetrics};
 use crate::store::{Breach, ChainPosition, Store, StoreError, VerifiedPositions};
 use std::collections::HashMap;
 use std::io::BufRead;
@@ -110,6 +111,11 @@ impl Signer {
         self.previous = Some(checkpoint);
         Ok(outcome)
     }
+
+    /// When the checkpoint it signs after was taken (none before the first).
+    pub fn last_signed_at_us(&self) -> Option<i64> {
+        self.previous.as_ref().map(|checkpoint| checkpoint.at_us)
+    }
 }
 
 /// A checkpoint's heads, as positions an incremental verify starts from.
@@ -153,8 +159,14 @@ pub fn append_line(path: &Path, line: &str) -> std::io::Result<()> {
 /// The daemon's signer, every `interval`, beside the write path.
 pub struct WitnessTask {
     signer: Arc<tokio::sync::Mutex<Signer>>,
-    file: Option<std::path::PathBuf>,
     rounds: tokio::task::JoinHandle<()>,
+    settings: Arc<Rounds>,
+}
+
+/// What every round needs beside the signer.
+struct Rounds {
+    file: Option<std::path::PathBuf>,
+    metrics: WitnessMetrics,
 }
 
 impl WitnessTask {
@@ -162,13 +174,19 @@ impl WitnessTask {
         signer: Signer,
         file: Option<std::path::PathBuf>,
         interval: std::time::Duration,
+        metrics: WitnessMetrics,
     ) -> Self {
+        // The checkpoint resumed from is the newest signed until this daemon signs one.
+        if let Some(at_us) = signer.last_signed_at_us() {
+            metrics.signed_at(at_us);
+        }
+        let settings = Arc::new(Rounds { file, metrics });
         let signer = Arc::new(tokio::sync::Mutex::new(signer));
-        let rounds = tokio::spawn(sign_every(signer.clone(), file.clone(), interval));
+        let rounds = tokio::spawn(sign_every(signer.clone(), settings.clone(), interval));
         Self {
             signer,
-            file,
             rounds,
+            settings,
         }
     }
 
@@ -177,7 +195,7 @@ impl WitnessTask {
     pub async fn finish(self) {
         self.rounds.abort();
         let mut signer = self.signer.lock().await;
-        round(&mut signer, self.file.as_deref()).await;
+        round(&mut signer, &self.settings).await;
     }
 }
 
@@ -189,7 +207,7 @@ impl Drop for WitnessTask {
 
 async fn sign_every(
     signer: Arc<tokio::sync::Mutex<Signer>>,
-    file: Option<std::path::PathBuf>,
+    settings: Arc<Rounds>,
     interval: std::time::Duration,
 ) {
     let mut ticks = tokio::time::interval(interval);
@@ -197,17 +215,30 @@ async fn sign_every(
     loop {
         ticks.tick().await;
         let mut signer = signer.lock().await;
-        round(&mut signer, file.as_deref()).await;
+        round(&mut signer, &settings).await;
     }
 }
 
-/// One checkpoint, its outcome logged: a refusal is an error an operator must see (the audit
-/// was changed behind the daemon), a database failure a warning retried next round.
-async fn round(signer: &mut Signer, file: Option<&Path>) {
-    match signer.checkpoint(true).await {
+/// One checkpoint, its outcome counted and logged: a refusal is an error an operator must see
+/// (the audit was changed behind the daemon), a database failure a warning retried next round.
+async fn round(signer: &mut Signer, settings: &Rounds) {
+    let outcome = signer.checkpoint(true).await;
+    let counted = match &outcome {
+        Ok(SignOutcome::Signed { .. }) => CheckpointRound::Signed,
+        Ok(SignOutcome::Unchanged) => CheckpointRound::Unchanged,
+        Ok(SignOutcome::Refused(_)) => CheckpointRound::Refused,
+        Err(_) => CheckpointRound::Failed,
+    };
+    settings.metrics.count(counted);
+    match outcome {
         Ok(SignOutcome::Signed { line, rows, chains }) => {
             tracing::debug!(rows, chains, "signed an audit checkpoint");
-            if let Some(path) = file {
+            if let Some(at_us) = signer.last_signed_at_us() {
+                settings.metrics.signed_at(at_us);
+            }
+            // A later refusal is news again, even of the same breaches.
+            signer.refused.clear();
+            if let Some(path) = &settings.file {
                 if let Err(error) = append_line(path, &line) {
                     tracing::error!(%error, path = %path.display(),
                         "could not append the signed checkpoint to the witness file");

@@ -53,6 +53,12 @@ pub struct BenchArgs {
     /// started with `--zookeeper HOSTS`, reported beside the plain fence.
     #[arg(long, value_name = "HOST:PORT", conflicts_with = "no_http")]
     pub zookeeper: Option<String>,
+    /// Also run the same HTTP load against a daemon that signs audit checkpoints every
+    /// DURATION (`serve --audit-signing-key` with a key made for the run, in a temporary folder,
+    /// and --witness-file there), reported beside the plain fence with the checkpoints signed.
+    #[arg(long, value_name = "DURATION", value_parser = witness_interval,
+          conflicts_with_all = ["url", "no_http"])]
+    pub witness_interval: Option<Duration>,
     /// Before any load, fill the database of the daemon it starts (or --database) with this
     /// many audit rows, as its writers would have left them over --fill-span; with
     /// --duration 0s it only fills.
@@ -68,6 +74,15 @@ pub struct BenchArgs {
     pub fill_span: Duration,
     #[arg(long)]
     pub json: bool,
+}
+
+/// An interval longer than nothing, as `serve --witness-interval` takes.
+fn witness_interval(text: &str) -> Result<Duration, String> {
+    match humantime::parse_duration(text) {
+        Ok(interval) if interval.is_zero() => Err("must be longer than 0s".to_owned()),
+        Ok(interval) => Ok(interval),
+        Err(error) => Err(error.to_string()),
+    }
 }
 
 /// A span longer than nothing: rows spread over no time would all have one timestamp.

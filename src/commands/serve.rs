@@ -192,6 +192,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 signer,
                 args.witness_file.clone(),
                 args.witness_interval,
+                state.live.metrics().witness(),
             ))
         }
         None => None,

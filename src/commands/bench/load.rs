@@ -35,6 +35,8 @@ pub(super) struct Fence {
     pub(super) serve_args: Vec<String>,
     /// The daemon's SQLite file when no `--database` is given: a fresh one per path.
     pub(super) database_file: &'static str,
+    /// The path's name in the report (`http`, `http etcd`, …).
+    pub(super) path: &'static str,
 }
 
 /// The plain fence's resources are `bench/N`.
@@ -56,6 +58,7 @@ impl Fence {
             lease: None,
             serve_args: Vec::new(),
             database_file: "bench.db",
+            path: "http",
         }
     }
 
@@ -210,11 +213,7 @@ async fn run_http(
             Err(_) => stream_errors += 1,
         }
     }
-    let path = match &fence.lease {
-        Some(lease) => format!("http {}", lease.split(':').next().unwrap_or(lease)),
-        None => "http".to_owned(),
-    };
-    let writes = summarise(&path, options.connections, tallies, elapsed)?;
+    let writes = summarise(fence.path, options.connections, tallies, elapsed)?;
     Ok(HttpRun {
         cpu: cpu_at_end.per_write_since(&cpu_at_start, writes.requests),
         writes,

@@ -13,6 +13,7 @@ mod load;
 mod pgbench;
 mod report;
 mod tally;
+mod witness;
 mod zookeeper;
 
 pub use cpu::CpuPerWrite;
@@ -21,6 +22,7 @@ pub use fill::{FillReport, FillSpec};
 /// Also how `demo --authority etcd|zookeeper` starts its daemon.
 pub(crate) use load::start_daemon;
 pub use report::print;
+pub use witness::WitnessPath;
 
 use crate::cli::BenchArgs;
 use anyhow::Context;
@@ -51,6 +53,9 @@ pub struct BenchOptions {
     pub etcd: Option<String>,
     /// ZooKeeper servers: also run the writers naming a ZooKeeper lock (`bench --zookeeper`).
     pub zookeeper: Option<String>,
+    /// Also run the writers against a daemon signing checkpoints this often
+    /// (`bench --witness-interval`).
+    pub witness_interval: Option<Duration>,
     /// Fill the daemon's database with audit rows first (`bench --fill`).
     pub fill: Option<FillSpec>,
 }
@@ -111,6 +116,9 @@ pub struct BenchReport {
     pub etcd: Option<EtcdPath>,
     /// The same with every write naming a ZooKeeper lock (`--zookeeper`).
     pub zookeeper: Option<EtcdPath>,
+    /// The same against a daemon signing audit checkpoints (`--witness-interval`), run right
+    /// after the plain fence's.
+    pub witness: Option<WitnessPath>,
     /// What `--fill` wrote before the load.
     pub fill: Option<FillReport>,
 }
@@ -170,6 +178,7 @@ pub async fn run_command(args: BenchArgs) -> anyhow::Result<ExitCode> {
         subscribers: args.subscribers,
         etcd: args.etcd,
         zookeeper: args.zookeeper,
+        witness_interval: args.witness_interval,
         fill,
     })
     .await?;
@@ -215,6 +224,12 @@ pub async fn run(options: BenchOptions) -> anyhow::Result<BenchReport> {
     } else {
         (None, None)
     };
+    let witness = match options.witness_interval {
+        Some(interval) if options.http => {
+            Some(witness::run(&options, folder.path(), interval).await?)
+        }
+        _ => None,
+    };
     let etcd = match &options.etcd {
         Some(endpoints) if options.http => {
             Some(run_etcd(&options, folder.path(), endpoints).await?)
@@ -230,6 +245,7 @@ pub async fn run(options: BenchOptions) -> anyhow::Result<BenchReport> {
                 lease: Some(format!("zk:{}", zookeeper::PATH)),
                 serve_args: vec!["--zookeeper".to_owned(), hosts.clone()],
                 database_file: "bench-zookeeper.db",
+                path: "http zk",
             };
             let run = load::run_daemon_and_http(&options, folder.path(), &fence).await;
             let (holder_key, token) = (held.node.clone(), held.token);
@@ -292,6 +308,7 @@ pub async fn run(options: BenchOptions) -> anyhow::Result<BenchReport> {
         cpu,
         etcd,
         zookeeper,
+        witness,
         fill,
     })
 }
@@ -311,6 +328,7 @@ async fn run_etcd(
         lease: Some(lease.clone()),
         serve_args: vec!["--etcd".to_owned(), endpoints.to_owned()],
         database_file: "bench-etcd.db",
+        path: "http etcd",
     };
     let run = load::run_daemon_and_http(options, folder, &fence).await;
     let (holder_key, token) = (held.key.clone(), held.token);

@@ -181,6 +181,7 @@ mod tests {
             subscribers: 0,
             etcd: None,
             zookeeper: None,
+            witness_interval: None,
             fill: None,
         };
         let text = script(&options);

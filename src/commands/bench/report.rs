@@ -1,6 +1,6 @@
 //! The bench's report as a table for a person (`--json` prints the report's fields instead).
 
-use super::{BenchReport, CpuPerWrite, DashboardReport, FillReport};
+use super::{BenchReport, CpuPerWrite, DashboardReport, FillReport, PathResult, WitnessPath};
 
 pub fn print(report: &BenchReport) {
     if let Some(fill) = &report.fill {
@@ -24,6 +24,7 @@ pub fn print(report: &BenchReport) {
         .iter()
         .chain(report.etcd.iter().map(|etcd| &etcd.writes))
         .chain(report.zookeeper.iter().map(|zookeeper| &zookeeper.writes))
+        .chain(report.witness.iter().map(|witness| &witness.writes))
         .chain(report.reads.iter())
         .chain(report.group_commit.iter())
         .chain(report.baseline.iter())
@@ -80,6 +81,28 @@ pub fn print(report: &BenchReport) {
         if let Some(cpu) = &path.cpu {
             print_cpu(&format!("HTTP write naming the {service} lock"), cpu);
         }
+    }
+    if let Some(witness) = &report.witness {
+        print_witness(witness, report.http.as_ref());
+    }
+}
+
+fn print_witness(witness: &WitnessPath, http: Option<&PathResult>) {
+    println!(
+        "witness path: {} checkpoints signed, one each {} ms the audit changed",
+        witness.checkpoints, witness.interval_ms
+    );
+    if let Some(http) = http {
+        println!(
+            "http witness / http: {:.2} of the plain fence's writes/s",
+            witness.writes.per_second / http.per_second.max(f64::EPSILON)
+        );
+    }
+    if let Some(peak) = witness.daemon_peak_rss_mib {
+        println!("witness path's daemon peak memory: {peak:.1} MiB");
+    }
+    if let Some(cpu) = &witness.cpu {
+        print_cpu("HTTP write with the witness signing", cpu);
     }
 }
 
