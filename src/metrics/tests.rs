@@ -121,3 +121,27 @@ fn watched_series_carry_their_source_and_the_daemons_own_do_not() {
         assert!(text.contains(line), "{line:?} not in\n{text}");
     }
 }
+
+/// The witness's series exist only once a signer asks for them, its outcomes from zero, so that
+/// a daemon without a key shows no checkpoint whose age could page.
+#[test]
+fn the_witness_series_appear_only_with_a_signer() {
+    let metrics = Metrics::new();
+    let before = metrics.render_as(Exposition::Text);
+    assert!(!before.contains("fencewatch_audit_checkpoint"), "{before}");
+    let witness = metrics.witness();
+    witness.count(CheckpointRound::Signed);
+    witness.count(CheckpointRound::Signed);
+    witness.count(CheckpointRound::Refused);
+    witness.signed_at(1_700_000_000_250_000);
+    let text = metrics.render_as(Exposition::Text);
+    for line in [
+        "fencewatch_audit_checkpoints_total{outcome=\"signed\"} 2\n",
+        "fencewatch_audit_checkpoints_total{outcome=\"unchanged\"} 0\n",
+        "fencewatch_audit_checkpoints_total{outcome=\"refused\"} 1\n",
+        "fencewatch_audit_checkpoints_total{outcome=\"failed\"} 0\n",
+        "fencewatch_audit_checkpoint_last_signed_timestamp_seconds 1700000000.25\n",
+    ] {
+        assert!(text.contains(line), "{line:?} not in\n{text}");
+    }
+}

@@ -27,6 +27,7 @@ mod audit_tools;
 mod audit_verify;
 mod bad_input;
 mod bench_fill;
+mod bench_witness;
 mod browser;
 mod chain_heads;
 mod cli;

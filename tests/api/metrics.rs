@@ -1,10 +1,10 @@
 //! `/metrics`: valid Prometheus text whose counters agree with the audit.
 
-use crate::both_backends;
-use crate::helpers::{Backend, TestApp};
-use crate::test_db;
+use crate::helpers::{fencewatch, http_client, Backend, Daemon, TestApp};
+use crate::{both_backends, on_raw, test_db};
 use rstest_reuse::apply;
 use std::collections::HashMap;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Parses the exposition strictly enough to catch malformed output: every line is a comment or
 /// `name{labels} value`, and every sample's family has a TYPE.
@@ -98,6 +98,13 @@ async fn metrics_parse_and_match_the_audit(#[case] backend: Backend) {
         backend == Backend::Sqlite,
         "the WAL's size is SQLite's alone"
     );
+    // No key, so no witness: none of its series, whose age would page.
+    assert!(
+        samples
+            .keys()
+            .all(|series| !series.starts_with("fencewatch_audit_checkpoint")),
+        "{samples:?}"
+    );
     // No unbounded labels: no resource keys or operation ids anywhere.
     assert!(samples
         .keys()
@@ -133,4 +140,101 @@ async fn sqlite_exports_the_size_of_its_wal_file() {
         before as f64 <= reported && reported <= after as f64,
         "{before} <= {reported} <= {after}"
     );
+}
+
+/// A daemon that signs counts its witness's rounds: checkpoints signed as the audit changes,
+/// with the newest one's time; rounds that found nothing new; and, once rows it signed are
+/// erased behind it, refused rounds that sign nothing more.
+#[apply(both_backends)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_witness_counts_its_rounds(#[case] backend: Backend) {
+    let db = test_db!(backend);
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("witness.key");
+    let key = key.to_str().unwrap();
+    let (code, _, stderr) = fencewatch(&["audit", "keygen", "--out", key]).await;
+    assert_eq!(code, 0, "{stderr}");
+    let daemon = Daemon::spawn(
+        &db,
+        &["--audit-signing-key", key, "--witness-interval", "100ms"],
+    )
+    .await;
+    let http = http_client();
+    for (resource, token) in [("r1", 1), ("r1", 2), ("r2", 1)] {
+        let reply = http
+            .put(format!("{}/v1/resources/{resource}", daemon.base))
+            .header("Fencing-Token", token.to_string())
+            .body("v")
+            .send()
+            .await
+            .unwrap();
+        assert!(reply.status().is_success(), "{}", reply.status());
+    }
+    let written = now_seconds();
+    // A checkpoint taken after the writes, then rounds that found nothing new.
+    let signed = scrape_until(&daemon.base, |s| {
+        s["fencewatch_audit_checkpoint_last_signed_timestamp_seconds"] >= written
+            && s[&rounds("unchanged")] >= 1.0
+    })
+    .await;
+    let last_signed = signed["fencewatch_audit_checkpoint_last_signed_timestamp_seconds"];
+    assert!(last_signed <= now_seconds(), "{last_signed}");
+    // The first at the start, over an empty audit, and at least one over the writes.
+    assert!(signed[&rounds("signed")] >= 2.0, "{signed:?}");
+    assert_eq!(signed[&rounds("refused")], 0.0, "{signed:?}");
+    assert_eq!(signed[&rounds("failed")], 0.0, "{signed:?}");
+
+    let pool = db.raw_pool().await;
+    on_raw!(&pool, h => {
+        for sql in [
+            "DELETE FROM audit WHERE resource = 'r1'",
+            "DELETE FROM resources WHERE key = 'r1'",
+        ] {
+            sqlx::query(sql).execute(h).await.unwrap();
+        }
+    });
+    pool.close().await;
+    let refused = scrape_until(&daemon.base, |s| s[&rounds("refused")] >= 2.0).await;
+    assert_eq!(
+        refused["fencewatch_audit_checkpoint_last_signed_timestamp_seconds"], last_signed,
+        "nothing signed since: {refused:?}"
+    );
+    assert_eq!(refused[&rounds("signed")], signed[&rounds("signed")]);
+    assert!(daemon.terminate().await);
+}
+
+fn rounds(outcome: &str) -> String {
+    format!("fencewatch_audit_checkpoints_total{{outcome=\"{outcome}\"}}")
+}
+
+fn now_seconds() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+/// The daemon's samples once `done` holds of them (within 20 s).
+async fn scrape_until(
+    base: &str,
+    done: impl Fn(&HashMap<String, f64>) -> bool,
+) -> HashMap<String, f64> {
+    let http = http_client();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let text = http
+            .get(format!("{base}/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let samples = parse(&text);
+        if samples.contains_key(&rounds("signed")) && done(&samples) {
+            return samples;
+        }
+        assert!(Instant::now() < deadline, "{text}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

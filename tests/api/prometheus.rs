@@ -129,6 +129,46 @@ fn the_shipped_prometheus_files_pass_promtool() {
     }
 }
 
+/// Every shipped alert is tested both ways in `rules_test.yml`: a case where it fires and one
+/// where it stays silent, so that a rule added without its test, or one that could never stay
+/// quiet, is caught.
+#[test]
+fn every_shipped_alert_has_a_firing_and_a_silent_test() {
+    let read = |file: &str| -> serde_yaml_ng::Value {
+        serde_yaml_ng::from_str(&std::fs::read_to_string(assets(file)).unwrap()).unwrap()
+    };
+    let rules = read("rules.yml");
+    let alerts: Vec<&str> = rules["groups"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .flat_map(|group| group["rules"].as_sequence().unwrap())
+        .filter_map(|rule| rule["alert"].as_str())
+        .collect();
+    assert!(alerts.contains(&"AuditCheckpointRefused"), "{alerts:?}");
+    assert!(alerts.contains(&"AuditCheckpointOverdue"), "{alerts:?}");
+    let tests = read("rules_test.yml");
+    let cases: Vec<(&str, bool)> = tests["tests"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .flat_map(|test| test["alert_rule_test"].as_sequence().unwrap())
+        .map(|case| {
+            let fires = !case["exp_alerts"].as_sequence().unwrap().is_empty();
+            (case["alertname"].as_str().unwrap(), fires)
+        })
+        .collect();
+    for alert in alerts {
+        for fires in [true, false] {
+            assert!(
+                cases.contains(&(alert, fires)),
+                "rules_test.yml has no case where {alert} {}",
+                if fires { "fires" } else { "stays silent" }
+            );
+        }
+    }
+}
+
 /// The Alertmanager route that docs/alerting.md tells users to write is one Alertmanager loads,
 /// grouping by alertname and resource.
 #[cfg_attr(

@@ -70,9 +70,7 @@ fn lines_in(file: &Path) -> anyhow::Result<u64> {
     let opened = match std::fs::File::open(file) {
         Ok(opened) => opened,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(0),
-        Err(error) => {
-            return Err(error).with_context(|| format!("cannot read {}", file.display()))
-        }
+        Err(error) => return Err(error).with_context(|| format!("cannot read {}", file.display())),
     };
     let mut lines = 0;
     for line in std::io::BufReader::new(opened).lines() {
