@@ -958,7 +958,7 @@ _fencewatch() {
             return 0
             ;;
         fencewatch__subcmd__bench)
-            opts="-h --url --ca-cert --database --connections --resources --stale --idempotency-keys --duration --no-baseline --dashboard --no-http --readers --subscribers --etcd --zookeeper --fill --fill-resources --fill-span --json --log-format --help"
+            opts="-h --url --ca-cert --database --connections --resources --stale --idempotency-keys --duration --no-baseline --dashboard --no-http --readers --subscribers --etcd --zookeeper --witness-interval --fill --fill-resources --fill-span --json --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1009,6 +1009,10 @@ _fencewatch() {
                     return 0
                     ;;
                 --zookeeper)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --witness-interval)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

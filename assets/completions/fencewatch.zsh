@@ -470,6 +470,7 @@ _arguments "${_arguments_options[@]}" : \
 '--subscribers=[Live event streams (\`/v1/events\`) followed while the writers run]:SUBSCRIBERS:_default' \
 '(--no-http)--etcd=[Also run the same HTTP load with every write naming an etcd lock (\`Fencing-Lease\: etcd\:bench-etcd\`, the lock taken here with etcd'\''s lock API) against a daemon started with \`--etcd URL\`, reported beside the plain fence]:URL:_default' \
 '(--no-http)--zookeeper=[Also run the same HTTP load with every write naming a ZooKeeper lock (\`Fencing-Lease\: zk\:/bench-zookeeper\`, the lock taken here with ZooKeeper'\''s lock recipe) against a daemon started with \`--zookeeper HOSTS\`, reported beside the plain fence]:HOST:PORT:_default' \
+'(--url --no-http)--witness-interval=[Also run the same HTTP load against a daemon that signs audit checkpoints every DURATION (\`serve --audit-signing-key\` with a key made for the run, in a temporary folder, and --witness-file there), reported beside the plain fence with the checkpoints signed]:DURATION:_default' \
 '--fill=[Before any load, fill the database of the daemon it starts (or --database) with this many audit rows, as its writers would have left them over --fill-span; with --duration 0s it only fills]:ROWS:_default' \
 '--fill-resources=[The resources the filled rows are spread over (default\: --resources)]:R:_default' \
 '--fill-span=[The time the filled rows are spread over, ending now]:DURATION:_default' \
