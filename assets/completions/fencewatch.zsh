@@ -825,7 +825,7 @@ _fencewatch__subcmd__audit_commands() {
     local commands; commands=(
 'report:The postmortem of one incident (an id from \`incidents\`)\: the stale owner'\''s pause, its grant'\''s lapse, the successor'\''s takeover and first write, the refused attempts and any write accepted after the lapse, with the condensed history around it' \
 'summary:Incidents since a time\: counts per owner and resource, pause and zombie-lifetime percentiles, writes accepted after a lapse' \
-'verify:Check every resource'\''s hash chain; report the first broken link of each (exit 1 if any)' \
+'verify:Check every resource'\''s hash chain, that no row lacks a place in one, and that each resource'\''s stored state is what its audit records; report the first broken link of each (exit 1 if any)' \
 'log:Audit rows, newest first' \
 'export:Every matching row with every field, streamed (constant memory)' \
 'incidents:Ownership-overlap incidents with their generations, owners, counts and times\: the latest 100 by default, oldest of them first' \
@@ -846,7 +846,7 @@ _fencewatch__subcmd__audit__subcmd__help_commands() {
     local commands; commands=(
 'report:The postmortem of one incident (an id from \`incidents\`)\: the stale owner'\''s pause, its grant'\''s lapse, the successor'\''s takeover and first write, the refused attempts and any write accepted after the lapse, with the condensed history around it' \
 'summary:Incidents since a time\: counts per owner and resource, pause and zombie-lifetime percentiles, writes accepted after a lapse' \
-'verify:Check every resource'\''s hash chain; report the first broken link of each (exit 1 if any)' \
+'verify:Check every resource'\''s hash chain, that no row lacks a place in one, and that each resource'\''s stored state is what its audit records; report the first broken link of each (exit 1 if any)' \
 'log:Audit rows, newest first' \
 'export:Every matching row with every field, streamed (constant memory)' \
 'incidents:Ownership-overlap incidents with their generations, owners, counts and times\: the latest 100 by default, oldest of them first' \
@@ -1076,7 +1076,7 @@ _fencewatch__subcmd__help__subcmd__audit_commands() {
     local commands; commands=(
 'report:The postmortem of one incident (an id from \`incidents\`)\: the stale owner'\''s pause, its grant'\''s lapse, the successor'\''s takeover and first write, the refused attempts and any write accepted after the lapse, with the condensed history around it' \
 'summary:Incidents since a time\: counts per owner and resource, pause and zombie-lifetime percentiles, writes accepted after a lapse' \
-'verify:Check every resource'\''s hash chain; report the first broken link of each (exit 1 if any)' \
+'verify:Check every resource'\''s hash chain, that no row lacks a place in one, and that each resource'\''s stored state is what its audit records; report the first broken link of each (exit 1 if any)' \
 'log:Audit rows, newest first' \
 'export:Every matching row with every field, streamed (constant memory)' \
 'incidents:Ownership-overlap incidents with their generations, owners, counts and times\: the latest 100 by default, oldest of them first' \

@@ -54,7 +54,7 @@ pub use pg_schema::{InvalidSchema, PgSchema};
 pub use reads::{AuditQuery, StoredValue};
 pub use retention::{Retention, RetentionClaim, StoreRetention};
 pub use unchecked::UncheckedWrites;
-pub use verify::{Breach, ChainPosition, VerifiedPositions, VerifyReport};
+pub use verify::{Breach, ChainPosition, UncheckedState, VerifiedPositions, VerifyReport};
 pub use watched::WatchAdvance;
 
 use crate::domain::clock::SharedClock;
