@@ -286,6 +286,11 @@ pub(super) fn judge(resource: &Recorded, known: &Known<'_>) -> Judged {
         what: what.to_owned(),
         why: why.to_owned(),
     };
+    if known.broken.contains(key) {
+        // Its chain's first broken link stands for it: what the rows after it say, or no
+        // longer say, is not the audit's.
+        return judged;
+    }
     let checkpoint = known.checkpoints.get(key).copied();
     let mut revision_told = false;
 
@@ -304,30 +309,35 @@ pub(super) fn judge(resource: &Recorded, known: &Known<'_>) -> Judged {
                 "highest generation and revision",
                 "last written before the audit was chained",
             )),
-            None => judged.breaches.push(breach(
-                None,
-                "it has no audit chain: its row was added outside fencewatch".into(),
-            )),
+            None => {
+                // One breach for one forged row: its value has no audit either.
+                judged.breaches.push(breach(
+                    None,
+                    "it has no audit chain: its row was added outside fencewatch".into(),
+                ));
+                return judged;
+            }
         },
         Some(head) if head.seq == resource.chain_seq => {
-            let at = Some((head.id, Some(head.seq)));
+            // One breach for the row, naming each field it disagrees with.
+            let mut differences = Vec::new();
             if head.highest_token != resource.highest_token {
-                judged.breaches.push(breach(
-                    at,
-                    format!(
-                        "highest generation {} is stored, its audit says {}",
-                        resource.highest_token, head.highest_token
-                    ),
+                differences.push(format!(
+                    "highest generation {} is stored, its audit says {}",
+                    resource.highest_token, head.highest_token
                 ));
             }
             if head.revision != resource.revision {
                 revision_told = true;
+                differences.push(format!(
+                    "revision {} is stored, its audit says {}",
+                    resource.revision, head.revision
+                ));
+            }
+            if !differences.is_empty() {
                 judged.breaches.push(breach(
-                    at,
-                    format!(
-                        "revision {} is stored, its audit says {}",
-                        resource.revision, head.revision
-                    ),
+                    Some((head.id, Some(head.seq))),
+                    differences.join("; "),
                 ));
             }
         }
@@ -337,8 +347,8 @@ pub(super) fn judge(resource: &Recorded, known: &Known<'_>) -> Judged {
                 "the audit rows at its chain's head were pruned",
             ));
         }
-        // Rows at its head are missing: the walk names where, unless it could not see it.
-        _ if known.broken.contains(key) => {}
+        // Rows at its head are missing, and no walk saw it (an incremental run reads only the
+        // rows after its positions).
         head => judged.breaches.push(breach(
             head.as_ref().map(|h| (h.id, Some(h.seq))),
             format!(
@@ -351,6 +361,12 @@ pub(super) fn judge(resource: &Recorded, known: &Known<'_>) -> Judged {
 
     // The value, against the last accepted write.
     match &resource.accepted {
+        // Older than the chain (any later one is a breach of its own, `unchained`): what it
+        // says is not protected by a hash, and the digest may not have been recorded.
+        Some(accepted) if accepted.seq.is_none() => judged.unchecked.push(unchecked(
+            "value",
+            "last written before the audit was chained",
+        )),
         Some(accepted) => {
             let at = Some((accepted.id, accepted.seq));
             if accepted.body_sha256.as_deref() != Some(resource.value_sha256.as_slice()) {
@@ -465,6 +481,17 @@ mod tests {
         assert!(found.breaches[0]
             .problem
             .starts_with("the value's SHA-256 is 0202"));
+        let mut both = resource();
+        both.highest_token = 3;
+        both.revision = 4;
+        assert_eq!(
+            problems(&judged(&both, None, false)),
+            [(
+                Some(50),
+                "highest generation 3 is stored, its audit says 8; revision 4 is stored, its \
+                 audit says 3"
+            )]
+        );
         let mut revised = resource();
         revised.revision = 4;
         assert_eq!(
@@ -472,6 +499,20 @@ mod tests {
             [(Some(50), "revision 4 is stored, its audit says 3")],
             "one breach for one change"
         );
+    }
+
+    #[test]
+    fn a_broken_chain_stands_for_its_resource() {
+        let mut lowered = resource();
+        lowered.highest_token = 3;
+        let checkpoints = HashMap::new();
+        let broken = HashSet::from(["r".to_owned()]);
+        let known = Known {
+            checkpoints: &checkpoints,
+            pre_chain: false,
+            broken: &broken,
+        };
+        assert_eq!(judge(&lowered, &known), Judged::default());
     }
 
     #[test]
@@ -495,7 +536,13 @@ mod tests {
         made.chain_seq = 0;
         made.head = None;
         made.accepted = None;
-        assert_eq!(judged(&made, None, false).breaches.len(), 2);
+        assert_eq!(
+            problems(&judged(&made, None, false)),
+            [(
+                None,
+                "it has no audit chain: its row was added outside fencewatch"
+            )]
+        );
         let old = judged(&made, None, true);
         assert!(old.breaches.is_empty());
         assert_eq!(old.unchecked.len(), 2);
