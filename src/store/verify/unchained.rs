@@ -8,6 +8,8 @@
 use super::{Breach, VerifyReport};
 use crate::store::native::{on_db, Tx};
 use crate::store::StoreError;
+use futures_util::TryStreamExt;
+use std::collections::BTreeMap;
 
 /// The highest id an unchained row may have: 0 when the boundary's row is missing, the
 /// strictest reading (deleting it only makes more rows breaches).
@@ -27,14 +29,20 @@ pub(super) async fn check(
     boundary: i64,
     report: &mut VerifyReport,
 ) -> Result<(), StoreError> {
-    let added: Vec<(String, i64, i64)> = on_db!(tx.conn(), conn => sqlx::query_as(
-        "SELECT resource, min(id), count(*) FROM audit WHERE seq IS NULL AND id > $1 \
-         GROUP BY resource ORDER BY resource",
-    )
-    .bind(boundary)
-    .fetch_all(conn)
-    .await?);
-    for (resource, first, count) in added {
+    // Each resource's first such row and how many: counted here, for a `GROUP BY resource` made
+    // SQLite's planner walk the whole `(resource, id)` index instead of the empty partial one.
+    let mut added: BTreeMap<String, (i64, u64)> = BTreeMap::new();
+    on_db!(tx.conn(), conn => {
+        let mut rows = sqlx::query_as::<_, (String, i64)>(
+            "SELECT resource, id FROM audit WHERE seq IS NULL AND id > $1 ORDER BY id",
+        )
+        .bind(boundary)
+        .fetch(conn);
+        while let Some((resource, id)) = rows.try_next().await? {
+            added.entry(resource).or_insert((id, 0)).1 += 1;
+        }
+    });
+    for (resource, (first, count)) in added {
         if report
             .breaches
             .iter()
