@@ -23,6 +23,7 @@ mod alerts;
 mod audit_bytes;
 mod audit_latest;
 mod audit_log;
+mod audit_tamper;
 mod audit_tools;
 mod audit_verify;
 mod bad_input;
