@@ -61,7 +61,7 @@ async fn one_breach(db: &TestDb, args: &[&str], resource: &str) -> Value {
     assert_eq!(code, 1, "{text}");
     let named = match breach["audit_id"].as_i64() {
         Some(id) => format!("BROKEN {resource}: at audit row {id}"),
-        None => format!("BROKEN {resource}: at its end"),
+        None => format!("BROKEN {resource}: at position"),
     };
     assert!(text.contains(&named), "{text}");
     breach
