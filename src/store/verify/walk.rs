@@ -3,8 +3,32 @@
 //! verification all walk chains with it.
 
 use super::{Breach, ChainPosition};
-use crate::domain::chain::{row_hash, GENESIS};
+use crate::domain::chain::{encoding_digest, row_digest, row_hash, GENESIS};
+use crate::domain::AuditEntry;
 use crate::store::AuditRecord;
+use std::collections::HashMap;
+
+/// What a walk reads of a row: its place in the chain (digests as the audit stores them, their
+/// bytes) and what its hash covers.
+#[derive(Debug)]
+pub(crate) struct ChainRow {
+    pub id: i64,
+    pub seq: Option<i64>,
+    pub prev_hash: Option<Vec<u8>>,
+    pub hash: Option<Vec<u8>>,
+    pub contents: Contents,
+}
+
+/// A row's hashed contents, in one of two forms.
+#[derive(Debug)]
+pub(crate) enum Contents {
+    /// The recorded fields, encoded here as `row_hash` encodes them: a mismatch is a change.
+    Fields(Box<AuditEntry>),
+    /// The encoding the database built of its columns (SQLite's `json_array`). Its escaping of
+    /// a few characters might differ from serde_json's, so a mismatch is only a doubt, settled
+    /// by reading the row whole (`ChainVerifier::settle`).
+    Encoded(String),
+}
 
 /// A chain being walked.
 #[derive(Debug)]
@@ -12,14 +36,20 @@ pub(crate) struct ChainVerifier {
     resource: String,
     /// Where the walk started: rows before it are vouched for by a checkpoint.
     start_seq: i64,
+    start_hash: String,
     expected_seq: i64,
-    expected_prev: String,
+    /// The digest the next row must link to; `None` when the start's hash is not one a row can
+    /// hold (not lowercase hex of a digest), so that no row links to it.
+    expected_prev: Option<Vec<u8>>,
     last_id: Option<i64>,
     /// Whether a chained row has been seen (or the start was one): older databases have rows
     /// from before the chain existed, which come first and are counted, not checked.
     chained: bool,
     rows: u64,
     unchained: u64,
+    /// Rows (id, seq) whose database encoding did not match their hash, in id order; the walk
+    /// went on past them as if they matched.
+    doubts: Vec<(i64, i64)>,
     breach: Option<Breach>,
 }
 
@@ -62,11 +92,13 @@ impl ChainVerifier {
             resource,
             start_seq: seq,
             expected_seq: seq + 1,
-            expected_prev: hash,
+            expected_prev: stored_form(&hash),
+            start_hash: hash,
             last_id: id,
             chained,
             rows: 0,
             unchained: 0,
+            doubts: Vec::new(),
             breach: None,
         }
     }
@@ -82,15 +114,19 @@ impl ChainVerifier {
 
     /// Checks the chain's next row (rows come in id order); after a breach, rows are only
     /// counted.
-    pub fn push(&mut self, row: &AuditRecord) {
+    pub fn push(&mut self, row: ChainRow) {
         self.rows += 1;
         if self.breach.is_some() {
             return;
         }
-        self.last_id = Some(row.entry.id);
-        let (Some(seq), Some(prev), Some(hash)) = (row.seq, &row.prev_hash, &row.hash) else {
+        self.last_id = Some(row.id);
+        let (Some(seq), Some(prev), Some(hash)) = (row.seq, &row.prev_hash, row.hash) else {
             if self.chained {
-                self.broken(row, "a row without a place in the chain was added".into());
+                self.broken(
+                    row.id,
+                    row.seq,
+                    "a row without a place in the chain was added",
+                );
             } else {
                 self.unchained += 1;
             }
@@ -102,38 +138,80 @@ impl ChainVerifier {
             format!("position {seq} where {expected} was due: rows before it are missing or out of order")
         } else if seq < expected {
             format!("position {seq} where {expected} was due: a row was added or the rows are out of order")
-        } else if *prev != self.expected_prev {
+        } else if self.expected_prev.as_ref() != Some(prev) {
             "does not link to the row before it".to_owned()
-        } else if row_hash(&row.entry, seq, prev) != *hash {
-            "its contents were changed".to_owned()
         } else {
-            self.expected_seq = seq + 1;
-            self.expected_prev.clone_from(hash);
-            return;
+            let matches = match &row.contents {
+                Contents::Fields(entry) => row_digest(entry, seq, &hex::encode(prev)) == *hash,
+                Contents::Encoded(encoded) => {
+                    if encoding_digest(encoded.as_bytes()) != *hash {
+                        self.doubts.push((row.id, seq));
+                    }
+                    true
+                }
+            };
+            if matches {
+                self.expected_seq = seq + 1;
+                self.expected_prev = Some(hash);
+                return;
+            }
+            CHANGED.to_owned()
         };
-        self.broken(row, problem);
+        self.broken(row.id, Some(seq), problem);
     }
 
-    fn broken(&mut self, row: &AuditRecord, problem: String) {
+    /// The ids of the rows whose database encoding did not match their hash, to be read whole
+    /// for `settle`.
+    pub fn doubted(&self) -> impl Iterator<Item = i64> + '_ {
+        self.doubts.iter().map(|(id, _)| *id)
+    }
+
+    /// Settles the doubts with the doubted rows read whole (by id), in the walk's snapshot: the
+    /// first whose fields, encoded by `row_hash`, do not give its stored hash is the chain's
+    /// first broken link, ahead of any breach the walk found after it. The walk's other checks
+    /// (position, link) were made on the stored digests, which these rows carry too.
+    pub fn settle(&mut self, whole: &HashMap<i64, AuditRecord>) {
+        for (id, seq) in std::mem::take(&mut self.doubts) {
+            let problem = match whole.get(&id) {
+                Some(row) => match (&row.prev_hash, &row.hash) {
+                    (Some(prev), Some(hash)) if row_hash(&row.entry, seq, prev) == *hash => {
+                        continue;
+                    }
+                    _ => CHANGED,
+                },
+                None => "the row could not be read again to check its contents",
+            };
+            self.broken(id, Some(seq), problem);
+            return;
+        }
+    }
+
+    /// Records the chain's first broken link (replacing one found later in the walk).
+    fn broken(&mut self, id: i64, seq: Option<i64>, problem: impl Into<String>) {
         self.breach = Some(Breach {
             resource: self.resource.clone(),
-            audit_id: Some(row.entry.id),
-            seq: row.seq,
-            problem,
+            audit_id: Some(id),
+            seq,
+            problem: problem.into(),
         });
     }
 
     /// Ends the walk, holding the chain to its head (`seq`, `hash`) when it has one: rows
     /// missing at its end leave the chain short of it.
     pub fn finish(mut self, head: Option<&(i64, String)>) -> WalkedChain {
+        // Doubts left unsettled are not taken for matches (the callers settle them all).
+        if let Some(&(id, seq)) = self.doubts.first() {
+            self.broken(id, Some(seq), "its contents were not checked");
+        }
         let last = self.expected_seq - 1;
+        let last_hash = self.last_hash();
         let end = match (self.breach.take(), head) {
             (Some(breach), _) => ChainEnd::Broken(breach),
             // Only rows from before the chain existed: nothing to hold to a head.
             (None, _) if !self.chained && self.start_seq == 0 && self.rows > 0 => {
                 ChainEnd::Verified(self.position())
             }
-            (None, Some((seq, hash))) if *seq != last || *hash != self.expected_prev => {
+            (None, Some((seq, hash))) if *seq != last || *hash != last_hash => {
                 let problem = if self.rows == self.unchained && *seq > last {
                     format!(
                         "all {} row(s) after position {last} are missing",
@@ -165,8 +243,235 @@ impl ChainVerifier {
     fn position(&self) -> ChainPosition {
         ChainPosition {
             seq: self.expected_seq - 1,
-            hash: self.expected_prev.clone(),
+            hash: self.last_hash(),
             audit_id: self.last_id,
         }
+    }
+
+    /// The hash of the last position checked, as hex: the start's own text until a row moved
+    /// the walk on.
+    fn last_hash(&self) -> String {
+        match &self.expected_prev {
+            Some(digest) if self.expected_seq - 1 != self.start_seq => hex::encode(digest),
+            _ => self.start_hash.clone(),
+        }
+    }
+}
+
+const CHANGED: &str = "its contents were changed";
+
+/// A chain position's hash (lowercase hex) as the audit stores a digest; `None` for any other
+/// text, which no stored digest equals as hex either.
+fn stored_form(hash: &str) -> Option<Vec<u8>> {
+    let bytes = hex::decode(hash).ok()?;
+    (hex::encode(&bytes) == hash).then_some(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::Outcome;
+    use chrono::DateTime;
+
+    fn entry(id: i64, owner: &str) -> AuditEntry {
+        AuditEntry {
+            id,
+            at: DateTime::from_timestamp_micros(1_764_474_000_000_000 + id).unwrap(),
+            resource: "r".into(),
+            outcome: Outcome::Accepted,
+            token: Some(id),
+            highest_token: id,
+            revision: id,
+            idempotency_key: None,
+            expected_revision: None,
+            owner: Some(owner.into()),
+            lease: None,
+            body_sha256: None,
+            body_len: None,
+            detail: None,
+            caller: None,
+            source: None,
+        }
+    }
+
+    /// A chain of `owners.len()` rows, ids and positions from 1: each row whole, as written.
+    fn chain(owners: &[&str]) -> Vec<AuditRecord> {
+        let mut prev = GENESIS.to_owned();
+        let mut rows = Vec::new();
+        for (n, owner) in owners.iter().enumerate() {
+            let seq = n as i64 + 1;
+            let entry = entry(seq, owner);
+            let hash = row_hash(&entry, seq, &prev);
+            rows.push(AuditRecord {
+                entry,
+                seq: Some(seq),
+                prev_hash: Some(prev),
+                hash: Some(hash.clone()),
+            });
+            prev = hash;
+        }
+        rows
+    }
+
+    fn bytes(hex_text: &Option<String>) -> Option<Vec<u8>> {
+        hex_text.as_deref().map(|h| hex::decode(h).unwrap())
+    }
+
+    /// The row as SQLite's full run reads it: its encoding as the database built it, here
+    /// serde_json's with `spaces` after the first comma (JSON of the same values that hashes
+    /// differently, as an escaping SQLite did otherwise would).
+    fn encoded(row: &AuditRecord, spaces: usize) -> ChainRow {
+        let e = &row.entry;
+        let canonical = serde_json::json!([
+            "fencewatch-audit-v1",
+            row.seq,
+            e.at.timestamp_micros(),
+            e.resource,
+            e.outcome.as_str(),
+            e.token,
+            e.highest_token,
+            e.revision,
+            e.idempotency_key,
+            e.expected_revision,
+            e.owner,
+            e.lease,
+            e.body_sha256,
+            e.body_len,
+            e.detail,
+            e.caller,
+            row.prev_hash,
+        ])
+        .to_string()
+        .replacen(',', &format!(",{}", " ".repeat(spaces)), 1);
+        ChainRow {
+            id: e.id,
+            seq: row.seq,
+            prev_hash: bytes(&row.prev_hash),
+            hash: bytes(&row.hash),
+            contents: Contents::Encoded(canonical),
+        }
+    }
+
+    fn walk(rows: impl IntoIterator<Item = ChainRow>) -> ChainVerifier {
+        let mut walk = ChainVerifier::from_start("r".into(), None);
+        for row in rows {
+            walk.push(row);
+        }
+        walk
+    }
+
+    fn whole(rows: &[AuditRecord]) -> HashMap<i64, AuditRecord> {
+        rows.iter().map(|r| (r.entry.id, r.clone())).collect()
+    }
+
+    fn breach(walked: WalkedChain) -> Option<(Option<i64>, String)> {
+        match walked.end {
+            ChainEnd::Verified(_) => None,
+            ChainEnd::Broken(b) => Some((b.audit_id, b.problem)),
+        }
+    }
+
+    #[test]
+    fn a_matching_database_encoding_verifies_without_doubt() {
+        let rows = chain(&["a", "b", "c"]);
+        let walked = walk(rows.iter().map(|r| encoded(r, 0)));
+        assert_eq!(walked.doubted().count(), 0);
+        let head = (3, rows[2].hash.clone().unwrap());
+        let ChainEnd::Verified(position) = walked.finish(Some(&head)).end else {
+            panic!("verified")
+        };
+        assert_eq!(
+            (position.seq, position.hash, position.audit_id),
+            (3, head.1, Some(3))
+        );
+    }
+
+    #[test]
+    fn an_encoding_that_differs_is_settled_by_the_row_read_whole() {
+        let rows = chain(&["a", "b", "c"]);
+        let mut walked = walk(rows.iter().enumerate().map(|(n, r)| encoded(r, n % 2)));
+        assert_eq!(walked.doubted().collect::<Vec<_>>(), [2]);
+        walked.settle(&whole(&rows));
+        let head = (3, rows[2].hash.clone().unwrap());
+        assert_eq!(breach(walked.finish(Some(&head))), None);
+    }
+
+    #[test]
+    fn a_doubted_row_found_changed_is_the_first_breach_ahead_of_a_later_one() {
+        let written = chain(&["a", "b", "c", "d"]);
+        // Row 2's owner changed in the database, row 4 moved out of place.
+        let mut stored = written.clone();
+        stored[1].entry.owner = Some("mallory".into());
+        stored[3].seq = Some(7);
+        let mut walked = walk(stored.iter().map(|r| encoded(r, 0)));
+        assert_eq!(walked.doubted().collect::<Vec<_>>(), [2]);
+        walked.settle(&whole(&stored));
+        let (id, problem) = breach(walked.finish(None)).unwrap();
+        assert_eq!(id, Some(2));
+        assert!(problem.contains("changed"), "{problem}");
+
+        // Settled as intact, the later breach stands.
+        let mut stored = written.clone();
+        stored[3].seq = Some(7);
+        let mut walked = walk(
+            stored
+                .iter()
+                .map(|r| encoded(r, usize::from(r.entry.id == 2))),
+        );
+        assert_eq!(walked.doubted().collect::<Vec<_>>(), [2]);
+        walked.settle(&whole(&stored));
+        let (id, problem) = breach(walked.finish(None)).unwrap();
+        assert_eq!(id, Some(4));
+        assert!(problem.contains("position 7"), "{problem}");
+    }
+
+    #[test]
+    fn an_unsettled_or_unreadable_doubt_is_no_match() {
+        let rows = chain(&["a", "b"]);
+        let head = (2, rows[1].hash.clone().unwrap());
+        let walked = walk(rows.iter().map(|r| encoded(r, 1)));
+        let (id, _) = breach(walked.finish(Some(&head))).unwrap();
+        assert_eq!(id, Some(1));
+        let mut walked = walk(rows.iter().map(|r| encoded(r, 1)));
+        walked.settle(&whole(&rows[1..]));
+        let (id, problem) = breach(walked.finish(Some(&head))).unwrap();
+        assert_eq!(id, Some(1));
+        assert!(problem.contains("read again"), "{problem}");
+    }
+
+    #[test]
+    fn rows_with_fields_are_checked_on_the_spot() {
+        let mut rows = chain(&["a", "b"]);
+        rows[1].entry.owner = Some("mallory".into());
+        let mut walked = ChainVerifier::from_start("r".into(), None);
+        for r in &rows {
+            walked.push(ChainRow {
+                id: r.entry.id,
+                seq: r.seq,
+                prev_hash: bytes(&r.prev_hash),
+                hash: bytes(&r.hash),
+                contents: Contents::Fields(Box::new(r.entry.clone())),
+            });
+        }
+        assert_eq!(walked.doubted().count(), 0);
+        let (id, problem) = breach(walked.finish(None)).unwrap();
+        assert_eq!(id, Some(2));
+        assert!(problem.contains("changed"), "{problem}");
+    }
+
+    #[test]
+    fn a_start_hash_no_stored_digest_can_equal_links_to_nothing() {
+        let rows = chain(&["a"]);
+        // A digest in upper case: hex, but not the text a chain holds.
+        let upper = (0, GENESIS.to_uppercase().replace('0', "A"));
+        let mut walked = ChainVerifier::from_start("r".into(), Some(&upper));
+        walked.push(encoded(&rows[0], 0));
+        let (_, problem) = breach(walked.finish(None)).unwrap();
+        assert!(problem.contains("does not link"), "{problem}");
+        let empty = ChainVerifier::from_start("r".into(), Some(&upper));
+        let ChainEnd::Verified(position) = empty.finish(None).end else {
+            panic!("nothing to check")
+        };
+        assert_eq!(position.hash, upper.1, "the start's own text");
     }
 }
