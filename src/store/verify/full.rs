@@ -11,7 +11,6 @@ use super::walk::ChainVerifier;
 use super::{Anchors, ChainTable, VerifyReport};
 use crate::store::audit_query::{record, AuditRecord};
 use crate::store::native::{on_db, row_reader, Native, ReadsRow, RowReader, Tx};
-use crate::store::reads::AUDIT_COLUMNS;
 use crate::store::StoreError;
 use futures_util::TryStreamExt;
 use std::collections::HashMap;
@@ -125,7 +124,7 @@ async fn settle(tx: &mut Tx<'_>, chains: &mut Chains) -> Result<u64, StoreError>
     if doubted.is_empty() {
         return Ok(0);
     }
-    let sql = format!("SELECT {AUDIT_COLUMNS}, seq, prev_hash, hash FROM audit WHERE id = $1");
+    let sql = format!("SELECT {} FROM audit WHERE id = $1", rows::fields_columns());
     let doubted_count = doubted.len() as u64;
     let mut whole = HashMap::with_capacity(doubted.len());
     for id in doubted {
