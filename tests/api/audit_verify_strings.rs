@@ -152,7 +152,7 @@ async fn rows_with_any_characters_verify_and_a_changed_one_is_caught(#[case] bac
     assert_eq!((report.rows, report.unchained), (rows, 0));
     assert_eq!(report.rechecked, 0, "every row's encoding matched its hash");
 
-    // One character of a detail changed, far into the second chain: caught there, after one
+    // A detail changed, far into the second chain: caught there, after one
     // row read again on SQLite.
     let changed = ids[ids.len() - 3];
     let detail = "changed \u{2028}";
