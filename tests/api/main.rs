@@ -26,6 +26,7 @@ mod audit_log;
 mod audit_tamper;
 mod audit_tools;
 mod audit_verify;
+mod audit_verify_strings;
 mod bad_input;
 mod bench_fill;
 mod browser;

@@ -6,6 +6,7 @@
 
 mod full;
 mod incremental;
+mod rows;
 mod state;
 mod unchained;
 mod walk;
@@ -61,6 +62,10 @@ pub struct VerifyReport {
     pub states: u64,
     /// What of a resource's state the audit no longer records, so could not be checked.
     pub unchecked_states: Vec<UncheckedState>,
+    /// Rows read again whole because the database's encoding of them did not give their hash
+    /// (SQLite's full run): each a change, or an escaping SQLite does differently.
+    #[serde(skip)]
+    pub rechecked: u64,
     /// Every chain's end after this run, to start the next one from (meaningful when there is
     /// no breach).
     #[serde(skip)]
