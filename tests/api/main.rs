@@ -74,5 +74,6 @@ mod security;
 mod tls;
 mod tui;
 mod watch;
+mod witness;
 mod worker_script;
 mod zookeeper;
