@@ -76,5 +76,6 @@ mod security;
 mod tls;
 mod tui;
 mod watch;
+mod witness;
 mod worker_script;
 mod zookeeper;
