@@ -143,12 +143,17 @@ impl Witness {
     }
 
     /// Deletes `resource`'s rows after position `keep` and sets its head back onto the row
-    /// there: a chain that verifies whole, only shorter than the one signed.
+    /// there, and the resource's state back to what that row records: a chain and a state that
+    /// verify whole, only shorter than the one signed.
     async fn cut_tail(&self, resource: &str, keep: i64) {
         let hex = self.hex("hash");
         self.tamper(&[
             format!(
                 "UPDATE resources SET chain_seq = {keep}, chain_hash = (SELECT {hex} FROM audit \
+                 WHERE resource = '{resource}' AND seq = {keep}), \
+                 highest_token = (SELECT highest_token FROM audit \
+                 WHERE resource = '{resource}' AND seq = {keep}), \
+                 revision = (SELECT revision FROM audit \
                  WHERE resource = '{resource}' AND seq = {keep}) WHERE key = '{resource}'"
             ),
             format!("DELETE FROM audit WHERE resource = '{resource}' AND seq > {keep}"),
