@@ -870,7 +870,7 @@ _fencewatch__subcmd__audit_commands() {
     local commands; commands=(
 'report:The postmortem of one incident (an id from \`incidents\`)\: the stale owner'\''s pause, its grant'\''s lapse, the successor'\''s takeover and first write, the refused attempts and any write accepted after the lapse, with the condensed history around it' \
 'summary:Incidents since a time\: counts per owner and resource, pause and zombie-lifetime percentiles, writes accepted after a lapse' \
-'verify:Check every resource'\''s hash chain; report the first broken link of each (exit 1 if any)' \
+'verify:Check every resource'\''s hash chain, that no row lacks a place in one, and that each resource'\''s stored state is what its audit records; report the first broken link of each (exit 1 if any)' \
 'keygen:Make an Ed25519 key pair for a witnessed audit\: FILE (private, readable by its owner only) and FILE.pub (docs/guarantees.md)' \
 'witness:Verify the rows written since the last signed checkpoint and sign the next one, printed as one JSON line (append it to the witness file) and kept in the database\: a witness for a daemon started without --audit-signing-key, run from cron. Exit 1, signing nothing, when the audit no longer holds what the last checkpoint did' \
 'log:Audit rows, newest first' \
@@ -893,7 +893,7 @@ _fencewatch__subcmd__audit__subcmd__help_commands() {
     local commands; commands=(
 'report:The postmortem of one incident (an id from \`incidents\`)\: the stale owner'\''s pause, its grant'\''s lapse, the successor'\''s takeover and first write, the refused attempts and any write accepted after the lapse, with the condensed history around it' \
 'summary:Incidents since a time\: counts per owner and resource, pause and zombie-lifetime percentiles, writes accepted after a lapse' \
-'verify:Check every resource'\''s hash chain; report the first broken link of each (exit 1 if any)' \
+'verify:Check every resource'\''s hash chain, that no row lacks a place in one, and that each resource'\''s stored state is what its audit records; report the first broken link of each (exit 1 if any)' \
 'keygen:Make an Ed25519 key pair for a witnessed audit\: FILE (private, readable by its owner only) and FILE.pub (docs/guarantees.md)' \
 'witness:Verify the rows written since the last signed checkpoint and sign the next one, printed as one JSON line (append it to the witness file) and kept in the database\: a witness for a daemon started without --audit-signing-key, run from cron. Exit 1, signing nothing, when the audit no longer holds what the last checkpoint did' \
 'log:Audit rows, newest first' \
@@ -1145,7 +1145,7 @@ _fencewatch__subcmd__help__subcmd__audit_commands() {
     local commands; commands=(
 'report:The postmortem of one incident (an id from \`incidents\`)\: the stale owner'\''s pause, its grant'\''s lapse, the successor'\''s takeover and first write, the refused attempts and any write accepted after the lapse, with the condensed history around it' \
 'summary:Incidents since a time\: counts per owner and resource, pause and zombie-lifetime percentiles, writes accepted after a lapse' \
-'verify:Check every resource'\''s hash chain; report the first broken link of each (exit 1 if any)' \
+'verify:Check every resource'\''s hash chain, that no row lacks a place in one, and that each resource'\''s stored state is what its audit records; report the first broken link of each (exit 1 if any)' \
 'keygen:Make an Ed25519 key pair for a witnessed audit\: FILE (private, readable by its owner only) and FILE.pub (docs/guarantees.md)' \
 'witness:Verify the rows written since the last signed checkpoint and sign the next one, printed as one JSON line (append it to the witness file) and kept in the database\: a witness for a daemon started without --audit-signing-key, run from cron. Exit 1, signing nothing, when the audit no longer holds what the last checkpoint did' \
 'log:Audit rows, newest first' \

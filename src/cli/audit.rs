@@ -26,7 +26,9 @@ pub enum AuditCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Check every resource's hash chain; report the first broken link of each (exit 1 if any).
+    /// Check every resource's hash chain, that no row lacks a place in one, and that each
+    /// resource's stored state is what its audit records; report the first broken link of each
+    /// (exit 1 if any).
     Verify {
         #[arg(long)]
         json: bool,

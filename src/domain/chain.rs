@@ -12,6 +12,11 @@ pub const GENESIS: &str = "00000000000000000000000000000000000000000000000000000
 /// fields in a fixed order (times as integer microseconds), so it is unambiguous and stable.
 /// The row id is left out: it is the database's, and order is checked through `seq`.
 pub fn row_hash(entry: &AuditEntry, seq: i64, prev_hash: &str) -> String {
+    hex::encode(row_digest(entry, seq, prev_hash))
+}
+
+/// `row_hash` as its 32 bytes, the form the audit stores: compared without hex.
+pub fn row_digest(entry: &AuditEntry, seq: i64, prev_hash: &str) -> [u8; 32] {
     let mut canonical = Vec::with_capacity(256);
     let encoded = serde_json::to_writer(
         &mut canonical,
@@ -23,7 +28,13 @@ pub fn row_hash(entry: &AuditEntry, seq: i64, prev_hash: &str) -> String {
     );
     // Writing into a Vec cannot fail, and every field is a string, a number or null.
     debug_assert!(encoded.is_ok());
-    hex::encode(Sha256::digest(&canonical))
+    encoding_digest(&canonical)
+}
+
+/// The digest of an encoding of a row built elsewhere (the database's own JSON of its columns):
+/// it equals `row_digest` exactly when the bytes are those `row_hash` would have encoded.
+pub fn encoding_digest(encoded: &[u8]) -> [u8; 32] {
+    Sha256::digest(encoded).into()
 }
 
 /// The fields a row's hash covers, serialized straight into bytes rather than through a

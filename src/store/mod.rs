@@ -56,7 +56,8 @@ pub use reads::{AuditQuery, StoredValue};
 pub use retention::{Retention, RetentionClaim, StoreRetention};
 pub use unchecked::UncheckedWrites;
 pub use verify::{
-    Breach, ChainPosition, VerifiedPositions, VerifyReport, WitnessSnapshot, WitnessSummary,
+    Breach, ChainPosition, UncheckedState, VerifiedPositions, VerifyReport, WitnessSnapshot,
+    WitnessSummary,
 };
 pub use watched::WatchAdvance;
 

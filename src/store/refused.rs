@@ -19,14 +19,18 @@ impl Store {
     pub async fn record_refused(&self, attempt: &RefusedAttempt) -> Result<AuditEntry, StoreError> {
         retrying(|| async {
             let mut tx = begin_audited(self.writer()).await?;
+            // The head first, then the state the row records: read before the lock, a batch
+            // committed in between (PostgreSQL) left the row, at the chain's head, recording a
+            // generation the resource no longer had, which `audit verify` holds it to.
+            let resources = BTreeSet::from([attempt.key.as_str()]);
+            let heads = LockedHeads::lock(tx.conn(), &resources).await?;
             let state = observe_resource(tx.conn(), &attempt.key)
                 .await?
                 .unwrap_or(ResourceState::FRESH);
             let entry = attempt
                 .clone()
                 .into_audit_entry(state, self.clock.now().trunc_subsecs(6));
-            let resources = BTreeSet::from([entry.resource.as_str()]);
-            let ids = append_audit(tx.conn(), &resources, std::slice::from_ref(&entry)).await?;
+            let ids = append_audit(tx.conn(), heads, std::slice::from_ref(&entry)).await?;
             tx.commit().await?;
             let id = ids
                 .first()
@@ -58,15 +62,14 @@ fn resource_state(row: &impl NativeRow) -> Result<ResourceState, StoreError> {
 }
 
 /// Appends the entries to their resources' hash chains and the audit, in order, and returns
-/// their ids. The chain heads are locked (in resource order) until the transaction ends, so
+/// their ids. The chain heads were locked (in resource order) until the transaction ends, so
 /// concurrent appends to one resource take turns and a chain never forks. The rows go in as
 /// group commit's do: `AuditRow`s, by the dialect's own audit statement.
 async fn append_audit(
     mut conn: Conn<'_>,
-    resources: &BTreeSet<&str>,
+    mut heads: LockedHeads,
     entries: &[AuditEntry],
 ) -> Result<Vec<i64>, StoreError> {
-    let mut heads = LockedHeads::lock(conn.reborrow(), resources).await?;
     let numbered = matches!(conn, Native::Postgres(_));
     let links = link(&mut heads.heads, entries)?;
     let rows: Vec<AuditRow<'_>> = entries

@@ -6,6 +6,9 @@ use super::{Store, StoreError};
 use crate::domain::witness::start_message;
 use futures_util::TryStreamExt;
 
+/// Checkpoint lines the database keeps (the newest).
+const KEPT_LINES: i64 = 100;
+
 impl Store {
     /// The signature of a chain start moved to (`seq`, `hash`) by a prune, when this store holds
     /// the witness's key.
@@ -15,16 +18,28 @@ impl Store {
             .map(|key| key.sign(&start_message(resource, seq, hash)))
     }
 
-    /// Keeps a signed checkpoint line beside the audit.
+    /// Keeps a signed checkpoint line beside the audit, and only the newest `KEPT_LINES`: the
+    /// latest checkpoint vouches for every earlier one (`app::witness`), and the witness file,
+    /// not the database, is the record (a line holds every chain, so keeping them all would
+    /// grow the database by the witness file's size).
     pub async fn record_witness_line(&self, at_us: i64, line: &str) -> Result<(), StoreError> {
-        on_db!(self.writer(), pool => sqlx::query(
+        let mut tx = self.writer().begin().await?;
+        on_db!(tx.conn(), conn => sqlx::query(
             "INSERT INTO audit_witness (at_us, line) VALUES ($1, $2)",
         )
         .bind(at_us)
         .bind(line)
-        .execute(pool)
+        .execute(conn)
         .await?
         .rows_affected());
+        on_db!(tx.conn(), conn => sqlx::query(
+            "DELETE FROM audit_witness WHERE id <= (SELECT max(id) FROM audit_witness) - $1",
+        )
+        .bind(KEPT_LINES)
+        .execute(conn)
+        .await?
+        .rows_affected());
+        tx.commit().await?;
         Ok(())
     }
 

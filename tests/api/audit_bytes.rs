@@ -132,14 +132,20 @@ async fn an_audit_with_hex_digests_verifies_after_the_migration_to_bytes(#[case]
         &checkpoint,
     )
     .await;
+    // Each resource as its last row left it (`verify` holds the state to the audit too).
     for (resource, head) in [(key, &hashes[2]), (pruned, &pruned_hash)] {
-        let seq = if resource == key { 3 } else { 2 };
+        let (seq, highest, value) = if resource == key {
+            (3, 2, "two")
+        } else {
+            (2, 4, "four")
+        };
         on_raw!(&pool, h => sqlx::query(
             "INSERT INTO resources (key, highest_token, revision, value, updated_at_us, \
-             chain_seq, chain_hash) VALUES ($1, 4, 1, $2, 0, $3, $4)",
+             chain_seq, chain_hash) VALUES ($1, $2, 1, $3, 0, $4, $5)",
         )
         .bind(resource)
-        .bind(&b"before"[..])
+        .bind(highest)
+        .bind(value.as_bytes())
         .bind(seq)
         .bind(head.as_str())
         .execute(h)

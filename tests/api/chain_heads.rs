@@ -17,6 +17,7 @@ use fencewatch::domain::{
 use fencewatch::store::{ObserveHook, Store};
 use rstest::rstest;
 use rstest_reuse::apply;
+use sha2::Digest;
 use sqlx::Row;
 use std::sync::Arc;
 use tokio::sync::{oneshot, Mutex};
@@ -342,7 +343,9 @@ async fn heads_kept_apart_before_the_move_carry_on_after_it(
 
     // A written resource and one with only a refused attempt, each with its head in
     // `audit_chains`, as that schema kept them.
-    let written = entry("old/written", Outcome::Accepted, 5, 5, 1);
+    let mut written = entry("old/written", Outcome::Accepted, 5, 5, 1);
+    // The value the resource's row holds below (`verify` holds it to this digest).
+    written.body_sha256 = Some(hex::encode(sha2::Sha256::digest(b"before")));
     let written_hash = insert_chained(&pool, &written, 1, GENESIS).await;
     on_raw!(&pool, h => sqlx::query(
         "INSERT INTO resources (key, highest_token, revision, value, updated_at_us) \

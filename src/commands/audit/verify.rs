@@ -1,5 +1,7 @@
 //! `audit verify`: every resource's hash chain, and the first broken link of each; with
-//! `--checkpoint`, only the rows after the positions an earlier run verified.
+//! `--checkpoint`, only the rows after the positions an earlier run verified. Every run also
+//! names rows added without a place in a chain and resources whose stored state disagrees
+//! with their audit, as breaches like the chains'.
 
 use super::verify_record;
 use crate::domain::audit::format_rfc3339_micros;
@@ -11,7 +13,11 @@ use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
-/// Exits 1 when any chain is broken.
+/// Unchecked states listed in the text output: with a retention, every idle resource's rows
+/// at its head are pruned in time.
+const UNCHECKED_LISTED: usize = 10;
+
+/// Exits 1 when any chain is broken, any row unchained or any state disagrees with its audit.
 pub(super) async fn run(
     store: &Store,
     json: bool,
@@ -127,7 +133,27 @@ fn print(report: &VerifyReport, json: bool, incremental: bool) -> anyhow::Result
                 report.covered_rows, report.covered_chains
             )?;
         }
+        write!(
+            out,
+            "; the stored state of {} resources agrees with their audit",
+            report.states
+        )?;
         writeln!(out)?;
+        for unchecked in report.unchecked_states.iter().take(UNCHECKED_LISTED) {
+            writeln!(
+                out,
+                "unchecked {}: its {}: {}",
+                unchecked.resource, unchecked.what, unchecked.why
+            )?;
+        }
+        if let Some(more) = report
+            .unchecked_states
+            .len()
+            .checked_sub(UNCHECKED_LISTED)
+            .filter(|n| *n > 0)
+        {
+            writeln!(out, "unchecked: {more} more (--json lists them all)")?;
+        }
     } else {
         for breach in &report.breaches {
             writeln!(out, "{}", describe(breach))?;

@@ -1,13 +1,16 @@
 //! Every row of every chain, checked in parallel: one reader streams the audit in id order (the
 //! table's own order, so the database reads it front to back instead of seeking through an
 //! index) and hands each row to the worker that owns its resource's chain; hashing is the cost,
-//! and it is spread over the available cores (docs/performance.md, "the audit tools").
+//! and it is spread over the available cores (docs/performance.md, "the audit tools"). On
+//! SQLite the reader is the limit, so SQLite builds each row's hashed encoding itself
+//! (`rows::encoded`); the rare row whose encoding does not match is read again whole at the end
+//! and checked as `row_hash` encodes it (`settle`).
 
+use super::rows::{self, ReadRow};
 use super::walk::{ChainVerifier, WitnessMark};
 use super::{Anchors, ChainTable, VerifyReport};
 use crate::store::audit_query::{record, AuditRecord};
-use crate::store::native::{on_db, Tx};
-use crate::store::reads::AUDIT_COLUMNS;
+use crate::store::native::{on_db, row_reader, Native, ReadsRow, RowReader, Tx};
 use crate::store::StoreError;
 use futures_util::TryStreamExt;
 use std::collections::HashMap;
@@ -34,7 +37,7 @@ pub(super) async fn verify(
     let mut queues = Vec::with_capacity(workers);
     let mut handles = Vec::with_capacity(workers);
     for _ in 0..workers {
-        let (send, receive) = mpsc::channel::<Vec<AuditRecord>>(QUEUED);
+        let (send, receive) = mpsc::channel::<Vec<ReadRow>>(QUEUED);
         let checkpoints = checkpoints.clone();
         let marks = marks.clone();
         handles.push(tokio::task::spawn_blocking(move || {
@@ -52,8 +55,10 @@ pub(super) async fn verify(
         chains.extend(walked);
     }
     read?;
+    let rechecked = settle(tx, &mut chains).await?;
     let mut report = VerifyReport {
         full: true,
+        rechecked,
         ..VerifyReport::default()
     };
     for (resource, chain) in chains {
@@ -83,17 +88,27 @@ pub(super) async fn verify(
 /// Streams the audit in id order into the workers' queues, a resource always to the same one.
 async fn read_rows(
     tx: &mut Tx<'_>,
-    queues: &mut [(mpsc::Sender<Vec<AuditRecord>>, Vec<AuditRecord>)],
+    queues: &mut [(mpsc::Sender<Vec<ReadRow>>, Vec<ReadRow>)],
 ) -> Result<(), StoreError> {
     let shard = std::collections::hash_map::RandomState::new();
-    let sql = format!("SELECT {AUDIT_COLUMNS}, seq, prev_hash, hash FROM audit ORDER BY id");
+    let (columns, reader) = match tx {
+        Native::Sqlite(_) => (
+            rows::SQLITE_ENCODED_COLUMNS.to_owned(),
+            RowReader {
+                sqlite: rows::encoded,
+                postgres: rows::with_fields,
+            },
+        ),
+        Native::Postgres(_) => (rows::fields_columns(), row_reader!(rows::with_fields)),
+    };
+    let sql = format!("SELECT {columns} FROM audit ORDER BY id");
     let count = queues.len();
     on_db!(tx.conn(), conn => {
-        let mut rows = sqlx::query(&sql).fetch(conn);
-        while let Some(row) = rows.try_next().await? {
-            let row = record(&row)?;
+        let mut stream = sqlx::query(&sql).fetch(conn);
+        while let Some(row) = stream.try_next().await? {
+            let row = reader.read(&row)?;
             // `count` is at most the number of cores, so the remainder fits in a usize.
-            let index = usize::try_from(shard.hash_one(&row.entry.resource) % count as u64)
+            let index = usize::try_from(shard.hash_one(&row.resource) % count as u64)
                 .unwrap_or(0);
             let (send, batch) = &mut queues[index];
             batch.push(row);
@@ -110,9 +125,36 @@ async fn read_rows(
     Ok(())
 }
 
+/// Reads the rows the walks doubted whole, in the run's snapshot, and settles each chain's
+/// doubts with them; answers how many rows it read.
+async fn settle(tx: &mut Tx<'_>, chains: &mut Chains) -> Result<u64, StoreError> {
+    let doubted: Vec<i64> = chains.values().flat_map(ChainVerifier::doubted).collect();
+    if doubted.is_empty() {
+        return Ok(0);
+    }
+    let sql = format!("SELECT {} FROM audit WHERE id = $1", rows::fields_columns());
+    let doubted_count = doubted.len() as u64;
+    let mut whole = HashMap::with_capacity(doubted.len());
+    for id in doubted {
+        let found: Option<AuditRecord> = on_db!(tx.conn(), conn => sqlx::query(&sql)
+            .bind(id)
+            .fetch_optional(conn)
+            .await?
+            .map(|row| record(&row))
+            .transpose()?);
+        if let Some(found) = found {
+            whole.insert(id, found);
+        }
+    }
+    for chain in chains.values_mut() {
+        chain.settle(&whole);
+    }
+    Ok(doubted_count)
+}
+
 async fn hand_over(
-    send: &mpsc::Sender<Vec<AuditRecord>>,
-    batch: &mut Vec<AuditRecord>,
+    send: &mpsc::Sender<Vec<ReadRow>>,
+    batch: &mut Vec<ReadRow>,
 ) -> Result<(), StoreError> {
     let full = std::mem::replace(batch, Vec::with_capacity(BATCH));
     send.send(full)
@@ -122,21 +164,20 @@ async fn hand_over(
 
 /// A worker: walks the chains of the rows it is given, each from its checkpoint if pruned.
 fn walk_batches(
-    mut receive: mpsc::Receiver<Vec<AuditRecord>>,
+    mut receive: mpsc::Receiver<Vec<ReadRow>>,
     checkpoints: &ChainTable,
     marks: &Marks,
 ) -> Chains {
     let mut chains = Chains::new();
     while let Some(batch) = receive.blocking_recv() {
-        for row in batch {
-            match chains.get_mut(&row.entry.resource) {
-                Some(chain) => chain.push(&row),
+        for ReadRow { resource, row } in batch {
+            match chains.get_mut(&resource) {
+                Some(chain) => chain.push(row),
                 None => {
-                    let resource = row.entry.resource.clone();
                     let mut chain =
                         ChainVerifier::from_start(resource.clone(), checkpoints.get(&resource))
                             .witnessed(marks.get(&resource).cloned());
-                    chain.push(&row);
+                    chain.push(row);
                     chains.insert(resource, chain);
                 }
             }

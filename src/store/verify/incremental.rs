@@ -4,11 +4,10 @@
 //! it or an erased resource is still found. Rows before a verified position changed later are
 //! not read: that is what a full run is for.
 
+use super::rows::{fields_columns, with_fields};
 use super::walk::ChainVerifier;
 use super::{Anchors, Breach, ChainPosition, VerifiedPositions, VerifyReport};
-use crate::store::audit_query::record;
 use crate::store::native::{on_db, Tx};
-use crate::store::reads::AUDIT_COLUMNS;
 use crate::store::StoreError;
 use futures_util::TryStreamExt;
 use std::collections::HashMap;
@@ -62,17 +61,15 @@ pub(super) async fn verify(
     let newest: Option<i64> = on_db!(tx.conn(), conn => sqlx::query_scalar("SELECT max(id) FROM audit")
             .fetch_one(conn).await?);
     let (alone, together) = split_walks(walks, newest.unwrap_or(0));
-    let sql = format!(
-        "SELECT {AUDIT_COLUMNS}, seq, prev_hash, hash FROM audit \
-         WHERE resource = $1 AND id > $2 ORDER BY id"
-    );
+    let columns = fields_columns();
+    let sql = format!("SELECT {columns} FROM audit WHERE resource = $1 AND id > $2 ORDER BY id");
     for mut chain in alone {
         let after = chain.last_id().unwrap_or(0);
         let resource = chain.resource().to_owned();
         on_db!(tx.conn(), conn => {
             let mut rows = sqlx::query(&sql).bind(&resource).bind(after).fetch(conn);
             while let Some(row) = rows.try_next().await? {
-                chain.push(&record(&row)?);
+                chain.push(with_fields(&row)?.row);
             }
         });
         let head = anchors.heads.get(chain.resource());
@@ -83,16 +80,14 @@ pub(super) async fn verify(
             .into_iter()
             .map(|chain| (chain.resource().to_owned(), chain))
             .collect();
-        let sql = format!(
-            "SELECT {AUDIT_COLUMNS}, seq, prev_hash, hash FROM audit WHERE id > $1 ORDER BY id"
-        );
+        let sql = format!("SELECT {columns} FROM audit WHERE id > $1 ORDER BY id");
         on_db!(tx.conn(), conn => {
             let mut rows = sqlx::query(&sql).bind(floor).fetch(conn);
             while let Some(row) = rows.try_next().await? {
-                let row = record(&row)?;
-                if let Some(chain) = chains.get_mut(&row.entry.resource) {
-                    if chain.last_id().is_some_and(|last| row.entry.id > last) {
-                        chain.push(&row);
+                let read = with_fields(&row)?;
+                if let Some(chain) = chains.get_mut(&read.resource) {
+                    if chain.last_id().is_some_and(|last| read.row.id > last) {
+                        chain.push(read.row);
                     }
                 }
             }

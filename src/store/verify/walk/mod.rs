@@ -3,8 +3,32 @@
 //! verification all walk chains with it.
 
 use super::{Breach, ChainPosition};
-use crate::domain::chain::{row_hash, GENESIS};
+use crate::domain::chain::{encoding_digest, row_digest, row_hash, GENESIS};
+use crate::domain::AuditEntry;
 use crate::store::AuditRecord;
+use std::collections::HashMap;
+
+/// What a walk reads of a row: its place in the chain (digests as the audit stores them, their
+/// bytes) and what its hash covers.
+#[derive(Debug)]
+pub(crate) struct ChainRow {
+    pub id: i64,
+    pub seq: Option<i64>,
+    pub prev_hash: Option<Vec<u8>>,
+    pub hash: Option<Vec<u8>>,
+    pub contents: Contents,
+}
+
+/// A row's hashed contents, in one of two forms.
+#[derive(Debug)]
+pub(crate) enum Contents {
+    /// The recorded fields, encoded here as `row_hash` encodes them: a mismatch is a change.
+    Fields(Box<AuditEntry>),
+    /// The encoding the database built of its columns (SQLite's `json_array`). Its escaping of
+    /// a few characters might differ from serde_json's, so a mismatch is only a doubt, settled
+    /// by reading the row whole (`ChainVerifier::settle`).
+    Encoded(String),
+}
 
 /// A chain being walked.
 #[derive(Debug)]
@@ -12,14 +36,20 @@ pub(crate) struct ChainVerifier {
     resource: String,
     /// Where the walk started: rows before it are vouched for by a checkpoint.
     start_seq: i64,
+    start_hash: String,
     expected_seq: i64,
-    expected_prev: String,
+    /// The digest the next row must link to; `None` when the start's hash is not one a row can
+    /// hold (not lowercase hex of a digest), so that no row links to it.
+    expected_prev: Option<Vec<u8>>,
     last_id: Option<i64>,
     /// Whether a chained row has been seen (or the start was one): older databases have rows
     /// from before the chain existed, which come first and are counted, not checked.
     chained: bool,
     rows: u64,
     unchained: u64,
+    /// Rows (id, seq) whose database encoding did not match their hash, in id order; the walk
+    /// went on past them as if they matched.
+    doubts: Vec<(i64, i64)>,
     breach: Option<Breach>,
     /// A position a signed checkpoint saw, and its hash there: the chain must still pass it.
     witnessed: Option<WitnessMark>,
@@ -73,11 +103,13 @@ impl ChainVerifier {
             resource,
             start_seq: seq,
             expected_seq: seq + 1,
-            expected_prev: hash,
+            expected_prev: stored_form(&hash),
+            start_hash: hash,
             last_id: id,
             chained,
             rows: 0,
             unchained: 0,
+            doubts: Vec::new(),
             breach: None,
             witnessed: None,
         }
@@ -100,15 +132,19 @@ impl ChainVerifier {
 
     /// Checks the chain's next row (rows come in id order); after a breach, rows are only
     /// counted.
-    pub fn push(&mut self, row: &AuditRecord) {
+    pub fn push(&mut self, row: ChainRow) {
         self.rows += 1;
         if self.breach.is_some() {
             return;
         }
-        self.last_id = Some(row.entry.id);
-        let (Some(seq), Some(prev), Some(hash)) = (row.seq, &row.prev_hash, &row.hash) else {
+        self.last_id = Some(row.id);
+        let (Some(seq), Some(prev), Some(hash)) = (row.seq, &row.prev_hash, row.hash) else {
             if self.chained {
-                self.broken(row, "a row without a place in the chain was added".into());
+                self.broken(
+                    row.id,
+                    row.seq,
+                    "a row without a place in the chain was added",
+                );
             } else {
                 self.unchained += 1;
             }
@@ -120,41 +156,84 @@ impl ChainVerifier {
             format!("position {seq} where {expected} was due: rows before it are missing or out of order")
         } else if seq < expected {
             format!("position {seq} where {expected} was due: a row was added or the rows are out of order")
-        } else if *prev != self.expected_prev {
+        } else if self.expected_prev.as_ref() != Some(prev) {
             "does not link to the row before it".to_owned()
-        } else if row_hash(&row.entry, seq, prev) != *hash {
-            "its contents were changed".to_owned()
-        } else if let Some(mark) = self
-            .witnessed
-            .as_ref()
-            .filter(|m| m.seq == seq && m.hash != *hash)
-        {
-            format!(
-                "it is not the row the witness saw at position {seq} (checkpoint of {}): \
-                 the chain was rewritten up to here and re-chained",
-                mark.at
-            )
         } else {
-            self.expected_seq = seq + 1;
-            self.expected_prev.clone_from(hash);
-            return;
+            let matches = match &row.contents {
+                Contents::Fields(entry) => row_digest(entry, seq, &hex::encode(prev)) == *hash,
+                Contents::Encoded(encoded) => {
+                    if encoding_digest(encoded.as_bytes()) != *hash {
+                        self.doubts.push((row.id, seq));
+                    }
+                    true
+                }
+            };
+            let witnessed = self
+                .witnessed
+                .as_ref()
+                .filter(|mark| mark.seq == seq && mark.hash != hex::encode(&hash));
+            match (matches, witnessed) {
+                (true, None) => {
+                    self.expected_seq = seq + 1;
+                    self.expected_prev = Some(hash);
+                    return;
+                }
+                (true, Some(mark)) => format!(
+                    "it is not the row the witness saw at position {seq} (checkpoint of {}): \
+                     the chain was rewritten up to here and re-chained",
+                    mark.at
+                ),
+                (false, _) => CHANGED.to_owned(),
+            }
         };
-        self.broken(row, problem);
+        self.broken(row.id, Some(seq), problem);
     }
 
-    fn broken(&mut self, row: &AuditRecord, problem: String) {
+    /// The ids of the rows whose database encoding did not match their hash, to be read whole
+    /// for `settle`.
+    pub fn doubted(&self) -> impl Iterator<Item = i64> + '_ {
+        self.doubts.iter().map(|(id, _)| *id)
+    }
+
+    /// Settles the doubts with the doubted rows read whole (by id), in the walk's snapshot: the
+    /// first whose fields, encoded by `row_hash`, do not give its stored hash is the chain's
+    /// first broken link, ahead of any breach the walk found after it. The walk's other checks
+    /// (position, link) were made on the stored digests, which these rows carry too.
+    pub fn settle(&mut self, whole: &HashMap<i64, AuditRecord>) {
+        for (id, seq) in std::mem::take(&mut self.doubts) {
+            let problem = match whole.get(&id) {
+                Some(row) => match (&row.prev_hash, &row.hash) {
+                    (Some(prev), Some(hash)) if row_hash(&row.entry, seq, prev) == *hash => {
+                        continue;
+                    }
+                    _ => CHANGED,
+                },
+                None => "the row could not be read again to check its contents",
+            };
+            self.broken(id, Some(seq), problem);
+            return;
+        }
+    }
+
+    /// Records the chain's first broken link (replacing one found later in the walk).
+    fn broken(&mut self, id: i64, seq: Option<i64>, problem: impl Into<String>) {
         self.breach = Some(Breach {
             resource: self.resource.clone(),
-            audit_id: Some(row.entry.id),
-            seq: row.seq,
-            problem,
+            audit_id: Some(id),
+            seq,
+            problem: problem.into(),
         });
     }
 
     /// Ends the walk, holding the chain to its head (`seq`, `hash`) when it has one: rows
     /// missing at its end leave the chain short of it.
     pub fn finish(mut self, head: Option<&(i64, String)>) -> WalkedChain {
+        // Doubts left unsettled are not taken for matches (the callers settle them all).
+        if let Some(&(id, seq)) = self.doubts.first() {
+            self.broken(id, Some(seq), "its contents were not checked");
+        }
         let last = self.expected_seq - 1;
+        let last_hash = self.last_hash();
         let end = match (self.breach.take(), head) {
             (Some(breach), _) => ChainEnd::Broken(breach),
             (None, _) if self.witnessed.as_ref().is_some_and(|m| m.seq > last) => {
@@ -175,7 +254,7 @@ impl ChainVerifier {
             (None, _) if !self.chained && self.start_seq == 0 && self.rows > 0 => {
                 ChainEnd::Verified(self.position())
             }
-            (None, Some((seq, hash))) if *seq != last || *hash != self.expected_prev => {
+            (None, Some((seq, hash))) if *seq != last || *hash != last_hash => {
                 let problem = if self.rows == self.unchained && *seq > last {
                     format!(
                         "all {} row(s) after position {last} are missing",
@@ -207,8 +286,29 @@ impl ChainVerifier {
     fn position(&self) -> ChainPosition {
         ChainPosition {
             seq: self.expected_seq - 1,
-            hash: self.expected_prev.clone(),
+            hash: self.last_hash(),
             audit_id: self.last_id,
         }
     }
+
+    /// The hash of the last position checked, as hex: the start's own text until a row moved
+    /// the walk on.
+    fn last_hash(&self) -> String {
+        match &self.expected_prev {
+            Some(digest) if self.expected_seq - 1 != self.start_seq => hex::encode(digest),
+            _ => self.start_hash.clone(),
+        }
+    }
 }
+
+const CHANGED: &str = "its contents were changed";
+
+/// A chain position's hash (lowercase hex) as the audit stores a digest; `None` for any other
+/// text, which no stored digest equals as hex either.
+fn stored_form(hash: &str) -> Option<Vec<u8>> {
+    let bytes = hex::decode(hash).ok()?;
+    (hex::encode(&bytes) == hash).then_some(bytes)
+}
+
+#[cfg(test)]
+mod tests;
