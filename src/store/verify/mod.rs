@@ -6,6 +6,7 @@
 
 mod full;
 mod incremental;
+mod pages;
 mod rows;
 mod state;
 mod unchained;

@@ -1,14 +1,12 @@
 //! The audit's rows as walks read them (`walk::ChainRow`): with their recorded fields, or, for
-//! SQLite's full run, with the encoding the hash covers built by SQLite itself, so that each row
-//! crosses from sqlx's SQLite thread as six values instead of eighteen and is not decoded field
-//! by field (docs/performance.md, "The audit at 10 million rows").
+//! SQLite's full run, with the encoding the hash covers built by SQLite itself (`SQLITE_ENCODING`,
+//! read a page at a time: `pages`), so that rows are not decoded field by field
+//! (docs/performance.md, "The audit at 10 million rows").
 
 use super::walk::{ChainRow, Contents};
 use crate::store::native::NativeRow;
 use crate::store::reads::{audit_entry, AUDIT_COLUMNS};
 use crate::store::StoreError;
-use sqlx::sqlite::SqliteRow;
-use sqlx::Row;
 
 /// A row and the chain it belongs to.
 #[derive(Debug)]
@@ -37,30 +35,15 @@ pub(super) fn with_fields<R: NativeRow>(row: &R) -> Result<ReadRow, StoreError> 
     })
 }
 
-/// SQLite's columns for `encoded`, after `SELECT`: the row's place, then the JSON array
-/// `row_hash` encodes (`domain::chain`), field for field in its order. Integers and NULLs are
-/// printed as serde_json prints them, strings escaped as it escapes them (the tests hold this
-/// to every character that is escaped), and the digests, stored as bytes, become the lowercase
-/// hex the encoding holds (`hex(NULL)` is `''`, hence the `CASE`).
-pub(super) const SQLITE_ENCODED_COLUMNS: &str = "id, resource, seq, prev_hash, hash, \
-     json_array('fencewatch-audit-v1', seq, at_us, resource, outcome, token, highest_token, \
-     revision, idempotency_key, expected_revision, owner, lease, \
-     CASE WHEN body_sha256 IS NULL THEN NULL ELSE lower(hex(body_sha256)) END, body_len, \
-     detail, caller, lower(hex(prev_hash)))";
-
-/// A row read with `SQLITE_ENCODED_COLUMNS`, by position.
-pub(super) fn encoded(row: &SqliteRow) -> Result<ReadRow, StoreError> {
-    Ok(ReadRow {
-        resource: Row::try_get(row, 1)?,
-        row: ChainRow {
-            id: Row::try_get(row, 0)?,
-            seq: Row::try_get(row, 2)?,
-            prev_hash: Row::try_get(row, 3)?,
-            hash: Row::try_get(row, 4)?,
-            contents: Contents::Encoded(Row::try_get(row, 5)?),
-        },
-    })
-}
+/// The JSON array `row_hash` encodes (`domain::chain`), as SQLite builds it from a row's
+/// columns, field for field in its order (SQLite's full run reads it: `pages`). Integers and
+/// NULLs are printed as serde_json prints them, strings escaped as it escapes them (the tests
+/// hold this to every character that is escaped), and the digests, stored as bytes, become the
+/// lowercase hex the encoding holds (`hex(NULL)` is `''`, hence the `CASE`).
+pub(super) const SQLITE_ENCODING: &str = "json_array('fencewatch-audit-v1', seq, at_us, \
+     resource, outcome, token, highest_token, revision, idempotency_key, expected_revision, \
+     owner, lease, CASE WHEN body_sha256 IS NULL THEN NULL ELSE lower(hex(body_sha256)) END, \
+     body_len, detail, caller, lower(hex(prev_hash)))";
 
 #[cfg(test)]
 mod tests {
