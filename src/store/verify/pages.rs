@@ -20,9 +20,7 @@ use std::sync::LazyLock;
 pub(super) const PAGE_ROWS: i64 = 2_000;
 
 /// A page's records, how many rows it holds and its last id; the subquery's `LIMIT` keeps
-/// SQLite from flattening it into the aggregate, so each encoding is built once. The
-/// aggregate's own `ORDER BY` (SQLite 3.44, which sqlx bundles) is what fixes the records'
-/// order: a subquery's order is not promised to reach an aggregate.
+/// SQLite from flattening it into the aggregate, so each encoding is built once.
 static PAGE_SQL: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT group_concat(id || ',' \
@@ -30,7 +28,7 @@ static PAGE_SQL: LazyLock<String> = LazyLock::new(|| {
          || length(CAST(resource AS BLOB)) || ':' || resource \
          || CASE WHEN prev_hash IS NULL THEN '-' ELSE hex(prev_hash) END || ',' \
          || CASE WHEN hash IS NULL THEN '-' ELSE hex(hash) END || ',' \
-         || length(CAST(encoded AS BLOB)) || ':' || encoded, '' ORDER BY id), count(*), max(id) \
+         || length(CAST(encoded AS BLOB)) || ':' || encoded, ''), count(*), max(id) \
          FROM (SELECT id, seq, resource, prev_hash, hash, {SQLITE_ENCODING} AS encoded \
          FROM audit WHERE id > $1 ORDER BY id LIMIT $2)"
     )
