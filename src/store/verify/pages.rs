@@ -20,7 +20,11 @@ use std::sync::LazyLock;
 pub(super) const PAGE_ROWS: i64 = 2_000;
 
 /// A page's records, how many rows it holds and its last id; the subquery's `LIMIT` keeps
-/// SQLite from flattening it into the aggregate, so each encoding is built once.
+/// SQLite from flattening it into the aggregate, so each encoding is built once. The records
+/// come in the subquery's order, which SQLite keeps though it does not promise to: a page out
+/// of id order is refused (`Records`), failing the run rather than misreading it. The
+/// aggregate's own `ORDER BY` would promise it, at the cost of sorting every page
+/// (docs/performance.md).
 static PAGE_SQL: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT group_concat(id || ',' \
