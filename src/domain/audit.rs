@@ -61,6 +61,11 @@ pub fn format_rfc3339_micros(at: &DateTime<Utc>) -> String {
     at.to_rfc3339_opts(SecondsFormat::Micros, true)
 }
 
+/// A stored time (microseconds since the epoch) as RFC 3339; none out of range.
+pub fn rfc3339_of_micros(us: i64) -> Option<String> {
+    DateTime::from_timestamp_micros(us).map(|at| format_rfc3339_micros(&at))
+}
+
 pub fn serialize_rfc3339_micros<S: Serializer>(
     at: &DateTime<Utc>,
     serializer: S,

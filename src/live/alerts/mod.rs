@@ -11,14 +11,12 @@ pub use rules::{default_rules, AlertConfig, Rule, RulesError, Webhook};
 
 use crate::api::events::DaemonEvent;
 use crate::domain::alert::{step, AlertInstance, AlertState, Transition};
-use crate::domain::audit::format_rfc3339_micros;
 use crate::domain::duration::saturating_micros;
 use crate::domain::{FencingToken, Holder, LeaseName, Ttl};
 use crate::live::bus::EventBus;
 use crate::store::{
     AcquireResult, AlertChange, RejectionCount, RenewResult, Store, StoreError, StoredAlert,
 };
-use chrono::DateTime;
 use prometheus_client::metrics::gauge::Gauge;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -97,7 +95,7 @@ pub fn firing_ends_at(now_us: i64, resend_us: i64, evaluation_us: i64) -> i64 {
 pub use crate::api::events::AlertView;
 
 fn time(us: i64) -> Option<String> {
-    DateTime::from_timestamp_micros(us).map(|at| format_rfc3339_micros(&at))
+    crate::domain::audit::rfc3339_of_micros(us)
 }
 
 impl AlertView {

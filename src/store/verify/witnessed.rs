@@ -8,7 +8,7 @@
 use super::full::Marks;
 use super::walk::WitnessMark;
 use super::{Anchors, Breach, VerifiedPositions, VerifyReport};
-use crate::domain::audit::format_rfc3339_micros;
+use crate::domain::audit::rfc3339_of_micros;
 use crate::domain::witness::{start_message, ChainMark, Link, PublicKey, WitnessedAudit};
 use serde::Serialize;
 
@@ -165,7 +165,13 @@ pub(super) fn check(
             signature: anchors.signatures.get(resource).cloned(),
         };
         let seen = chain.start.as_ref().map_or(0, |start| start.seq);
-        if let Some(breach) = start_breach(resource, &start, seen, &at_checkpoint(&at), key) {
+        if let Some(breach) = start_breach(
+            resource,
+            &start,
+            seen,
+            &format!("the checkpoint of {at}"),
+            key,
+        ) {
             report.breaches.push(breach);
         } else if start.seq == chain.head.seq && start.hash != chain.head.hash {
             report.breaches.push(Breach {
@@ -188,10 +194,6 @@ pub(super) fn check(
             .map(|(at_us, _)| format_rfc3339_micros_us(at_us)),
         latest_rows: witnessed.latest.map(|(_, rows)| rows),
     });
-}
-
-fn at_checkpoint(at: &str) -> String {
-    format!("the checkpoint of {at}")
 }
 
 /// A start past position `seen` (where a checkpoint saw the chain start) must carry a prune's
@@ -225,6 +227,5 @@ fn start_breach(
 }
 
 fn format_rfc3339_micros_us(at_us: i64) -> String {
-    chrono::DateTime::from_timestamp_micros(at_us)
-        .map_or_else(|| at_us.to_string(), |at| format_rfc3339_micros(&at))
+    rfc3339_of_micros(at_us).unwrap_or_else(|| at_us.to_string())
 }
