@@ -5,7 +5,7 @@
 //! verify clean; what a prune took is listed as unchecked, not guessed.
 
 use crate::both_backends;
-use crate::helpers::{Backend, RawPool, TestApp, TestDb};
+use crate::helpers::{self, Backend, RawPool, TestApp, TestDb};
 use crate::on_raw;
 use crate::test_db;
 use rstest_reuse::apply;
@@ -13,23 +13,12 @@ use serde_json::{json, Value};
 use std::path::Path;
 use std::time::Duration;
 
-const BIN: &str = env!("CARGO_BIN_EXE_fencewatch");
-
 /// `fencewatch audit --database … ARGS`: its exit code and stdout.
 async fn audit(db: &TestDb, args: &[&str]) -> (i32, String) {
-    let output = tokio::process::Command::new(BIN)
-        .args(["audit", "--database", &db.url])
-        .args(args)
-        .env("FENCEWATCH_LOG", "warn")
-        .output()
-        .await
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let (code, stdout, stderr) =
+        helpers::fencewatch(&[&["audit", "--database", &db.url], args].concat()).await;
     assert!(!stderr.contains("error"), "{stderr}");
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-    )
+    (code, stdout)
 }
 
 /// `audit verify ARGS --json`: its exit code and report.
