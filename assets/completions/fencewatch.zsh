@@ -258,13 +258,13 @@ _arguments "${_arguments_options[@]}" : \
 (verify)
 _arguments "${_arguments_options[@]}" : \
 '--checkpoint=[Record the verified end of every chain in this file (written only when nothing is broken) and, when it exists, check only the rows after the positions it holds]:FILE:_files' \
-'(--checkpoint)--witness=[Also hold the audit to the signed checkpoints in this witness file (and to those kept in the database)\: chains they saw must still reach the heads they saw, and starts move only by signed prunes. Needs --public-key; reads every row]:PATH:_files' \
+'(--checkpoint)--witness=[Also hold the audit to the signed checkpoints in this witness file (and to those kept in the database)\: chains they saw must still reach the heads they saw, and starts move only by signed prunes. Needs --public-key; reads only the rows after those heads (with --full, every row)]:PATH:_files' \
 '(--checkpoint)--public-key=[The witness'\''s public key (\`audit keygen\`'\''s FILE.pub). Without --witness, only the checkpoints kept in the database are used]:FILE.pub:_files' \
 '--database=[\`sqlite\://PATH\` or \`postgres\://…\`\: the daemon'\''s database, or one with a fence installed]:DATABASE:_default' \
 '--schema=[PostgreSQL\: the schema of the daemon'\''s tables (\`serve --schema\`) or of the fence (default\: the connection'\''s search path for the daemon'\''s, \`fencewatch\` for a fence)]:NAME:_default' \
 '--log-format=[How logs on stderr look\: plain text (coloured only on a terminal) or one JSON object a line, for a log collector]:LOG_FORMAT:(text json)' \
 '--json[]' \
-'--full[Check every row even when \`--checkpoint\` holds verified positions]' \
+'--full[Check every row even when \`--checkpoint\` holds verified positions, or with \`--witness\`, rather than only the rows after the heads its checkpoints signed]' \
 '--fence[Read the fence installed in the database (\`fencewatch fence install\`) even where the daemon'\''s tables are there too. Without it, a database with a fence and no daemon tables is read as a fence, and one with both as the daemon'\''s]' \
 '-h[Print help]' \
 '--help[Print help]' \

@@ -36,12 +36,14 @@ pub enum AuditCommand {
         /// broken) and, when it exists, check only the rows after the positions it holds.
         #[arg(long, value_name = "FILE")]
         checkpoint: Option<PathBuf>,
-        /// Check every row even when `--checkpoint` holds verified positions.
+        /// Check every row even when `--checkpoint` holds verified positions, or with
+        /// `--witness`, rather than only the rows after the heads its checkpoints signed.
         #[arg(long)]
         full: bool,
         /// Also hold the audit to the signed checkpoints in this witness file (and to those
         /// kept in the database): chains they saw must still reach the heads they saw, and
-        /// starts move only by signed prunes. Needs --public-key; reads every row.
+        /// starts move only by signed prunes. Needs --public-key; reads only the rows after
+        /// those heads (with --full, every row).
         #[arg(
             long,
             value_name = "PATH",

@@ -3,7 +3,8 @@
 //! what someone who can rewrite the database hides from the rows alone (a deleted tail with its
 //! head moved back, an erased resource, a forged prune, rewritten and re-chained rows, an
 //! emptied audit), while an honest prune still verifies and the signer refuses to vouch for a
-//! tampered audit.
+//! tampered audit. A witnessed run reads only the rows after the signed heads; every case is
+//! also run with `--full` (every row) and must find the same.
 
 use crate::both_backends;
 use crate::helpers::{fencewatch, http_client, Backend, Daemon, DaemonLog, Put, RawPool, TestDb};
@@ -84,15 +85,19 @@ impl Witness {
         (code, stdout)
     }
 
-    /// `audit verify --witness FILE --public-key PUB`, as JSON and as text.
-    async fn verify_witnessed_with(&self, file: &Path, public: &Path) -> Verdict {
+    /// `audit verify --witness FILE --public-key PUB [EXTRA]`, as JSON and as text.
+    async fn verify_witnessed_with(&self, extra: &[&str]) -> Verdict {
         let base = [
-            "verify",
-            "--witness",
-            path(file),
-            "--public-key",
-            path(public),
-        ];
+            &[
+                "verify",
+                "--witness",
+                path(&self.file),
+                "--public-key",
+                path(&self.public),
+            ],
+            extra,
+        ]
+        .concat();
         let (code, stdout, stderr) = self.audit(&[&base[..], &["--json"]].concat()).await;
         assert!(!stderr.contains("error"), "{stderr}");
         let report: Value = serde_json::from_str(&stdout)
@@ -102,8 +107,35 @@ impl Witness {
         Verdict { code, report, text }
     }
 
+    /// The run from the signed heads (the default): only the rows after them.
+    async fn verify_incremental(&self) -> Verdict {
+        self.verify_witnessed_with(&[]).await
+    }
+
+    /// `--full`: every row, held to the signed heads.
+    async fn verify_full(&self) -> Verdict {
+        self.verify_witnessed_with(&["--full"]).await
+    }
+
+    /// The incremental run, checked to find what the full one finds: the same exit code and
+    /// breaches of the same resources at the same rows and positions.
     async fn verify_witnessed(&self) -> Verdict {
-        self.verify_witnessed_with(&self.file, &self.public).await
+        let incremental = self.verify_incremental().await;
+        let full = self.verify_full().await;
+        let found = |verdict: &Verdict| -> Vec<_> {
+            breaches(&verdict.report)
+                .into_iter()
+                .map(|(resource, id, seq, _)| (resource, id, seq))
+                .collect()
+        };
+        assert_eq!(
+            (incremental.code, found(&incremental)),
+            (full.code, found(&full)),
+            "incremental:\n{}\nfull:\n{}",
+            incremental.text,
+            full.text
+        );
+        incremental
     }
 
     /// The witness file's lines.
@@ -288,6 +320,11 @@ fn breaches(report: &Value) -> Vec<(String, Option<i64>, Option<i64>, String)> {
         .collect()
 }
 
+/// What a run read and what it did not read again: rows, chains, covered rows, covered chains.
+fn counts(report: &Value) -> [Option<i64>; 4] {
+    ["rows", "resources", "covered_rows", "covered_chains"].map(|field| report[field].as_i64())
+}
+
 /// Asserts that the run exits 1 with exactly one breach, of `resource` at this row and
 /// position, named so in the text; its problem.
 fn broken_at(verdict: &Verdict, resource: &str, audit_id: Option<i64>, seq: i64) -> String {
@@ -313,20 +350,43 @@ fn broken_at(verdict: &Verdict, resource: &str, audit_id: Option<i64>, seq: i64)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pristine_audit_verifies_against_its_witness(#[case] backend: Backend) {
     let (witness, _) = signed(backend).await;
+    // From the signed heads: every row is behind one, none is read again.
     let verdict = witness.verify_witnessed().await;
     assert_eq!(verdict.code, 0, "{}", verdict.text);
     assert_eq!(verdict.report["breaches"], serde_json::json!([]));
-    assert_eq!(verdict.report["rows"], 9, "{}", verdict.report);
+    assert_eq!(
+        counts(&verdict.report),
+        [Some(0), Some(0), Some(9), Some(3)],
+        "{}",
+        verdict.report
+    );
+    assert_eq!(verdict.report["full"], false);
     let summary = &verdict.report["witness"];
     assert_eq!(summary["chains"], 3, "{summary}");
     assert_eq!(summary["latest_rows"], 9, "{summary}");
     assert!(summary["checkpoints"].as_u64().unwrap() >= 1, "{summary}");
     assert!(
-        verdict.text.starts_with("ok: 9 rows in 3 chains verify")
+        verdict.text.starts_with("ok: 0 rows in 0 chains verify")
+            && verdict
+                .text
+                .contains("; 9 earlier rows in 3 chains are covered by the witness's checkpoints")
             && verdict.text.contains("checkpoint(s) over 3 chains")
             && verdict.text.contains("with 9 rows"),
         "{}",
         verdict.text
+    );
+    let full = witness.verify_full().await;
+    assert_eq!(
+        counts(&full.report),
+        [Some(9), Some(3), Some(0), Some(0)],
+        "{}",
+        full.report
+    );
+    assert_eq!(full.report["full"], true);
+    assert!(
+        full.text.starts_with("ok: 9 rows in 3 chains verify") && !full.text.contains("covered"),
+        "{}",
+        full.text
     );
     // Every line of the file is the witness's, and the database keeps the same lines.
     let lines = witness.lines();
@@ -702,4 +762,81 @@ async fn a_prune_without_the_key_is_refused(#[case] backend: Backend) {
         );
         assert!(verdict.text.contains(&at), "{at:?} not in {}", verdict.text);
     }
+}
+
+// The witnessed run is incremental: only the rows after the signed heads.
+#[apply(both_backends)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_witnessed_run_reads_only_the_rows_after_the_signed_heads_and_catches_a_change_among_them(
+    #[case] backend: Backend,
+) {
+    let (witness, _) = signed(backend).await;
+    // Written with no signer running: after every signed head.
+    let daemon = Daemon::spawn(&witness.db, &[]).await;
+    let new = write(&daemon.base, "r1", 5, 2).await;
+    write(&daemon.base, "r4", 1, 1).await;
+    assert!(daemon.terminate().await);
+    let verdict = witness.verify_witnessed().await;
+    assert_eq!(verdict.code, 0, "{}", verdict.text);
+    assert_eq!(
+        counts(&verdict.report),
+        [Some(3), Some(2), Some(9), Some(3)],
+        "r1's two new rows and r4's, never witnessed: {}",
+        verdict.report
+    );
+    assert!(
+        verdict.text.starts_with("ok: 3 rows in 2 chains verify")
+            && verdict
+                .text
+                .contains("9 earlier rows in 3 chains are covered by the witness's checkpoints"),
+        "{}",
+        verdict.text
+    );
+    assert_eq!(witness.verify_full().await.report["rows"], 12);
+    witness
+        .tamper(&[format!(
+            "UPDATE audit SET owner = 'mallory' WHERE id = {}",
+            new[0]
+        )])
+        .await;
+    let problem = broken_at(&witness.verify_witnessed().await, "r1", Some(new[0]), 5);
+    assert!(problem.contains("changed"), "{problem}");
+}
+
+// What the incremental run does not cover, by design: rows behind a signed head changed or
+// deleted with the row at the head left as it was. The full run finds them.
+#[apply(both_backends)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_changed_behind_a_signed_head_are_found_only_by_a_full_run(#[case] backend: Backend) {
+    let (witness, ids) = signed(backend).await;
+    // r1's second row edited, its hashes kept; r2's second row deleted.
+    witness
+        .tamper(&[
+            format!(
+                "UPDATE audit SET owner = 'mallory' WHERE id = {}",
+                ids[0][1]
+            ),
+            format!("DELETE FROM audit WHERE id = {}", ids[1][1]),
+        ])
+        .await;
+    let incremental = witness.verify_incremental().await;
+    assert_eq!(incremental.code, 0, "{}", incremental.text);
+    assert_eq!(incremental.report["rows"], 0, "{}", incremental.report);
+    let full = witness.verify_full().await;
+    assert_eq!(full.code, 1, "{}", full.text);
+    let found = breaches(&full.report);
+    assert_eq!(
+        found
+            .iter()
+            .map(|(resource, id, seq, _)| (resource.as_str(), *id, *seq))
+            .collect::<Vec<_>>(),
+        [
+            ("r1", Some(ids[0][1]), Some(2)),
+            ("r2", Some(ids[1][2]), Some(3))
+        ],
+        "{}",
+        full.report
+    );
+    assert!(found[0].3.contains("changed"), "{found:?}");
+    assert!(found[1].3.contains("where 2 was due"), "{found:?}");
 }

@@ -80,13 +80,16 @@ pub async fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
         } => verify::run(&store, json, checkpoint.as_deref(), full).await?,
         AuditCommand::Verify {
             json,
+            full,
             witness,
             public_key,
             ..
         } => {
             let key = public_key.as_deref().map(keys::public_key).transpose()?;
             match key {
-                Some(key) => verify::run_witnessed(&store, json, witness.as_deref(), &key).await?,
+                Some(key) => {
+                    verify::run_witnessed(&store, json, witness.as_deref(), &key, full).await?
+                }
                 None => anyhow::bail!("--witness needs --public-key"),
             }
         }

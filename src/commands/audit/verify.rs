@@ -1,5 +1,6 @@
 //! `audit verify`: every resource's hash chain, and the first broken link of each; with
-//! `--checkpoint`, only the rows after the positions an earlier run verified. Every run also
+//! `--checkpoint`, only the rows after the positions an earlier run verified, with `--witness`
+//! only those after the heads the witness signed (`--full`: every row). Every run also
 //! names rows added without a place in a chain and resources whose stored state disagrees
 //! with their audit, as breaches like the chains'.
 
@@ -35,7 +36,11 @@ pub(super) async fn run(
             verify_record::write(path, std::mem::take(&mut report.positions), now)?;
         }
     }
-    print(&report, json, checkpoint.is_some())?;
+    print(
+        &report,
+        json,
+        checkpoint.is_some().then_some("the checkpoint"),
+    )?;
     Ok(if report.breaches.is_empty() {
         ExitCode::SUCCESS
     } else {
@@ -43,13 +48,15 @@ pub(super) async fn run(
     })
 }
 
-/// Every row, held to the checkpoints in the witness file (every line must be signed by `key`:
-/// one that is not is refused, not skipped) and to those the database keeps that `key` signed.
+/// The audit held to the checkpoints in the witness file (every line must be signed by `key`:
+/// one that is not is refused, not skipped) and to those the database keeps that `key` signed:
+/// the rows after the heads they saw, or with `full` every row.
 pub(super) async fn run_witnessed(
     store: &Store,
     json: bool,
     witness: Option<&Path>,
     key: &PublicKey,
+    full: bool,
 ) -> anyhow::Result<ExitCode> {
     let mut witnessed = WitnessedAudit::default();
     if let Some(path) = witness {
@@ -86,7 +93,7 @@ pub(super) async fn run_witnessed(
              are checked"
         );
     }
-    let mut report = store.verify_audit_witnessed(&witnessed, key).await?;
+    let mut report = store.verify_audit_witnessed(&witnessed, key, full).await?;
     if forged > 0 {
         report.breaches.push(Breach {
             resource: "(audit_witness)".into(),
@@ -98,7 +105,8 @@ pub(super) async fn run_witnessed(
             ),
         });
     }
-    print(&report, json, false)?;
+    let covered = (!report.full).then_some("the witness's checkpoints");
+    print(&report, json, covered)?;
     Ok(if report.breaches.is_empty() {
         ExitCode::SUCCESS
     } else {
@@ -116,7 +124,8 @@ pub(super) fn describe(breach: &Breach) -> String {
     format!("BROKEN {}: at {at}: {}", breach.resource, breach.problem)
 }
 
-fn print(report: &VerifyReport, json: bool, incremental: bool) -> anyhow::Result<()> {
+/// `covered_by`: what vouches for the rows an incremental run did not read, for the text.
+fn print(report: &VerifyReport, json: bool, covered_by: Option<&str>) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     if json {
         writeln!(out, "{}", serde_json::to_string(report)?)?;
@@ -126,10 +135,10 @@ fn print(report: &VerifyReport, json: bool, incremental: bool) -> anyhow::Result
             "ok: {} rows in {} chains verify ({} older rows are not chained)",
             report.rows, report.resources, report.unchained
         )?;
-        if incremental {
+        if let Some(covered_by) = covered_by {
             write!(
                 out,
-                "; {} earlier rows in {} chains are covered by the checkpoint",
+                "; {} earlier rows in {} chains are covered by {covered_by}",
                 report.covered_rows, report.covered_chains
             )?;
         }

@@ -2,10 +2,13 @@
 //! position is walked from there (`WHERE resource = $1 AND id > $2`, the `(resource, id)`
 //! index), and every verified position is checked to be still there, so a tail deleted behind
 //! it or an erased resource is still found. Rows before a verified position changed later are
-//! not read: that is what a full run is for.
+//! not read: that is what a full run is for. The positions are an earlier run's record or the
+//! heads a witness signed (`marks`, which also word the breaches after the checkpoint that saw
+//! them).
 
+use super::full::Marks;
 use super::rows::{fields_columns, with_fields};
-use super::walk::ChainVerifier;
+use super::walk::{ChainVerifier, WitnessMark};
 use super::{Anchors, Breach, ChainPosition, VerifiedPositions, VerifyReport};
 use crate::store::native::{on_db, Tx};
 use crate::store::StoreError;
@@ -19,6 +22,7 @@ pub(super) async fn verify(
     tx: &mut Tx<'_>,
     anchors: &Anchors,
     verified: &VerifiedPositions,
+    marks: &Marks,
 ) -> Result<VerifyReport, StoreError> {
     let mut report = VerifyReport::default();
     let stored = verified_rows(tx, verified).await?;
@@ -30,7 +34,8 @@ pub(super) async fn verify(
             walks.push(ChainVerifier::from_start(resource.clone(), pruned));
             continue;
         };
-        match start_after(resource, position, pruned, head, &stored) {
+        let mark = marks.get(resource);
+        match start_after(resource, position, pruned, head, &stored, mark) {
             Err(breach) => report.breaches.push(breach),
             Ok(start) if head.0 == start.seq => {
                 report.covered_chains += 1;
@@ -44,9 +49,13 @@ pub(super) async fn verify(
             }
         }
     }
-    // A chain verified before whose head is gone: the resource was erased.
+    // A chain verified before whose head is gone: the resource was erased (a witnessed one is
+    // named by the witness's check, after the checkpoint that saw it).
     for (resource, position) in verified {
-        if position.seq > 0 && !anchors.heads.contains_key(resource) {
+        if position.seq > 0
+            && !anchors.heads.contains_key(resource)
+            && !marks.contains_key(resource)
+        {
             report.breaches.push(Breach {
                 resource: resource.clone(),
                 audit_id: position.audit_id,
@@ -139,14 +148,16 @@ fn split_walks(
 }
 
 /// Where a chain verified up to `position` resumes: there, if its row is still there with the
-/// same position and hash and the head has not fallen behind it; at the prune's checkpoint if
-/// a prune has since removed it.
+/// same position and hash and the head has neither fallen behind it nor been replaced there; at
+/// the prune's checkpoint if a prune has since removed it. With the witness's `mark` there, a
+/// breach says which checkpoint saw the position.
 fn start_after(
     resource: &str,
     position: &ChainPosition,
     pruned: Option<&(i64, String)>,
     head: &(i64, String),
     stored: &HashMap<i64, (String, Option<i64>, Option<String>)>,
+    mark: Option<&WitnessMark>,
 ) -> Result<ChainPosition, Breach> {
     let breach = |audit_id: Option<i64>, problem: String| Breach {
         resource: resource.to_owned(),
@@ -154,16 +165,36 @@ fn start_after(
         seq: Some(position.seq),
         problem,
     };
-    if head.0 < position.seq || (head.0 == position.seq && head.1 != position.hash) {
-        return Err(breach(
-            None,
-            format!(
-                "its head is at position {} but position {} was verified: rows at its end \
-                 were removed or replaced",
-                head.0, position.seq
-            ),
-        ));
+    if head.0 < position.seq {
+        return Err(match mark {
+            Some(mark) => mark.cut_short(resource, head.0),
+            None => breach(None, head_moved(head.0, position.seq)),
+        });
     }
+    let start = resume(resource, position, pruned, stored, mark)
+        .map_err(|(id, problem)| breach(id, problem))?;
+    // Checked after the row, so that a row rewritten there is named rather than its head.
+    if head.0 == position.seq && head.1 != position.hash {
+        return Err(breach(None, head_moved(head.0, position.seq)));
+    }
+    Ok(start)
+}
+
+fn head_moved(head: i64, verified: i64) -> String {
+    format!(
+        "its head is at position {head} but position {verified} was verified: rows at its end \
+         were removed or replaced"
+    )
+}
+
+/// The position a chain resumes from, or the row and problem that keep it from resuming.
+fn resume(
+    resource: &str,
+    position: &ChainPosition,
+    pruned: Option<&(i64, String)>,
+    stored: &HashMap<i64, (String, Option<i64>, Option<String>)>,
+    mark: Option<&WitnessMark>,
+) -> Result<ChainPosition, (Option<i64>, String)> {
     match pruned {
         Some((seq, hash)) if *seq > position.seq => {
             return Ok(ChainPosition {
@@ -177,7 +208,7 @@ fn start_after(
             return if *hash == position.hash {
                 Ok(position.clone())
             } else {
-                Err(breach(
+                Err((
                     None,
                     "the prune's checkpoint at the verified position has another hash".into(),
                 ))
@@ -198,13 +229,22 @@ fn start_after(
             Ok(position.clone())
         }
         Some(_) if position.seq == 0 => Ok(position.clone()),
-        Some(_) => Err(breach(
+        Some(_) => Err((
             Some(id),
-            "the row verified at this position was changed".into(),
+            mark.map_or_else(
+                || "the row verified at this position was changed".into(),
+                WitnessMark::rewritten,
+            ),
         )),
-        None => Err(breach(
+        None => Err((
             Some(id),
-            "the row verified at this position is missing".into(),
+            match mark {
+                Some(mark) => format!(
+                    "the row the witness saw at this position (checkpoint of {}) is missing",
+                    mark.at
+                ),
+                None => "the row verified at this position is missing".into(),
+            },
         )),
     }
 }

@@ -1,5 +1,5 @@
 //! Checking the audit's hash chains: every row (`full`, chains in parallel) or only the rows
-//! after the positions an earlier run verified (`incremental`). Both read heads, checkpoints and
+//! after the positions an earlier run verified or a witness signed (`incremental`). Both read heads, checkpoints and
 //! rows in one snapshot, and walk each chain with `walk::ChainVerifier`; in the same snapshot,
 //! every run also finds rows added without a place in a chain (`unchained`) and holds each
 //! resource's stored state to its audit (`state`).
@@ -141,16 +141,22 @@ impl Store {
             .0)
     }
 
-    /// Every row, held also to what a witness's checkpoints vouch for (signed with `key`):
-    /// heads it saw still reached with the hashes it saw, chains it saw still there, chain
-    /// starts moved since only by signed prunes.
+    /// The audit held to what a witness's checkpoints vouch for (signed with `key`): heads it
+    /// saw still reached with the hashes it saw, chains it saw still there, chain starts moved
+    /// since only by signed prunes. With `full`, every row is read; without, only the rows after
+    /// the heads it saw (each checkpoint's signer verified the rows up to it, after the one
+    /// before), checked to be still there as with an earlier run's record.
     pub async fn verify_audit_witnessed(
         &self,
         witnessed: &WitnessedAudit,
         key: &PublicKey,
+        full: bool,
     ) -> Result<VerifyReport, StoreError> {
+        // With no checkpoint, every chain is new: one pass reads them cheaper than one query
+        // each.
+        let heads = (!full && !witnessed.chains.is_empty()).then(|| witnessed::heads(witnessed));
         Ok(self
-            .verify_in_snapshot(None, Some((witnessed, key)), Scope::RowsAndState)
+            .verify_in_snapshot(heads.as_ref(), Some((witnessed, key)), Scope::RowsAndState)
             .await?
             .0)
     }
@@ -182,7 +188,7 @@ impl Store {
         );
         let mut report = match verified {
             None => full::verify(&mut tx, &anchors, marks).await?,
-            Some(verified) => incremental::verify(&mut tx, &anchors, verified).await?,
+            Some(verified) => incremental::verify(&mut tx, &anchors, verified, &marks).await?,
         };
         let boundary = unchained::boundary(&mut tx).await?;
         unchained::check(&mut tx, boundary, &mut report).await?;

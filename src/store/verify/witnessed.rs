@@ -1,13 +1,14 @@
 //! Holding the audit to a witness: what the signed checkpoints vouch for (`WitnessedAudit`)
-//! that the rows alone cannot show. The walk checks that each chain still passes the furthest
-//! head a checkpoint saw, with the hash it saw (`walk::WitnessMark`); here, after the walk:
+//! that the rows alone cannot show. A full walk checks that each chain still passes the furthest
+//! head a checkpoint saw, with the hash it saw (`walk::WitnessMark`), an incremental one starts
+//! from those heads (`heads`) and checks their rows are still there; here, after the walk:
 //! chains a checkpoint saw that are gone altogether, and chain starts that moved past where a
 //! checkpoint saw them without a prune's signature. Also what a signer reads to sign the next
 //! checkpoint (`WitnessSnapshot`).
 
 use super::full::Marks;
 use super::walk::WitnessMark;
-use super::{Anchors, Breach, VerifiedPositions, VerifyReport};
+use super::{Anchors, Breach, ChainPosition, VerifiedPositions, VerifyReport};
 use crate::domain::audit::rfc3339_of_micros;
 use crate::domain::witness::{start_message, ChainMark, Link, PublicKey, WitnessedAudit};
 use serde::Serialize;
@@ -103,6 +104,25 @@ impl WitnessSnapshot {
     }
 }
 
+/// The furthest head each witnessed chain reached, as positions an incremental run starts
+/// from.
+pub(super) fn heads(witnessed: &WitnessedAudit) -> VerifiedPositions {
+    witnessed
+        .chains
+        .iter()
+        .map(|(resource, chain)| {
+            (
+                resource.clone(),
+                ChainPosition {
+                    seq: chain.head.seq,
+                    hash: chain.head.hash.clone(),
+                    audit_id: chain.head.id,
+                },
+            )
+        })
+        .collect()
+}
+
 /// The furthest head each witnessed chain reached, for the walk.
 pub(super) fn marks(witnessed: &WitnessedAudit) -> Marks {
     witnessed
@@ -144,13 +164,20 @@ pub(super) fn check(
         let walked = report.positions.contains_key(resource)
             || report.breaches.iter().any(|b| &b.resource == resource);
         if !walked && !anchors.heads.contains_key(resource) {
+            // A full run read every row, so knows none is left; an incremental one read none
+            // of this chain's.
+            let gone = if report.full {
+                "neither its rows nor its head"
+            } else {
+                "no longer its head"
+            };
             report.breaches.push(Breach {
                 resource: resource.clone(),
                 audit_id: chain.head.id,
                 seq: Some(chain.head.seq),
                 problem: format!(
                     "the witness saw its chain up to position {} (checkpoint of {at}); the \
-                     database holds neither its rows nor its head: the resource was erased",
+                     database holds {gone}: the resource was erased",
                     chain.head.seq
                 ),
             });

@@ -1,6 +1,6 @@
 //! One resource's chain, walked: from a known position and hash, through its rows in id order,
-//! to where it ends or to its first broken link. Full, incremental and (later) witnessed
-//! verification all walk chains with it.
+//! to where it ends or to its first broken link. Full, incremental and witnessed verification
+//! all walk chains with it.
 
 use super::{Breach, ChainPosition};
 use crate::domain::chain::{encoding_digest, row_digest, row_hash, GENESIS};
@@ -62,6 +62,35 @@ pub(crate) struct WitnessMark {
     pub hash: String,
     /// When the checkpoint that saw it was signed (RFC 3339), for the report.
     pub at: String,
+}
+
+impl WitnessMark {
+    /// The row at the witnessed position is not the one the witness saw, though the chain
+    /// links up to it.
+    pub fn rewritten(&self) -> String {
+        format!(
+            "it is not the row the witness saw at position {} (checkpoint of {}): the chain was \
+             rewritten up to here and re-chained",
+            self.seq, self.at
+        )
+    }
+
+    /// The chain now ends at `last`, short of the witnessed position.
+    pub fn cut_short(&self, resource: &str, last: i64) -> Breach {
+        Breach {
+            resource: resource.to_owned(),
+            audit_id: None,
+            seq: Some(last + 1),
+            problem: format!(
+                "the witness saw the chain reach position {} (checkpoint of {}); it now ends at \
+                 {last}: rows {} to {} were deleted",
+                self.seq,
+                self.at,
+                last + 1,
+                self.seq
+            ),
+        }
+    }
 }
 
 /// How a walked chain ended.
@@ -178,11 +207,7 @@ impl ChainVerifier {
                     self.expected_prev = Some(hash);
                     return;
                 }
-                (true, Some(mark)) => format!(
-                    "it is not the row the witness saw at position {seq} (checkpoint of {}): \
-                     the chain was rewritten up to here and re-chained",
-                    mark.at
-                ),
+                (true, Some(mark)) => mark.rewritten(),
                 (false, _) => CHANGED.to_owned(),
             }
         };
@@ -234,22 +259,14 @@ impl ChainVerifier {
         }
         let last = self.expected_seq - 1;
         let last_hash = self.last_hash();
-        let end = match (self.breach.take(), head) {
+        // A chain that ends short of where the witness saw it, when nothing broke before.
+        let short = self
+            .witnessed
+            .as_ref()
+            .filter(|mark| mark.seq > last)
+            .map(|mark| mark.cut_short(&self.resource, last));
+        let end = match (self.breach.take().or(short), head) {
             (Some(breach), _) => ChainEnd::Broken(breach),
-            (None, _) if self.witnessed.as_ref().is_some_and(|m| m.seq > last) => {
-                let mark = self.witnessed.as_ref().map_or(0, |m| m.seq);
-                let at = self.witnessed.as_ref().map_or("", |m| m.at.as_str());
-                ChainEnd::Broken(Breach {
-                    resource: self.resource.clone(),
-                    audit_id: None,
-                    seq: Some(last + 1),
-                    problem: format!(
-                        "the witness saw the chain reach position {mark} (checkpoint of {at}); \
-                         it now ends at {last}: rows {} to {mark} were deleted",
-                        last + 1
-                    ),
-                })
-            }
             // Only rows from before the chain existed: nothing to hold to a head.
             (None, _) if !self.chained && self.start_seq == 0 && self.rows > 0 => {
                 ChainEnd::Verified(self.position())
