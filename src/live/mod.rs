@@ -4,6 +4,7 @@
 pub mod alerts;
 mod bus;
 mod feed;
+mod incidents;
 mod order;
 mod stats;
 mod tail;
@@ -119,12 +120,14 @@ impl Live {
             sources: watched.names().cloned().collect(),
         };
         open.set(&store).await?;
+        let (closed_incidents, measurer_task) =
+            incidents::spawn_measurer(store.clone(), metrics.clone());
         let overlap_task = tokio::spawn(watch_overlaps(
             store.clone(),
             bus.clone(),
             config.overlap_quiet,
             open,
-            metrics.clone(),
+            closed_incidents,
         ));
         let (notifier, notifier_task) = spawn_notifier(
             config.alerts.webhooks.clone(),
@@ -155,6 +158,7 @@ impl Live {
         let mut tasks = vec![
             tail_task,
             overlap_task,
+            measurer_task,
             notifier_task,
             evaluator_task,
             alert_task,
@@ -271,7 +275,7 @@ async fn watch_overlaps(
     bus: EventBus,
     quiet: Duration,
     open: OpenGauges,
-    metrics: Metrics,
+    closed_incidents: tokio::sync::mpsc::UnboundedSender<incidents::ClosedIncident>,
 ) {
     let quiet_us = saturating_micros(quiet);
     let clock = store.clock().clone();
@@ -288,14 +292,8 @@ async fn watch_overlaps(
                 .close_quiet_overlaps(now.saturating_sub(quiet_us), now)
                 .await?;
             // Each incident is measured once, by the daemon whose call closed it.
-            for overlap in &closed {
-                let at = chrono::DateTime::from_timestamp_micros(now).unwrap_or_default();
-                match crate::app::incident::facts(&store, overlap, at).await {
-                    Ok((facts, _)) => metrics.observe_incident(&facts),
-                    Err(error) => {
-                        tracing::warn!(%error, id = overlap.id, "cannot measure a closed overlap");
-                    }
-                }
+            for overlap in closed {
+                let _ = closed_incidents.send((overlap, now));
             }
             let changed = store
                 .overlaps_changed_since(since - OVERLAP_MARGIN_US)

@@ -11,15 +11,24 @@ use crate::domain::authority::ExternalLock;
 use crate::domain::lease_history::LeaseEvent;
 use crate::domain::{AuditEntry, LeaseName};
 
+/// Where generation `$2`'s tenure of resource `$1` begins: after the last write accepted from an
+/// older generation (accepted generations only rise). Read backwards through `(resource, id)`,
+/// so finding a generation's rows costs the rows since it began, not the resource's history,
+/// which an incident measured at each overlap's close would otherwise read whole.
+const TENURE_START: &str = "COALESCE((SELECT id FROM audit WHERE resource = $1 \
+     AND outcome = 'accepted' AND token < $2 ORDER BY id DESC LIMIT 1), 0)";
+
 impl Store {
-    /// The resource's audit rows of generation `token`, oldest first.
+    /// The resource's audit rows of generation `token` in its tenure (after the last write
+    /// accepted from an older generation), oldest first.
     pub async fn generation_rows(
         &self,
         resource: &str,
         token: i64,
     ) -> Result<Vec<AuditEntry>, StoreError> {
         let sql = format!(
-            "SELECT {AUDIT_COLUMNS} FROM audit WHERE resource = $1 AND token = $2 ORDER BY id"
+            "SELECT {AUDIT_COLUMNS} FROM audit WHERE resource = $1 AND token = $2 \
+             AND id > {TENURE_START} ORDER BY id"
         );
         on_db!(self.reader(), pool => sqlx::query(&sql)
             .bind(resource)
@@ -34,7 +43,7 @@ impl Store {
     ) -> Result<Option<AuditEntry>, StoreError> {
         let sql = format!(
             "SELECT {AUDIT_COLUMNS} FROM audit WHERE resource = $1 AND token = $2 \
-             AND outcome = 'accepted' ORDER BY id LIMIT 1"
+             AND outcome = 'accepted' AND id > {TENURE_START} ORDER BY id LIMIT 1"
         );
         on_db!(self.reader(), pool => sqlx::query(&sql)
             .bind(resource)

@@ -322,12 +322,41 @@ async fn two_daemons_send_one_notification() {
     for base in [&first.base, &second.base] {
         let alerts = Reply::from(http.get(format!("{base}/v1/alerts")).send().await.unwrap()).await;
         assert_eq!(alerts.json["alerts"][0]["state"], "firing");
+        wait_for_firing_count(base, 1).await;
     }
+    // A daemon started while the alert fires counts it at once and does not announce it as a
+    // change; the resolution, evaluated by another daemon, it does.
+    let third = Daemon::spawn(&db, &["--config", path]).await;
+    let mut late_events = SseClient::connect(&third.base, None).await;
+    wait_for_firing_count(&third.base, 1).await;
     receiver.wait_for("resolved", Duration::from_secs(15)).await;
+    let first_seen = late_events.next_of("alert", Duration::from_secs(10)).await;
+    assert_eq!(first_seen.json()["state"], "inactive");
+    for base in [&first.base, &second.base, &third.base] {
+        wait_for_firing_count(base, 0).await;
+    }
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(receiver.with_status("firing").len(), 1);
     assert_eq!(receiver.with_status("resolved").len(), 1);
-    assert!(first.terminate().await && second.terminate().await);
+    assert!(first.terminate().await && second.terminate().await && third.terminate().await);
+}
+
+/// Waits until the daemon's stats show `count` firing alerts.
+async fn wait_for_firing_count(base: &str, count: u64) {
+    let http = crate::helpers::http_client();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let stats = Reply::from(http.get(format!("{base}/v1/stats")).send().await.unwrap()).await;
+        if stats.json["firing_alerts"] == count {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{base} never showed {count} firing alert(s): {}",
+            stats.json
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// The evaluator's writes are fenced by its lease token: once a newer evaluator has written, a

@@ -5,19 +5,18 @@
 
 mod notify;
 mod rules;
+mod watch;
 
 pub use notify::{backoff, spawn_notifier, Notification};
 pub use rules::{default_rules, AlertConfig, Rule, RulesError, Webhook};
+pub use watch::watch_alerts;
 
-use crate::api::events::DaemonEvent;
 use crate::domain::alert::{step, AlertInstance, AlertState, Transition};
 use crate::domain::duration::saturating_micros;
 use crate::domain::{FencingToken, Holder, LeaseName, Ttl};
-use crate::live::bus::EventBus;
 use crate::store::{
     AcquireResult, AlertChange, RejectionCount, RenewResult, Store, StoreError, StoredAlert,
 };
-use prometheus_client::metrics::gauge::Gauge;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -338,48 +337,6 @@ impl Evaluator {
             }
         }
         Ok(true)
-    }
-}
-
-/// Publishes every alert state change, whichever daemon evaluated it, and keeps the firing
-/// gauge current.
-pub async fn watch_alerts(store: Store, bus: EventBus, config: Arc<AlertConfig>, firing: Gauge) {
-    let mut published: HashMap<(String, String), (AlertState, i64)> = HashMap::new();
-    let mut ticker = tokio::time::interval(Duration::from_millis(250));
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut first = true;
-    loop {
-        ticker.tick().await;
-        let states = match store.alert_states().await {
-            Ok(states) => states,
-            Err(error) => {
-                tracing::warn!(%error, "cannot read alert states");
-                continue;
-            }
-        };
-        let count = states
-            .iter()
-            .filter(|s| s.alert.state == AlertState::Firing)
-            .count();
-        firing.set(i64::try_from(count).unwrap_or(i64::MAX));
-        for stored in &states {
-            let key = (stored.rule.clone(), stored.instance.clone());
-            let version = (stored.alert.state, stored.alert.since_us);
-            if published.get(&key) == Some(&version) {
-                continue;
-            }
-            published.insert(key, version);
-            if first {
-                continue; // the state at start-up is not a change
-            }
-            if let Some(rule) = all_rules(&config).find(|r| r.name == stored.rule) {
-                bus.publish(DaemonEvent::Alert(Arc::new(AlertView::new(
-                    rule,
-                    Some(stored),
-                ))));
-            }
-        }
-        first = false;
     }
 }
 
