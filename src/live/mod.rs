@@ -76,9 +76,10 @@ impl Default for LiveConfig {
 
 /// How often overlaps are closed and their changes published.
 const OVERLAP_WATCH: Duration = Duration::from_millis(500);
-/// Changes are looked for this far behind the newest one seen, for transactions that commit a
-/// little after they stamped their change (and for clock skew between daemons).
-const OVERLAP_MARGIN_US: i64 = 5_000_000;
+/// Changes (overlaps, alert states) are looked for this far behind the newest one seen, for
+/// transactions that commit a little after they stamped their change (and for clock skew
+/// between daemons); a change read twice is published once.
+pub(crate) const CHANGE_MARGIN_US: i64 = 5_000_000;
 
 /// Stops the background tasks when the last handle goes.
 struct TaskGuard(Vec<tokio::task::JoinHandle<()>>);
@@ -296,7 +297,7 @@ async fn watch_overlaps(
                 let _ = closed_incidents.send((overlap, now));
             }
             let changed = store
-                .overlaps_changed_since(since - OVERLAP_MARGIN_US)
+                .overlaps_changed_since(since - CHANGE_MARGIN_US)
                 .await?;
             for (overlap, updated) in changed {
                 let version = (overlap.rejected_writes, overlap.state == OverlapState::Open);
@@ -319,7 +320,7 @@ async fn watch_overlaps(
                 published.insert(id, (version, updated));
                 since = since.max(updated);
             }
-            published.retain(|_, (_, updated)| *updated >= since - 2 * OVERLAP_MARGIN_US);
+            published.retain(|_, (_, updated)| *updated >= since - 2 * CHANGE_MARGIN_US);
             open.set(&store).await?;
             Ok::<_, StoreError>(())
         }
