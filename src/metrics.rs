@@ -320,8 +320,8 @@ impl Metrics {
             let gauge = Gauge::default();
             registry.register_with_unit(
                 "sqlite_wal",
-                "Size of the SQLite WAL file: checkpointed at about 40 MiB, larger while readers \
-                 keep a checkpoint from finishing, cut back to 64 MiB when it starts over",
+                "Size of the SQLite WAL file: a few hundred MiB under load, 400 MiB at most, \
+                 larger while readers keep a checkpoint from finishing",
                 prometheus_client::registry::Unit::Bytes,
                 gauge.clone(),
             );

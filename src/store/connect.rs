@@ -1,5 +1,6 @@
 use super::batch::sessions::BatchSessions;
 use super::batch::sqlite::CREATE_BATCH_CHECK;
+use super::checkpoints::WriterCheckpoints;
 use super::db_url::driver_url;
 use super::engine::{Engine, PostgresEngine, SqliteEngine};
 use super::native::{on_db, Native, Pool};
@@ -86,22 +87,20 @@ impl Default for StoreOptions {
 /// Temporary storage in memory: a batch statement's statement journal spilled past 64 KiB into a
 /// temporary file, written many times a second under load, and stays a batch's size.
 ///
-/// The WAL is checkpointed every 10,000 pages (about 40 MiB beside the file), not SQLite's 1,000.
-/// A checkpoint runs inside the commit that crosses the mark, on the one writer's thread, and
-/// costs two fsyncs besides the copying. A loaded batch writes some fifty pages (a resource's
-/// page and an index leaf for each write), so at 1,000 the writer checkpointed about every
-/// twenty batches and spent much of its time in their fsyncs; ten times fewer copy each hot
-/// page once instead of ten times.
-/// The WAL is written again from its start only once a checkpoint has copied all of it and no
-/// reader still reads from it; under load that moment can be a while coming, and the batches
-/// committed meanwhile grew the file past the mark. It never shrank, so `journal_size_limit`
-/// cuts it back to 64 MiB whenever it starts over.
+/// The writer checkpoints the WAL between its transactions, on a schedule that spaces
+/// checkpoints by what they cost (`checkpoints`). SQLite's own checkpoint, which would run
+/// inside the commit that crosses its mark, stays only as a backstop at 100,000 pages (about
+/// 400 MiB beside the file) should a checkpoint keep failing. The WAL is written again from its
+/// start only once a checkpoint has copied all of it and no reader still reads from it; it
+/// never shrinks by itself, so `journal_size_limit` cuts it back to the backstop's size
+/// whenever it starts over. Not lower: a WAL cut shorter than the schedule lets it grow grows
+/// again, and appending to a file costs each commit's sync its metadata too.
 ///
 /// What each of these was measured to gain: docs/performance.md, "Tried, kept or not".
 const SQLITE_WRITER_PRAGMAS: &str = "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; \
      PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA cache_size = -32768; \
-     PRAGMA temp_store = MEMORY; PRAGMA wal_autocheckpoint = 10000; \
-     PRAGMA journal_size_limit = 67108864;";
+     PRAGMA temp_store = MEMORY; PRAGMA wal_autocheckpoint = 100000; \
+     PRAGMA journal_size_limit = 419430400;";
 /// Run whenever the writer goes back to the pool: every other transaction commits with FULL.
 const SQLITE_WRITER_RELEASE: &str = "PRAGMA synchronous = FULL; BEGIN; ROLLBACK";
 const SQLITE_READER_PRAGMAS: &str = "PRAGMA busy_timeout = 5000;";
@@ -217,6 +216,7 @@ async fn open_sqlite(
     };
     let writer_clean = Arc::new(AtomicBool::new(false));
     let released_clean = writer_clean.clone();
+    let checkpoints = Arc::new(WriterCheckpoints::default());
     let writer = SqlitePoolOptions::new()
         .max_connections(1)
         .acquire_timeout(options.acquire_timeout)
@@ -232,7 +232,14 @@ async fn open_sqlite(
         })
         .after_release(move |conn, _| {
             let known_clean = released_clean.swap(false, Ordering::SeqCst);
-            Box::pin(async move { Ok(known_clean || outside_transaction(conn).await) })
+            let checkpoints = checkpoints.clone();
+            Box::pin(async move {
+                if !(known_clean || outside_transaction(conn).await) {
+                    return Ok(false);
+                }
+                checkpoints.after_release(conn).await;
+                Ok(true)
+            })
         })
         .connect(&format!("sqlite://{path}?mode={writer_mode}{extra}"))
         .await

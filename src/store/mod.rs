@@ -9,6 +9,7 @@ mod audit_query;
 mod batch;
 mod chain;
 mod chain_heads;
+mod checkpoints;
 mod connect;
 mod db_url;
 mod engine;

@@ -142,6 +142,40 @@ async fn sqlite_exports_the_size_of_its_wal_file() {
     );
 }
 
+/// The writer copies its WAL back into the database file between its transactions, on its own
+/// schedule, long before SQLite's own mark (whose checkpoint would stall a batch's commit).
+/// Three hundred writes fill far fewer WAL pages than that mark: the database file grows by
+/// their values only if the writer's schedule checkpointed.
+#[tokio::test]
+async fn the_sqlite_writer_checkpoints_between_its_transactions() {
+    let db = test_db!(Backend::Sqlite);
+    let app = TestApp::spawn(&db).await;
+    let database = std::path::PathBuf::from(db.url.strip_prefix("sqlite://").unwrap());
+    let before = std::fs::metadata(&database).unwrap().len();
+    for n in 0..300 {
+        let reply = app
+            .put(&format!("r{n}"))
+            .token(1)
+            .body("v".repeat(2000))
+            .send()
+            .await;
+        assert_eq!(reply.status, 201, "{:?}", reply.body);
+    }
+    let after = std::fs::metadata(&database).unwrap().len();
+    let wal = std::fs::metadata(format!("{}-wal", database.display()))
+        .unwrap()
+        .len();
+    assert!(
+        wal < 10_000 * 4096,
+        "below SQLite's own mark, so no checkpoint of its own: WAL {wal} bytes"
+    );
+    assert!(
+        after >= before + 200 * 2000,
+        "the values of the first transactions were copied into the file: {before} -> {after} \
+         bytes, WAL {wal} bytes"
+    );
+}
+
 /// A daemon that signs counts its witness's rounds: checkpoints signed as the audit changes,
 /// with the newest one's time; rounds that found nothing new; and, once rows it signed are
 /// erased behind it, refused rounds that sign nothing more.
