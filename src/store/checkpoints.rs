@@ -69,15 +69,23 @@ impl CheckpointSchedule {
     }
 }
 
-/// The writer connection's schedule and when its last checkpoint began.
+/// The writer connection's schedule, kept across its releases.
 pub(crate) struct WriterCheckpoints {
-    state: Mutex<(CheckpointSchedule, Instant)>,
+    state: Mutex<Scheduled>,
+}
+
+struct Scheduled {
+    schedule: CheckpointSchedule,
+    last_began: Instant,
 }
 
 impl Default for WriterCheckpoints {
     fn default() -> Self {
         Self {
-            state: Mutex::new((CheckpointSchedule::default(), Instant::now())),
+            state: Mutex::new(Scheduled {
+                schedule: CheckpointSchedule::default(),
+                last_began: Instant::now(),
+            }),
         }
     }
 }
@@ -106,10 +114,10 @@ impl WriterCheckpoints {
                 .state
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
-            let elapsed = began.duration_since(state.1);
-            state.0.checkpointed(wal_pages, took, elapsed);
-            state.1 = began;
-            state.0.every()
+            let elapsed = began.duration_since(state.last_began);
+            state.schedule.checkpointed(wal_pages, took, elapsed);
+            state.last_began = began;
+            state.schedule.every()
         };
         match outcome {
             Ok((_, wal_pages, copied_pages)) => tracing::debug!(
@@ -128,7 +136,7 @@ impl WriterCheckpoints {
             .state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        state.0.released()
+        state.schedule.released()
     }
 }
 
