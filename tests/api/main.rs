@@ -53,6 +53,7 @@ mod limits;
 mod metrics;
 mod openapi;
 mod overlaps;
+mod owndb_attacks;
 mod owndb_audit;
 mod owndb_bench;
 mod owndb_examples;

@@ -141,7 +141,8 @@ async fn the_audit_tools_read_an_installed_fence(#[case] backend: Backend) {
         fence.seal().await.unwrap();
         assert_eq!(audit_json(url, &["verify", "--json"]).await["unsealed"], 0);
     }
-    conn.run(&format!(
+    let mut admin = user.connect_admin().await;
+    admin.run(&format!(
         "UPDATE {} SET owner = 'someone-else' WHERE resource = 'eu' AND seq = 2",
         user.audit_table()
     ))

@@ -5,7 +5,7 @@
 //! created; no password is shown.
 
 use crate::both_backends;
-use crate::helpers::{Backend, Guard, UserConn, UserDb, ORDERS};
+use crate::helpers::{with_user, Backend, Guard, UserConn, UserDb, ORDERS};
 use fencewatch::owndb::{AutonomousAudit, InstallOptions, InstallOutcome, OwnDb};
 use rstest_reuse::apply;
 use std::process::Output;
@@ -278,8 +278,10 @@ async fn install_upgrade_and_uninstall_are_idempotent_and_leave_the_users_tables
     fence.close().await;
 }
 
-/// A schema of the user's own named like the fence's, and a dblink the database already had:
-/// the fence uses them and leaves both behind, with the user's table in the schema.
+/// A schema the installer made beforehand, holding a table of its own, and a dblink the database
+/// already had: a dblink whose functions everyone may execute is not used for the loopback
+/// (status says why and how to fix it); once only its owner may, install uses it. Uninstall
+/// leaves both behind, with the table in the schema.
 #[cfg_attr(
     not(fencewatch_pg),
     ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
@@ -287,18 +289,38 @@ async fn install_upgrade_and_uninstall_are_idempotent_and_leave_the_users_tables
 #[tokio::test]
 async fn uninstall_leaves_what_install_did_not_create() {
     let db = UserDb::new(Backend::Postgres).await;
-    db.run(
+    db.run_admin(
         "CREATE SCHEMA fencewatch; CREATE TABLE fencewatch.notes (body text); \
          INSERT INTO fencewatch.notes VALUES ('mine'); CREATE EXTENSION dblink SCHEMA public",
     )
     .await;
     let fence = db.fence().await;
     fence.install(&InstallOptions::default()).await.unwrap();
+    let AutonomousAudit::Unavailable { reason } = fence.status().await.unwrap().autonomous_audit
+    else {
+        panic!("the fence uses a dblink that everyone may execute");
+    };
+    assert!(
+        reason.contains("public") && reason.contains("PUBLIC") && reason.contains("REVOKE"),
+        "the reason names the schema, who may execute it and the fix: {reason}"
+    );
+    // What the reason says to do, then install again.
+    db.run_admin(
+        "DO $$ DECLARE f regprocedure; BEGIN \
+           FOR f IN SELECT p.oid::regprocedure FROM pg_proc p JOIN pg_depend d \
+                      ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e' \
+                    JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'dblink' LOOP \
+             EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', f); \
+           END LOOP; END $$",
+    )
+    .await;
+    fence.install(&InstallOptions::default()).await.unwrap();
     assert_eq!(
         fence.status().await.unwrap().autonomous_audit,
         AutonomousAudit::Works,
-        "the fence uses the dblink it found"
+        "only its owner may execute dblink now: the fence uses it"
     );
+    db.grant_guard().await;
     let mut conn = db.connect().await;
     assert_eq!(
         conn.guard("s", Some(2), None, None, None).await,
@@ -317,7 +339,7 @@ async fn uninstall_leaves_what_install_did_not_create() {
     );
     conn.close().await;
     fence.uninstall().await.unwrap();
-    let mut conn = db.connect().await;
+    let mut conn = db.connect_admin().await;
     assert_eq!(
         conn.text("SELECT body FROM fencewatch.notes")
             .await
@@ -347,13 +369,6 @@ async fn uninstall_leaves_what_install_did_not_create() {
     fence.close().await;
 }
 
-/// `url` with its user replaced by `role`.
-fn as_role(url: &str, role: &str) -> String {
-    let (scheme, rest) = url.split_once("://").unwrap();
-    let host = rest.split_once('@').map_or(rest, |(_, host)| host);
-    format!("{scheme}://{role}@{host}")
-}
-
 /// A role of the test's own, dropped at the end with what it was granted.
 struct Role {
     name: String,
@@ -363,7 +378,7 @@ struct Role {
 impl Role {
     async fn create(db: &UserDb, what: &str, attributes: &str) -> Role {
         let name = format!("fwown_{what}_{}", std::process::id());
-        db.run(&format!(
+        db.run_admin(&format!(
             "DROP ROLE IF EXISTS {name}; CREATE ROLE {name} {attributes}"
         ))
         .await;
@@ -374,9 +389,9 @@ impl Role {
     }
 
     async fn drop_in(self, db: &UserDb) {
-        db.run(&format!("DROP OWNED BY {} CASCADE", self.name))
+        db.run_admin(&format!("DROP OWNED BY {} CASCADE", self.name))
             .await;
-        db.run(&format!("DROP ROLE {}", self.name)).await;
+        db.run_admin(&format!("DROP ROLE {}", self.name)).await;
         let _ = self.base;
     }
 }
@@ -391,13 +406,13 @@ impl Role {
 async fn callers_get_the_guard_and_nothing_else() {
     let (db, fence) = UserDb::with_protected_orders(Backend::Postgres).await;
     let app = Role::create(&db, "app", "LOGIN").await;
-    db.run(&format!(
+    db.run_admin(&format!(
         "GRANT SELECT, INSERT, UPDATE ON orders TO {}",
         app.name
     ))
     .await;
     let mut conn = UserConn::Pg(
-        <sqlx::PgConnection as sqlx::Connection>::connect(&as_role(&db.url, &app.name))
+        <sqlx::PgConnection as sqlx::Connection>::connect(&with_user(&db.url, &app.name))
             .await
             .unwrap(),
     );
@@ -423,7 +438,7 @@ async fn callers_get_the_guard_and_nothing_else() {
         0
     );
 
-    db.run(&format!(
+    db.run_admin(&format!(
         "GRANT USAGE ON SCHEMA fencewatch TO {0}; \
          GRANT EXECUTE ON FUNCTION fencewatch.fence(text, bigint, text, text, text) TO {0}",
         app.name
@@ -477,12 +492,12 @@ async fn without_dblink_the_fence_still_refuses_and_status_says_what_is_missing(
     let db = UserDb::new(Backend::Postgres).await;
     let owner = Role::create(&db, "owner", "LOGIN").await;
     let database = db.url.rsplit('/').next().unwrap().to_owned();
-    db.run(&format!(
+    db.run_admin(&format!(
         "GRANT CREATE ON DATABASE {database} TO {}",
         owner.name
     ))
     .await;
-    let url = as_role(&db.url, &owner.name);
+    let url = with_user(&db.url, &owner.name);
     let fence = OwnDb::open(&url, &Default::default()).await.unwrap();
     fence.install(&InstallOptions::default()).await.unwrap();
     let AutonomousAudit::Unavailable { reason } = fence.status().await.unwrap().autonomous_audit
@@ -643,7 +658,8 @@ async fn two_fences_in_one_database_keep_apart() {
         fence_ok(&["install", "--database", &db.url, "--schema", "billing"]).await,
         "installed fencewatch fence v2 in schema billing"
     );
-    let mut conn = db.connect().await;
+    // The installer's own connection: this test is about two fences, not who may call them.
+    let mut conn = db.connect_admin().await;
     conn.run("SELECT fencewatch.fence('s', 5)").await.unwrap();
     conn.run("SELECT billing.fence('s', 2)").await.unwrap();
     let out = fence_cli(&["uninstall", "--database", &db.url]).await;
@@ -674,6 +690,7 @@ async fn two_fences_in_one_database_keep_apart() {
 async fn seal_chains_sqlites_new_rows_once(#[case] backend: Backend) {
     let db = UserDb::new(backend).await;
     fence_ok(&["install", "--database", &db.url]).await;
+    db.grant_guard().await;
     let mut conn = db.connect().await;
     for (scope, token) in [("a", 1), ("a", 2), ("b", 5), ("a", 1)] {
         conn.guard(scope, Some(token), None, None, None).await;

@@ -54,6 +54,7 @@ async fn a_fresh_scope_accepts_7_until_it_has_seen_8(#[case] backend: Backend) {
     let db = UserDb::new(backend).await;
     let fence = db.fence().await;
     fence.install(&InstallOptions::default()).await.unwrap();
+    db.grant_guard().await;
     let mut conn = db.connect().await;
     assert_eq!(
         conn.guard("a", Some(7), None, None, None).await,
@@ -91,6 +92,7 @@ async fn the_guard_refuses_a_generation_the_lease_superseded_on_a_scope_that_nev
     let store = daemon_with_lease_at(&db, 7).await;
     let fence = db.fence().await;
     fence.install(&InstallOptions::default()).await.unwrap();
+    db.grant_guard().await;
     let mut conn = db.connect().await;
     let lease = Some("jobs");
     assert_eq!(
@@ -189,6 +191,7 @@ async fn a_protected_table_naming_a_lease_refuses_what_the_lease_superseded(
     db.run(ORDERS).await;
     let fence = db.fence().await;
     fence.install(&InstallOptions::default()).await.unwrap();
+    db.grant_guard().await;
     let spec = ProtectSpec {
         table: "orders".into(),
         token_column: "tok".into(),

@@ -17,6 +17,7 @@ async fn a_refused_guard_call_stays_in_the_audit_when_its_transaction_rolls_back
     let db = UserDb::new(Backend::Postgres).await;
     let fence = db.fence().await;
     fence.install(&InstallOptions::default()).await.unwrap();
+    db.grant_guard().await;
     let mut newer = db.connect().await;
     assert_eq!(
         newer.guard("s", Some(8), None, Some("new"), None).await,
@@ -92,6 +93,7 @@ async fn a_refusal_after_the_transactions_own_accept_is_audited_without_waiting_
     let db = UserDb::new(Backend::Postgres).await;
     let fence = db.fence().await;
     fence.install(&InstallOptions::default()).await.unwrap();
+    db.grant_guard().await;
     let mut conn = db.connect().await;
     for (scope, end) in [("s", "ROLLBACK"), ("t", "COMMIT")] {
         conn.run("BEGIN").await.unwrap();
@@ -174,6 +176,8 @@ async fn an_accepted_guard_call_that_rolls_back_leaves_the_fence_as_it_was(
     let db = UserDb::new(backend).await;
     let fence = db.fence().await;
     fence.install(&InstallOptions::default()).await.unwrap();
+    db.grant_guard().await;
+    db.grant_audit_reads().await;
     let mut conn = db.connect().await;
     assert_eq!(
         conn.guard("s", Some(5), Some("op-5"), None, None).await,
@@ -217,6 +221,7 @@ async fn sqlite_keeps_a_refusals_row_only_if_the_caller_commits() {
     let db = UserDb::new(Backend::Sqlite).await;
     let fence = db.fence().await;
     fence.install(&InstallOptions::default()).await.unwrap();
+    db.grant_guard().await;
     let mut conn = db.connect().await;
     assert_eq!(
         conn.guard("s", Some(8), None, None, None).await,

@@ -47,6 +47,8 @@ CREATE OPERATOR evil.|| (LEFTARG = text, RIGHTARG = text, FUNCTION = evil.cat);
 #[tokio::test]
 async fn a_callers_search_path_cannot_redirect_the_fence() {
     let (db, fence) = UserDb::with_protected_orders(Backend::Postgres).await;
+    // The look-alikes copy the fence's tables' columns (LIKE needs SELECT on them).
+    db.grant_audit_reads().await;
     db.run(LOOK_ALIKES).await;
     let mut conn = db.connect().await;
     conn.run("SET search_path = evil, pg_catalog, public")

@@ -13,7 +13,7 @@ mod sse;
 pub use app::TestApp;
 pub use db::{Backend, TestDb};
 pub use http::{audit_of, encode, http_builder, http_client, Put, Reply};
-pub use owndb::{audit_of_scope, Guard, UserConn, UserDb, ORDERS};
+pub use owndb::{audit_of_scope, with_user, Guard, UserConn, UserDb, ORDERS};
 pub use process::{bench_report, fencewatch, peer, Daemon, DaemonLog};
 pub use raw::{Raw, RawConn, RawPool};
 pub use sse::SseClient;

@@ -1,6 +1,10 @@
 //! The user's own database, as the fence tests need it: a fresh PostgreSQL database per test
 //! (the fence lives in schemas of its own, so a schema per test would not keep tests apart) or
 //! a SQLite file the test creates, and connections that talk to it as the user's code would.
+//!
+//! PostgreSQL as production has it: the database and its tables belong to an application role
+//! of the test's own, without superuser; the fence is installed by the server's superuser (the
+//! role `FENCEWATCH_TEST_PG` names), as a database administrator installs it.
 
 use super::Backend;
 use fencewatch::domain::fence_audit::FenceAuditRow;
@@ -14,7 +18,13 @@ static DATABASE_COUNTER: AtomicU32 = AtomicU32::new(0);
 /// A fresh database of the user's.
 pub struct UserDb {
     pub backend: Backend,
+    /// The installer's URL: the superuser of `FENCEWATCH_TEST_PG` on this database (SQLite: the
+    /// file). What `fencewatch fence …` and the audit tools are given.
     pub url: String,
+    /// The application role's URL (SQLite: the file): what the user's code connects with.
+    pub app_url: String,
+    /// PostgreSQL: the application role, which owns the database and its tables.
+    pub app_role: Option<String>,
     /// Holds the SQLite file.
     _dir: tempfile::TempDir,
     /// PostgreSQL: the server's URL (another database on it) and this database's name.
@@ -35,6 +45,13 @@ fn with_database(base: &str, name: &str) -> String {
     format!("{}/{name}{query}", &before_query[..authority_end])
 }
 
+/// `url` with its user replaced by `role` (no password: the test server trusts local roles).
+pub fn with_user(url: &str, role: &str) -> String {
+    let (scheme, rest) = url.split_once("://").expect("a URL with a scheme");
+    let host = rest.split_once('@').map_or(rest, |(_, host)| host);
+    format!("{scheme}://{role}@{host}")
+}
+
 impl UserDb {
     pub async fn new(backend: Backend) -> UserDb {
         let dir = tempfile::tempdir().expect("create a temporary folder");
@@ -48,9 +65,12 @@ impl UserDb {
                     .create_if_missing(true);
                 let conn = SqliteConnection::connect_with(&options).await.unwrap();
                 conn.close().await.unwrap();
+                let url = format!("sqlite://{}", path.display());
                 UserDb {
                     backend,
-                    url: format!("sqlite://{}", path.display()),
+                    app_url: url.clone(),
+                    url,
+                    app_role: None,
                     _dir: dir,
                     pg: None,
                 }
@@ -59,25 +79,28 @@ impl UserDb {
                 let base = std::env::var("FENCEWATCH_TEST_PG").expect(
                     "FENCEWATCH_TEST_PG is not set: build and run the PostgreSQL tests with it",
                 );
-                let name = format!(
-                    "fwown_{}_{}",
-                    std::process::id(),
-                    DATABASE_COUNTER.fetch_add(1, Ordering::Relaxed)
-                );
+                let number = DATABASE_COUNTER.fetch_add(1, Ordering::Relaxed);
+                let name = format!("fwown_{}_{number}", std::process::id());
+                let role = format!("fwapp_{}_{number}", std::process::id());
                 let mut conn = PgConnection::connect(&base).await.unwrap_or_else(|e| {
                     panic!("PostgreSQL at FENCEWATCH_TEST_PG is unreachable: {e}")
                 });
                 sweep_leftover_databases(&mut conn).await;
-                conn.execute(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)").as_str())
-                    .await
-                    .unwrap();
-                conn.execute(format!("CREATE DATABASE {name}").as_str())
-                    .await
-                    .unwrap();
+                for statement in [
+                    format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
+                    format!("DROP ROLE IF EXISTS {role}"),
+                    format!("CREATE ROLE {role} LOGIN NOSUPERUSER NOCREATEROLE NOCREATEDB"),
+                    format!("CREATE DATABASE {name} OWNER {role}"),
+                ] {
+                    conn.execute(statement.as_str()).await.unwrap();
+                }
                 conn.close().await.ok();
+                let url = with_database(&base, &name);
                 UserDb {
                     backend,
-                    url: with_database(&base, &name),
+                    app_url: with_user(&url, &role),
+                    url,
+                    app_role: Some(role),
                     _dir: dir,
                     pg: Some((base, name)),
                 }
@@ -98,13 +121,21 @@ impl UserDb {
         .expect("open the user's database")
     }
 
-    /// A connection of the user's own code.
+    /// A connection of the user's own code, as the application role.
     pub async fn connect(&self) -> UserConn {
+        self.connect_to(&self.app_url).await
+    }
+
+    /// A connection of the installer's (PostgreSQL's superuser; SQLite: the same file).
+    pub async fn connect_admin(&self) -> UserConn {
+        self.connect_to(&self.url).await
+    }
+
+    async fn connect_to(&self, url: &str) -> UserConn {
         match self.backend {
-            Backend::Postgres => UserConn::Pg(PgConnection::connect(&self.url).await.unwrap()),
+            Backend::Postgres => UserConn::Pg(PgConnection::connect(url).await.unwrap()),
             Backend::Sqlite => {
-                let options = self
-                    .url
+                let options = url
                     .parse::<sqlx::sqlite::SqliteConnectOptions>()
                     .unwrap()
                     .create_if_missing(false)
@@ -114,11 +145,43 @@ impl UserDb {
         }
     }
 
-    /// Runs `sql` (one or more statements) on a connection of its own.
+    /// Runs `sql` (one or more statements) on a connection of its own, as the application role.
     pub async fn run(&self, sql: &str) {
         let mut conn = self.connect().await;
         conn.run(sql).await.unwrap();
         conn.close().await;
+    }
+
+    /// Runs `sql` as the installer (PostgreSQL's superuser).
+    pub async fn run_admin(&self, sql: &str) {
+        let mut conn = self.connect_admin().await;
+        conn.run(sql).await.unwrap();
+        conn.close().await;
+    }
+
+    /// PostgreSQL: lets the application role call the guard, as docs/own-database.md tells
+    /// administrators to (USAGE on the schema, EXECUTE on fence()). SQLite has no privileges.
+    pub async fn grant_guard(&self) {
+        if let Some(role) = &self.app_role {
+            self.run_admin(&format!(
+                "GRANT USAGE ON SCHEMA fencewatch TO {role}; \
+                 GRANT EXECUTE ON FUNCTION fencewatch.fence(text, bigint, text, text, text) \
+                 TO {role}"
+            ))
+            .await;
+        }
+    }
+
+    /// PostgreSQL: lets the application role read the fence's audit and scopes (an auditor's
+    /// grant), for tests that look at them through the user's connection.
+    pub async fn grant_audit_reads(&self) {
+        if let Some(role) = &self.app_role {
+            self.run_admin(&format!(
+                "GRANT USAGE ON SCHEMA fencewatch TO {role}; \
+                 GRANT SELECT ON ALL TABLES IN SCHEMA fencewatch TO {role}"
+            ))
+            .await;
+        }
     }
 
     /// A fresh database holding the user's `orders` table (one row per order, its scope in
@@ -139,6 +202,7 @@ impl UserDb {
             })
             .await
             .unwrap();
+        db.grant_guard().await;
         (db, fence)
     }
 
@@ -172,6 +236,7 @@ impl Drop for UserDb {
         let Some((base, name)) = self.pg.take() else {
             return;
         };
+        let role = self.app_role.take();
         // Off the test's runtime, which may be shutting down; a database left behind is swept
         // by the next run.
         let _ = std::thread::spawn(move || {
@@ -186,6 +251,11 @@ impl Drop for UserDb {
                     let _ = conn
                         .execute(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)").as_str())
                         .await;
+                    if let Some(role) = role {
+                        let _ = conn
+                            .execute(format!("DROP ROLE IF EXISTS {role}").as_str())
+                            .await;
+                    }
                     let _ = conn.close().await;
                 }
             });
@@ -219,16 +289,26 @@ async fn sweep_leftover_databases(conn: &mut PgConnection) {
             .fetch_all(&mut *conn)
             .await
             .unwrap_or_default();
-    for name in names {
+    let roles: Vec<String> =
+        sqlx::query_scalar("SELECT rolname::text FROM pg_roles WHERE rolname LIKE 'fwapp\\_%'")
+            .fetch_all(&mut *conn)
+            .await
+            .unwrap_or_default();
+    let dead = |name: &str| {
         let pid = name.split('_').nth(1).and_then(|p| p.parse::<u32>().ok());
-        let dead = pid.is_some_and(|pid| {
+        pid.is_some_and(|pid| {
             pid != std::process::id() && !std::path::Path::new(&format!("/proc/{pid}")).exists()
-        });
-        if dead {
-            let _ = conn
-                .execute(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)").as_str())
-                .await;
-        }
+        })
+    };
+    for name in names.iter().filter(|name| dead(name)) {
+        let _ = conn
+            .execute(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)").as_str())
+            .await;
+    }
+    for role in roles.iter().filter(|role| dead(role)) {
+        let _ = conn
+            .execute(format!("DROP ROLE IF EXISTS {role}").as_str())
+            .await;
     }
 }
 
