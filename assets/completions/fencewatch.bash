@@ -133,6 +133,9 @@ _fencewatch() {
             fencewatch__subcmd__fence,protect)
                 cmd="fencewatch__subcmd__fence__subcmd__protect"
                 ;;
+            fencewatch__subcmd__fence,reset)
+                cmd="fencewatch__subcmd__fence__subcmd__reset"
+                ;;
             fencewatch__subcmd__fence,seal)
                 cmd="fencewatch__subcmd__fence__subcmd__seal"
                 ;;
@@ -153,6 +156,9 @@ _fencewatch() {
                 ;;
             fencewatch__subcmd__fence__subcmd__help,protect)
                 cmd="fencewatch__subcmd__fence__subcmd__help__subcmd__protect"
+                ;;
+            fencewatch__subcmd__fence__subcmd__help,reset)
+                cmd="fencewatch__subcmd__fence__subcmd__help__subcmd__reset"
                 ;;
             fencewatch__subcmd__fence__subcmd__help,seal)
                 cmd="fencewatch__subcmd__fence__subcmd__help__subcmd__seal"
@@ -240,6 +246,9 @@ _fencewatch() {
                 ;;
             fencewatch__subcmd__help__subcmd__fence,protect)
                 cmd="fencewatch__subcmd__help__subcmd__fence__subcmd__protect"
+                ;;
+            fencewatch__subcmd__help__subcmd__fence,reset)
+                cmd="fencewatch__subcmd__help__subcmd__fence__subcmd__reset"
                 ;;
             fencewatch__subcmd__help__subcmd__fence,seal)
                 cmd="fencewatch__subcmd__help__subcmd__fence__subcmd__seal"
@@ -1100,7 +1109,7 @@ _fencewatch() {
             return 0
             ;;
         fencewatch__subcmd__fence)
-            opts="-h --log-format --help install protect unprotect status uninstall seal help"
+            opts="-h --log-format --help install protect unprotect status uninstall reset seal help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1118,7 +1127,7 @@ _fencewatch() {
             return 0
             ;;
         fencewatch__subcmd__fence__subcmd__help)
-            opts="install protect unprotect status uninstall seal help"
+            opts="install protect unprotect status uninstall reset seal help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1160,6 +1169,20 @@ _fencewatch() {
             return 0
             ;;
         fencewatch__subcmd__fence__subcmd__help__subcmd__protect)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        fencewatch__subcmd__fence__subcmd__help__subcmd__reset)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1299,6 +1322,40 @@ _fencewatch() {
                     return 0
                     ;;
                 --lease)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        fencewatch__subcmd__fence__subcmd__reset)
+            opts="-h --database --schema --to --reason --log-format --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --database)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --schema)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --to)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reason)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1642,7 +1699,7 @@ _fencewatch() {
             return 0
             ;;
         fencewatch__subcmd__help__subcmd__fence)
-            opts="install protect unprotect status uninstall seal"
+            opts="install protect unprotect status uninstall reset seal"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1670,6 +1727,20 @@ _fencewatch() {
             return 0
             ;;
         fencewatch__subcmd__help__subcmd__fence__subcmd__protect)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        fencewatch__subcmd__help__subcmd__fence__subcmd__reset)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

@@ -585,6 +585,18 @@ _arguments "${_arguments_options[@]}" : \
 '--help[Print help]' \
 && ret=0
 ;;
+(reset)
+_arguments "${_arguments_options[@]}" : \
+'--database=[Your database\: \`postgres\://USER@HOST/DB\` or \`sqlite\://PATH\` (an existing file; it is never created)]:DATABASE:_default' \
+'--schema=[PostgreSQL\: the schema the fence lives in (default fencewatch). Not for SQLite, whose fence objects are named fencewatch_*]:SCHEMA:_default' \
+'--to=[Its highest accepted generation afterwards (at least 1)]:TO:_default' \
+'--reason=[Why, for the audit (1 to 512 printable characters)]:REASON:_default' \
+'--log-format=[How logs on stderr look\: plain text (coloured only on a terminal) or one JSON object a line, for a log collector]:LOG_FORMAT:(text json)' \
+'-h[Print help]' \
+'--help[Print help]' \
+':scope -- The scope to reset:_default' \
+&& ret=0
+;;
 (seal)
 _arguments "${_arguments_options[@]}" : \
 '--database=[Your database\: \`postgres\://USER@HOST/DB\` or \`sqlite\://PATH\` (an existing file; it is never created)]:DATABASE:_default' \
@@ -623,6 +635,10 @@ _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
 (uninstall)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(reset)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
@@ -815,6 +831,10 @@ _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
 (uninstall)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(reset)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
@@ -1039,6 +1059,7 @@ _fencewatch__subcmd__fence_commands() {
 'unprotect:Remove the fence'\''s trigger from a table (the table is otherwise left as it is)' \
 'status:The installed version, protected tables, counts, and whether refusals survive a rollback' \
 'uninstall:Remove everything install and protect created, and nothing else (idempotent)' \
+'reset:Set a scope'\''s highest accepted generation by hand (the way back from a runaway token), audited in the scope'\''s chain with outcome \`reset\`' \
 'seal:SQLite\: hash-chain the audit rows written since the last seal (PostgreSQL hashes each row as it writes it)' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
@@ -1052,6 +1073,7 @@ _fencewatch__subcmd__fence__subcmd__help_commands() {
 'unprotect:Remove the fence'\''s trigger from a table (the table is otherwise left as it is)' \
 'status:The installed version, protected tables, counts, and whether refusals survive a rollback' \
 'uninstall:Remove everything install and protect created, and nothing else (idempotent)' \
+'reset:Set a scope'\''s highest accepted generation by hand (the way back from a runaway token), audited in the scope'\''s chain with outcome \`reset\`' \
 'seal:SQLite\: hash-chain the audit rows written since the last seal (PostgreSQL hashes each row as it writes it)' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
@@ -1071,6 +1093,11 @@ _fencewatch__subcmd__fence__subcmd__help__subcmd__install_commands() {
 _fencewatch__subcmd__fence__subcmd__help__subcmd__protect_commands() {
     local commands; commands=()
     _describe -t commands 'fencewatch fence help protect commands' commands "$@"
+}
+(( $+functions[_fencewatch__subcmd__fence__subcmd__help__subcmd__reset_commands] )) ||
+_fencewatch__subcmd__fence__subcmd__help__subcmd__reset_commands() {
+    local commands; commands=()
+    _describe -t commands 'fencewatch fence help reset commands' commands "$@"
 }
 (( $+functions[_fencewatch__subcmd__fence__subcmd__help__subcmd__seal_commands] )) ||
 _fencewatch__subcmd__fence__subcmd__help__subcmd__seal_commands() {
@@ -1101,6 +1128,11 @@ _fencewatch__subcmd__fence__subcmd__install_commands() {
 _fencewatch__subcmd__fence__subcmd__protect_commands() {
     local commands; commands=()
     _describe -t commands 'fencewatch fence protect commands' commands "$@"
+}
+(( $+functions[_fencewatch__subcmd__fence__subcmd__reset_commands] )) ||
+_fencewatch__subcmd__fence__subcmd__reset_commands() {
+    local commands; commands=()
+    _describe -t commands 'fencewatch fence reset commands' commands "$@"
 }
 (( $+functions[_fencewatch__subcmd__fence__subcmd__seal_commands] )) ||
 _fencewatch__subcmd__fence__subcmd__seal_commands() {
@@ -1235,6 +1267,7 @@ _fencewatch__subcmd__help__subcmd__fence_commands() {
 'unprotect:Remove the fence'\''s trigger from a table (the table is otherwise left as it is)' \
 'status:The installed version, protected tables, counts, and whether refusals survive a rollback' \
 'uninstall:Remove everything install and protect created, and nothing else (idempotent)' \
+'reset:Set a scope'\''s highest accepted generation by hand (the way back from a runaway token), audited in the scope'\''s chain with outcome \`reset\`' \
 'seal:SQLite\: hash-chain the audit rows written since the last seal (PostgreSQL hashes each row as it writes it)' \
     )
     _describe -t commands 'fencewatch help fence commands' commands "$@"
@@ -1248,6 +1281,11 @@ _fencewatch__subcmd__help__subcmd__fence__subcmd__install_commands() {
 _fencewatch__subcmd__help__subcmd__fence__subcmd__protect_commands() {
     local commands; commands=()
     _describe -t commands 'fencewatch help fence protect commands' commands "$@"
+}
+(( $+functions[_fencewatch__subcmd__help__subcmd__fence__subcmd__reset_commands] )) ||
+_fencewatch__subcmd__help__subcmd__fence__subcmd__reset_commands() {
+    local commands; commands=()
+    _describe -t commands 'fencewatch help fence reset commands' commands "$@"
 }
 (( $+functions[_fencewatch__subcmd__help__subcmd__fence__subcmd__seal_commands] )) ||
 _fencewatch__subcmd__help__subcmd__fence__subcmd__seal_commands() {

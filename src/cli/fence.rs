@@ -5,7 +5,9 @@ use std::time::Duration;
 
 pub const FENCE_EXIT_CODES_HELP: &str = "Exit codes:
   0  done (or nothing to do: already installed, not protected, not installed)
-  1  the database could not be reached or failed, or holds a fence this fencewatch cannot work on
+  1  the database could not be reached or failed, or holds a fence this fencewatch cannot work
+     on; status: a problem was found (a write could get past the fence, or a role holds more
+     of it than install gave)
   2  bad command line, or a table, column, file or lease the database does not have";
 
 #[derive(Debug, Clone, Args)]
@@ -89,6 +91,20 @@ pub enum FenceCommand {
         #[command(flatten)]
         target: FenceTarget,
     },
+    /// Set a scope's highest accepted generation by hand (the way back from a runaway token),
+    /// audited in the scope's chain with outcome `reset`.
+    Reset {
+        #[command(flatten)]
+        target: FenceTarget,
+        /// The scope to reset.
+        scope: String,
+        /// Its highest accepted generation afterwards (at least 1).
+        #[arg(long)]
+        to: i64,
+        /// Why, for the audit (1 to 512 printable characters).
+        #[arg(long)]
+        reason: String,
+    },
     /// SQLite: hash-chain the audit rows written since the last seal (PostgreSQL hashes each
     /// row as it writes it).
     Seal {
@@ -104,6 +120,7 @@ impl FenceCommand {
             | FenceCommand::Protect { target, .. }
             | FenceCommand::Unprotect { target, .. }
             | FenceCommand::Status { target, .. }
+            | FenceCommand::Reset { target, .. }
             | FenceCommand::Uninstall { target }
             | FenceCommand::Seal { target } => target,
         }

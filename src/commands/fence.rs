@@ -1,21 +1,41 @@
-//! `fencewatch fence …`: install, protect, unprotect, status, uninstall and seal the fence in
-//! the user's own database. Each prints one line saying what it did; errors go to stderr with
-//! the exit code `OwnDbError::exit_code` gives.
+//! `fencewatch fence …`: install, protect, unprotect, status, reset, uninstall and seal the
+//! fence in the user's own database. Each prints one line saying what it did (status: what it
+//! found, exiting 1 when that includes a problem); errors go to stderr with the exit code
+//! `OwnDbError::exit_code` gives.
 
 use crate::cli::{FenceArgs, FenceCommand};
+use crate::domain::{FencingToken, ResetReason};
 use crate::owndb::{
-    AutonomousAudit, FenceStatus, InstallOptions, InstallOutcome, OpenOptions, OwnDb, OwnDbError,
-    ProtectSpec, ProtectedTable, ScopeSource, UninstallOutcome, UnprotectOutcome,
+    AutonomousAudit, DdlGuard, FenceStatus, InstallOptions, InstallOutcome, OpenOptions, OwnDb,
+    OwnDbError, ProtectSpec, ProtectedTable, ScopeSource, UninstallOutcome, UnprotectOutcome,
 };
 use std::process::ExitCode;
 
+/// What a subcommand prints, and whether what it found is a problem (exit 1).
+struct Answer {
+    lines: Vec<String>,
+    problem: bool,
+}
+
+impl From<Vec<String>> for Answer {
+    fn from(lines: Vec<String>) -> Self {
+        Answer {
+            lines,
+            problem: false,
+        }
+    }
+}
+
 pub async fn run(args: FenceArgs) -> anyhow::Result<ExitCode> {
     match execute(args.command).await {
-        Ok(lines) => {
-            for line in lines {
+        Ok(answer) => {
+            for line in answer.lines {
                 super::print_line(&line)?;
             }
-            Ok(ExitCode::SUCCESS)
+            Ok(match answer.problem {
+                true => ExitCode::FAILURE,
+                false => ExitCode::SUCCESS,
+            })
         }
         Err(error) => {
             eprintln!("error: {error}");
@@ -24,8 +44,8 @@ pub async fn run(args: FenceArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// Runs one subcommand; the lines it prints.
-async fn execute(command: FenceCommand) -> Result<Vec<String>, OwnDbError> {
+/// Runs one subcommand; what it prints.
+async fn execute(command: FenceCommand) -> Result<Answer, OwnDbError> {
     let target = command.target();
     let db = OwnDb::open(
         &target.database,
@@ -40,7 +60,7 @@ async fn execute(command: FenceCommand) -> Result<Vec<String>, OwnDbError> {
     lines
 }
 
-async fn dispatch(db: &OwnDb, command: FenceCommand) -> Result<Vec<String>, OwnDbError> {
+async fn dispatch(db: &OwnDb, command: FenceCommand) -> Result<Answer, OwnDbError> {
     match command {
         FenceCommand::Install {
             lease_schema,
@@ -69,7 +89,7 @@ async fn dispatch(db: &OwnDb, command: FenceCommand) -> Result<Vec<String>, OwnD
                      (see docs/own-database.md, \"Refusals that survive a rollback\")"
                 );
             }
-            Ok(vec![line])
+            Ok(Answer::from(vec![line]))
         }
         FenceCommand::Protect {
             table,
@@ -100,41 +120,68 @@ async fn dispatch(db: &OwnDb, command: FenceCommand) -> Result<Vec<String>, OwnD
                     lease,
                 })
                 .await?;
-            Ok(vec![format!("protected {}", describe(&protected))])
+            Ok(Answer::from(vec![format!(
+                "protected {}",
+                describe(&protected)
+            )]))
         }
-        FenceCommand::Unprotect { table, .. } => Ok(vec![match db.unprotect(&table).await? {
-            UnprotectOutcome::Unprotected => format!("unprotected {table}"),
-            UnprotectOutcome::WasNotProtected => format!("{table} was not protected"),
-        }]),
+        FenceCommand::Unprotect { table, .. } => {
+            Ok(Answer::from(vec![match db.unprotect(&table).await? {
+                UnprotectOutcome::Unprotected => format!("unprotected {table}"),
+                UnprotectOutcome::WasNotProtected => format!("{table} was not protected"),
+            }]))
+        }
         FenceCommand::Status { json, .. } => {
             let status = db.status().await?;
-            match json {
-                true => Ok(vec![serde_json::to_string(&status).unwrap_or_default()]),
-                false => Ok(status_lines(&status)),
-            }
+            let lines = match json {
+                true => vec![serde_json::to_string(&status).unwrap_or_default()],
+                false => status_lines(&status),
+            };
+            Ok(Answer {
+                lines,
+                problem: !status.problems.is_empty(),
+            })
+        }
+        FenceCommand::Reset {
+            scope, to, reason, ..
+        } => {
+            let to = FencingToken::new(to)
+                .map_err(|e| OwnDbError::Invalid(format!("--to {to}: {e}")))?;
+            let reason = ResetReason::parse(&reason)
+                .map_err(|e| OwnDbError::Invalid(format!("--reason: {e}")))?;
+            let done = db.reset(&scope, to.get(), reason.as_str()).await?;
+            Ok(Answer::from(vec![format!(
+                "reset {scope} from {} to {}",
+                done.previous,
+                to.get()
+            )]))
         }
         FenceCommand::Uninstall { .. } => match db.uninstall().await? {
-            UninstallOutcome::NotInstalled => Ok(vec!["not installed; nothing to remove".into()]),
+            UninstallOutcome::NotInstalled => {
+                Ok(Answer::from(
+                    vec!["not installed; nothing to remove".into()],
+                ))
+            }
             UninstallOutcome::Uninstalled { version, left } => {
                 for note in &left {
                     eprintln!("warning: {note}");
                 }
-                Ok(vec![format!(
+                Ok(Answer::from(vec![format!(
                     "uninstalled fencewatch fence v{version} from {}",
                     db.place()
-                )])
+                )]))
             }
         },
         FenceCommand::Seal { .. } => match db {
-            OwnDb::Postgres(_) => Ok(vec![
+            OwnDb::Postgres(_) => Ok(Answer::from(vec![
                 "nothing to seal: PostgreSQL's fence hashes each row as it writes it".into(),
-            ]),
+            ])),
             OwnDb::Sqlite(_) => {
                 let report = db.seal().await?;
-                Ok(vec![format!(
+                Ok(Answer::from(vec![format!(
                     "sealed {} rows on {} scopes",
                     report.sealed, report.scopes
-                )])
+                )]))
             }
         },
     }
@@ -209,6 +256,16 @@ fn status_lines(status: &FenceStatus) -> Vec<String> {
             "refused guard calls: audited in the caller's transaction (kept if it commits)".into()
         }
     });
+    match &status.ddl_guard {
+        DdlGuard::EventTrigger { name } => lines.push(format!(
+            "DDL that would let a write past the fence: refused (event trigger {name})"
+        )),
+        DdlGuard::StatementTriggers { reason } => lines.push(format!(
+            "DDL that would let a write past the fence: not refused ({reason}); each protected \
+             table checks before every statement instead"
+        )),
+        DdlGuard::NotApplicable => {}
+    }
     match status.protected.is_empty() {
         true => lines.push("no protected tables".into()),
         false => lines.extend(
@@ -218,5 +275,11 @@ fn status_lines(status: &FenceStatus) -> Vec<String> {
                 .map(|table| format!("protected {}", describe(table))),
         ),
     }
+    lines.extend(
+        status
+            .problems
+            .iter()
+            .map(|problem| format!("problem: {problem}")),
+    );
     lines
 }

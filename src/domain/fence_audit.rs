@@ -136,6 +136,31 @@ pub enum ChainFault {
     SealedAfterUnsealed,
     /// A row with one of `prev_hash` and `hash` set but not the other.
     HalfSealed,
+    /// The scope's row (its highest accepted generation, chain head or sealed head) says what
+    /// its chain does not: the scope's row was edited by hand, or rows were taken from the
+    /// chain's end. `what` names the field; the breach's row is the chain's last.
+    HeadDisagrees {
+        what: String,
+        stored: String,
+        chained: String,
+    },
+    /// The scope has audit rows but no row of its own (its highest generation was erased).
+    NoScopeRow,
+}
+
+/// A scope's row as the fence keeps it beside its chain (PostgreSQL's `scopes`, SQLite's
+/// `fencewatch_scopes`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ScopeHead {
+    pub scope: String,
+    /// The scope's highest accepted generation: the `highest_token` of its chain's last row.
+    pub highest_token: i64,
+    /// The `seq` of its chain's last row (0: no row yet).
+    pub head_seq: i64,
+    /// PostgreSQL: the last row's hash, hex (64 zeros before the first).
+    pub head_hash: Option<String>,
+    /// SQLite: the last sealed row's seq and hash (0 and none before the first seal).
+    pub sealed: Option<(i64, Option<String>)>,
 }
 
 /// The first row of a scope whose chain does not verify.
@@ -184,6 +209,116 @@ pub fn check_chains(rows: &[FenceAuditRow]) -> ChainCheck {
         check.breaches.extend(breach);
     }
     check
+}
+
+/// [`check_chains`], and each scope's row held to its chain: its highest generation and head
+/// are the chain's last row's, its sealed head a sealed row's (SQLite); a scope with rows but
+/// no row of its own, or a row of its own claiming rows the chain lacks, is a breach. A scope
+/// whose chain already broke is not checked again.
+pub fn check_fence(rows: &[FenceAuditRow], heads: &[ScopeHead]) -> ChainCheck {
+    let mut check = check_chains(rows);
+    let mut by_scope: BTreeMap<&str, Vec<&FenceAuditRow>> = BTreeMap::new();
+    for row in rows {
+        by_scope.entry(&row.resource).or_default().push(row);
+    }
+    let heads_by_scope: BTreeMap<&str, &ScopeHead> = heads
+        .iter()
+        .map(|head| (head.scope.as_str(), head))
+        .collect();
+    let broken: Vec<String> = check
+        .breaches
+        .iter()
+        .map(|breach| breach.resource.clone())
+        .collect();
+    for (scope, mut chain) in by_scope {
+        if broken.iter().any(|b| b == scope) {
+            continue;
+        }
+        chain.sort_by_key(|row| row.seq);
+        let Some(last) = chain.last() else {
+            continue;
+        };
+        let breach = |fault| ChainBreach {
+            resource: scope.to_owned(),
+            id: last.id,
+            seq: last.seq,
+            fault,
+        };
+        match heads_by_scope.get(scope) {
+            None => check.breaches.push(breach(ChainFault::NoScopeRow)),
+            Some(head) => {
+                if let Some(fault) = head_fault(head, &chain) {
+                    check.breaches.push(breach(fault));
+                }
+            }
+        }
+    }
+    for head in heads {
+        let claims_rows = head.head_seq != 0 || head.highest_token != 0;
+        if claims_rows && !rows.iter().any(|row| row.resource == head.scope) {
+            check.breaches.push(ChainBreach {
+                resource: head.scope.clone(),
+                id: 0,
+                seq: 0,
+                fault: ChainFault::HeadDisagrees {
+                    what: "rows".into(),
+                    stored: format!(
+                        "highest {}, head at seq {}",
+                        head.highest_token, head.head_seq
+                    ),
+                    chained: "no audit rows".into(),
+                },
+            });
+        }
+    }
+    check
+}
+
+/// What a scope's row says that its chain (in seq order, not empty) does not.
+fn head_fault(head: &ScopeHead, chain: &[&FenceAuditRow]) -> Option<ChainFault> {
+    let last = chain.last()?;
+    let disagrees = |what: &str, stored: String, chained: String| {
+        Some(ChainFault::HeadDisagrees {
+            what: what.into(),
+            stored,
+            chained,
+        })
+    };
+    if head.highest_token != last.highest_token {
+        return disagrees(
+            "highest_token",
+            head.highest_token.to_string(),
+            last.highest_token.to_string(),
+        );
+    }
+    if head.head_seq != last.seq {
+        return disagrees("head_seq", head.head_seq.to_string(), last.seq.to_string());
+    }
+    if let (Some(stored), Some(chained)) = (&head.head_hash, &last.hash) {
+        if stored != chained {
+            return disagrees("head_hash", stored.clone(), chained.clone());
+        }
+    }
+    if let Some((sealed_seq, sealed_hash)) = &head.sealed {
+        let at = chain.iter().find(|row| row.seq == *sealed_seq);
+        let chained = at.and_then(|row| row.hash.clone());
+        let agrees = match (*sealed_seq, sealed_hash) {
+            (0, None) => true,
+            (_, Some(hash)) => chained.as_ref() == Some(hash),
+            (_, None) => false,
+        };
+        if !agrees {
+            return disagrees(
+                "sealed head",
+                format!(
+                    "seq {sealed_seq} {}",
+                    sealed_hash.as_deref().unwrap_or("none")
+                ),
+                chained.unwrap_or_else(|| "no sealed row there".into()),
+            );
+        }
+    }
+    None
 }
 
 /// One scope's rows in seq order: how many are unsealed, and the first breach.
@@ -368,6 +503,79 @@ mod tests {
             all.push(row);
         }
         assert!(check_chains(&all).intact());
+    }
+
+    fn head_of(chain: &[FenceAuditRow]) -> ScopeHead {
+        let last = chain.last().unwrap();
+        ScopeHead {
+            scope: last.resource.clone(),
+            highest_token: last.highest_token,
+            head_seq: last.seq,
+            head_hash: last.hash.clone(),
+            sealed: None,
+        }
+    }
+
+    #[test]
+    fn a_scopes_row_is_held_to_its_chain() {
+        let chain = sealed((1..=3).map(row).collect());
+        let head = head_of(&chain);
+        assert!(check_fence(&chain, std::slice::from_ref(&head)).intact());
+        let fault = |head: ScopeHead| {
+            let check = check_fence(&chain, &[head]);
+            assert_eq!(check.breaches.len(), 1, "{check:?}");
+            assert_eq!(check.breaches[0].seq, 3);
+            check.breaches[0].fault.clone()
+        };
+        let what = |fault: ChainFault| match fault {
+            ChainFault::HeadDisagrees { what, .. } => what,
+            other => panic!("{other:?}"),
+        };
+        let lowered = ScopeHead {
+            highest_token: 1,
+            ..head.clone()
+        };
+        assert_eq!(what(fault(lowered)), "highest_token");
+        let rewound = ScopeHead {
+            head_seq: 2,
+            ..head.clone()
+        };
+        assert_eq!(what(fault(rewound)), "head_seq");
+        let rehashed = ScopeHead {
+            head_hash: Some("00".repeat(32)),
+            ..head.clone()
+        };
+        assert_eq!(what(fault(rehashed)), "head_hash");
+        assert_eq!(
+            check_fence(&chain, &[]).breaches[0].fault,
+            ChainFault::NoScopeRow
+        );
+        // A scope row claiming rows its chain does not have: the tail was deleted, or the
+        // whole chain.
+        let orphan = ScopeHead {
+            scope: "elsewhere".into(),
+            ..head
+        };
+        let check = check_fence(&chain[..0], &[orphan]);
+        assert_eq!(check.breaches[0].resource, "elsewhere");
+    }
+
+    #[test]
+    fn sqlites_sealed_head_is_a_sealed_row_of_the_chain() {
+        let mut chain = sealed((1..=2).map(row).collect());
+        chain.push(row(3));
+        let sealed_hash = chain[1].hash.clone();
+        let head = ScopeHead {
+            head_hash: None,
+            sealed: Some((2, sealed_hash)),
+            ..head_of(&chain)
+        };
+        assert!(check_fence(&chain, std::slice::from_ref(&head)).intact());
+        let wrong = ScopeHead {
+            sealed: Some((2, Some("ff".repeat(32)))),
+            ..head
+        };
+        assert!(!check_fence(&chain, &[wrong]).intact());
     }
 
     #[test]

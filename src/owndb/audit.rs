@@ -3,7 +3,7 @@
 //! PostgreSQL's `row_hash()` matches.
 
 use super::{OwnDbError, PgFence, SealReport, SqliteFence};
-use crate::domain::fence_audit::{genesis, seal_scope, FenceAuditRow};
+use crate::domain::fence_audit::{genesis, seal_scope, FenceAuditRow, ScopeHead};
 use crate::domain::Xids;
 use chrono::{DateTime, Utc};
 use sqlx::Connection;
@@ -103,21 +103,22 @@ impl Page {
     }
 }
 
-pub(super) async fn postgres_page(
-    pg: &PgFence,
+pub(super) async fn postgres_page<'e>(
+    executor: impl sqlx::PgExecutor<'e>,
+    schema: &str,
     page: Page,
     limit: u32,
 ) -> Result<Vec<FenceAuditRow>, OwnDbError> {
     let sql = format!(
         "SELECT id, ((extract(epoch FROM at) * 1000000)::bigint)::text, {PG_COLUMNS_AFTER_AT} \
            FROM {}.audit WHERE {} LIMIT $2",
-        super::quote::ident(pg.schema()),
+        super::quote::ident(schema),
         page.sql()
     );
     let raw: Vec<RawRow> = sqlx::query_as(&sql)
         .bind(page.id())
         .bind(i64::from(limit))
-        .fetch_all(pg.pool())
+        .fetch_all(executor)
         .await?;
     raw.into_iter().map(postgres_row).collect()
 }
@@ -156,8 +157,8 @@ pub(super) async fn postgres_snapshot(pg: &PgFence) -> Result<Xids, OwnDbError> 
     Ok(Xids { xmin, xmax })
 }
 
-pub(super) async fn sqlite_page(
-    sqlite: &SqliteFence,
+pub(super) async fn sqlite_page<'e>(
+    executor: impl sqlx::SqliteExecutor<'e>,
     page: Page,
     limit: u32,
 ) -> Result<Vec<FenceAuditRow>, OwnDbError> {
@@ -167,7 +168,7 @@ pub(super) async fn sqlite_page(
     ))
     .bind(page.id())
     .bind(i64::from(limit))
-    .fetch_all(sqlite.pool())
+    .fetch_all(executor)
     .await?;
     raw.into_iter()
         .map(|raw| {
@@ -175,6 +176,81 @@ pub(super) async fn sqlite_page(
             Ok(to_row(raw, at))
         })
         .collect()
+}
+
+/// Every audit row, in id order, and every scope's row, read in one snapshot (a decision
+/// committed between the two reads would otherwise look like a head its chain does not have).
+pub(super) async fn postgres_snapshot_of_chains(
+    pg: &PgFence,
+) -> Result<(Vec<FenceAuditRow>, Vec<ScopeHead>), OwnDbError> {
+    let mut conn = pg.pool().acquire().await?;
+    let mut tx = conn
+        .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        .await?;
+    let heads: Vec<(String, i64, i64, String)> = sqlx::query_as(&format!(
+        "SELECT scope, highest_token, head_seq, encode(head_hash, 'hex') FROM {}.scopes",
+        super::quote::ident(pg.schema())
+    ))
+    .fetch_all(&mut *tx)
+    .await?;
+    let mut rows = Vec::new();
+    loop {
+        let after = rows.last().map_or(0, |row: &FenceAuditRow| row.id);
+        let page = postgres_page(&mut *tx, pg.schema(), Page::After(after), 5_000).await?;
+        if page.is_empty() {
+            break;
+        }
+        rows.extend(page);
+    }
+    tx.commit().await?;
+    let heads = heads
+        .into_iter()
+        .map(|(scope, highest_token, head_seq, hash)| ScopeHead {
+            scope,
+            highest_token,
+            head_seq,
+            head_hash: Some(hash),
+            sealed: None,
+        })
+        .collect();
+    Ok((rows, heads))
+}
+
+/// SQLite: the same, in one read transaction.
+pub(super) async fn sqlite_snapshot_of_chains(
+    sqlite: &SqliteFence,
+) -> Result<(Vec<FenceAuditRow>, Vec<ScopeHead>), OwnDbError> {
+    let mut conn = sqlite.pool().acquire().await?;
+    let mut tx = conn.begin().await?;
+    type Head = (String, i64, i64, i64, Option<String>);
+    let heads: Vec<Head> = sqlx::query_as(
+        "SELECT scope, highest_token, head_seq, sealed_seq, sealed_hash FROM fencewatch_scopes",
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    let mut rows = Vec::new();
+    loop {
+        let after = rows.last().map_or(0, |row: &FenceAuditRow| row.id);
+        let page = sqlite_page(&mut *tx, Page::After(after), 5_000).await?;
+        if page.is_empty() {
+            break;
+        }
+        rows.extend(page);
+    }
+    tx.commit().await?;
+    let heads = heads
+        .into_iter()
+        .map(
+            |(scope, highest_token, head_seq, sealed_seq, sealed_hash)| ScopeHead {
+                scope,
+                highest_token,
+                head_seq,
+                head_hash: None,
+                sealed: Some((sealed_seq, sealed_hash)),
+            },
+        )
+        .collect();
+    Ok((rows, heads))
 }
 
 /// Seals every unsealed row in one write transaction: SQLite's single writer means no row is

@@ -47,6 +47,16 @@ pub enum OwnDbError {
          it was changed after it was installed"
     )]
     Altered { version: i64 },
+    /// An existing schema that a role other than the installer (or a superuser) owns, holds
+    /// objects of, or may create objects in: such a role could replace what a protected write
+    /// calls as the fence's owner.
+    #[error(
+        "cannot install the fence in schema {schema}: {}. The fence's schema and everything in \
+         it must belong to the installing role (or a superuser), and no one else may create \
+         objects in it: drop the schema or put it right, then install again",
+        found.join("; ")
+    )]
+    Untrusted { schema: String, found: Vec<String> },
     /// The chain cannot be sealed: a row the unsealed ones follow is missing or unsealed.
     #[error("cannot seal scope {scope:?}: {reason}")]
     Unsealable { scope: String, reason: String },
@@ -202,6 +212,37 @@ pub struct FenceStatus {
     pub operation_retention_us: Option<i64>,
     pub lease_schema: Option<String>,
     pub autonomous_audit: AutonomousAudit,
+    /// What lets a write past the fence or gives a role more than install did: an owner or a
+    /// grant of the fence's objects beyond the documented ones, a protected table dropped, its
+    /// triggers gone, an inheritance child, a trigger that would change a row after the fence
+    /// judged it. `status` exits 1 while there is any.
+    pub problems: Vec<String>,
+    /// How DDL that would let a write past the fence is stopped (PostgreSQL).
+    pub ddl_guard: DdlGuard,
+}
+
+/// How a PostgreSQL fence stops DDL that would let a write past it (a trigger of a protected
+/// table's own firing after the fence's, an inheritance child).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "state")]
+pub enum DdlGuard {
+    /// An event trigger refuses such DDL; writes pay nothing for it.
+    EventTrigger { name: String },
+    /// No event trigger (its role may not create one): each protected table has a statement
+    /// trigger that refuses a statement while such a trigger or child exists, at a cost to
+    /// every statement.
+    StatementTriggers { reason: String },
+    /// SQLite, or a fence older than v3.
+    NotApplicable,
+}
+
+/// What `reset` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ResetDone {
+    /// The scope's highest accepted generation before.
+    pub previous: i64,
+    /// The audit row of the reset.
+    pub row_id: i64,
 }
 
 /// What `seal` did.
@@ -355,6 +396,16 @@ impl OwnDb {
         }
     }
 
+    /// Sets `scope`'s highest accepted generation to `to`, audited in its chain (outcome
+    /// `reset`, the reason as detail): the way back from a runaway token. `to` must be at least
+    /// 1 and `reason` given (the caller parses both); the scope must exist.
+    pub async fn reset(&self, scope: &str, to: i64, reason: &str) -> Result<ResetDone, OwnDbError> {
+        match self {
+            OwnDb::Postgres(pg) => pg.reset(scope, to, reason).await,
+            OwnDb::Sqlite(sqlite) => sqlite.reset(scope, to, reason).await,
+        }
+    }
+
     pub async fn uninstall(&self) -> Result<UninstallOutcome, OwnDbError> {
         match self {
             OwnDb::Postgres(pg) => pg.uninstall().await,
@@ -386,8 +437,8 @@ impl OwnDb {
         limit: u32,
     ) -> Result<Vec<FenceAuditRow>, OwnDbError> {
         match self {
-            OwnDb::Postgres(pg) => audit::postgres_page(pg, page, limit).await,
-            OwnDb::Sqlite(sqlite) => audit::sqlite_page(sqlite, page, limit).await,
+            OwnDb::Postgres(pg) => audit::postgres_page(pg.pool(), pg.schema(), page, limit).await,
+            OwnDb::Sqlite(sqlite) => audit::sqlite_page(sqlite.pool(), page, limit).await,
         }
     }
 
@@ -416,10 +467,15 @@ impl OwnDb {
     }
 
     /// Checks every scope's chain as stored (SQLite: the sealed part, with the unsealed tail
-    /// counted).
+    /// counted), and holds each scope's row (its highest generation and chain head) to its
+    /// chain: a hand edit of the scopes is a breach too. Rows and scopes are read in one
+    /// snapshot.
     pub async fn verify(&self) -> Result<ChainCheck, OwnDbError> {
-        let rows = self.audit_rows().await?;
-        Ok(crate::domain::fence_audit::check_chains(&rows))
+        let (rows, heads) = match self {
+            OwnDb::Postgres(pg) => audit::postgres_snapshot_of_chains(pg).await?,
+            OwnDb::Sqlite(sqlite) => audit::sqlite_snapshot_of_chains(sqlite).await?,
+        };
+        Ok(crate::domain::fence_audit::check_fence(&rows, &heads))
     }
 
     /// SQLite: fills in the hashes of unsealed rows, in seq order per scope, in one

@@ -7,8 +7,9 @@
 use super::migrate;
 use super::sqlite_triggers::{self, TableFence};
 use super::{
-    AutonomousAudit, FenceStatus, InstallOptions, InstallOutcome, OpenOptions, OwnDbError,
-    ProtectSpec, ProtectedTable, ScopeSource, UninstallOutcome, UnprotectOutcome,
+    AutonomousAudit, DdlGuard, FenceStatus, InstallOptions, InstallOutcome, OpenOptions,
+    OwnDbError, ProtectSpec, ProtectedTable, ResetDone, ScopeSource, UninstallOutcome,
+    UnprotectOutcome,
 };
 use crate::redact::redact_url;
 use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
@@ -161,23 +162,24 @@ impl SqliteFence {
             .execute(&mut *tx)
             .await?;
         }
-        if from.is_some_and(|from| from >= 2) && !pending.is_empty() {
-            // A newer version may write the triggers differently: rewrite them.
-            let rows: Vec<ProtectedRow> = sqlx::query_as(&format!(
-                "SELECT {PROTECTED_COLUMNS} FROM fencewatch_protected"
-            ))
-            .fetch_all(&mut *tx)
-            .await?;
-            for row in rows {
-                write_triggers(&mut tx, &to_protected(row)).await?;
-            }
-        }
-        tx.commit().await?;
         let now = from
             .into_iter()
             .chain(pending.iter().map(|m| m.version))
             .max()
             .unwrap_or(target);
+        if now >= 2 {
+            // This build may write the triggers differently from the one that wrote them (or
+            // they were edited by hand): whatever the versions, rewrite those that differ.
+            for protected in protected_tables(&mut tx).await? {
+                if trigger_problem(&mut tx, &protected)
+                    .await?
+                    .is_some_and(|p| !p.gone)
+                {
+                    write_triggers(&mut tx, &protected).await?;
+                }
+            }
+        }
+        tx.commit().await?;
         Ok(match (from, pending.is_empty()) {
             (None, _) => InstallOutcome::Installed { version: now },
             (Some(version), true) => InstallOutcome::AlreadyInstalled { version },
@@ -321,6 +323,8 @@ impl SqliteFence {
             operation_retention_us: None,
             lease_schema: None,
             autonomous_audit: AutonomousAudit::NotApplicable,
+            problems: Vec::new(),
+            ddl_guard: DdlGuard::NotApplicable,
         };
         let Some(version) = status.installed_version else {
             return Ok(status);
@@ -332,12 +336,12 @@ impl SqliteFence {
             });
         }
         if version >= 2 {
-            let rows: Vec<ProtectedRow> = sqlx::query_as(&format!(
-                "SELECT {PROTECTED_COLUMNS} FROM fencewatch_protected ORDER BY table_name"
-            ))
-            .fetch_all(&mut *conn)
-            .await?;
-            status.protected = rows.into_iter().map(to_protected).collect();
+            status.protected = protected_tables(&mut conn).await?;
+            for protected in &status.protected {
+                if let Some(problem) = trigger_problem(&mut conn, protected).await? {
+                    status.problems.push(problem.text);
+                }
+            }
         }
         (status.scopes, status.audit_rows, status.unsealed_rows) = sqlx::query_as(
             "SELECT (SELECT count(*) FROM fencewatch_scopes), \
@@ -389,6 +393,46 @@ impl SqliteFence {
         })
     }
 
+    pub(super) async fn reset(
+        &self,
+        scope: &str,
+        to: i64,
+        reason: &str,
+    ) -> Result<ResetDone, OwnDbError> {
+        let mut conn = self.pool.acquire().await?;
+        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
+        self.require_current(&mut tx).await?;
+        let previous: i64 =
+            sqlx::query_scalar("SELECT highest_token FROM fencewatch_scopes WHERE scope = $1")
+                .bind(scope)
+                .fetch_optional(&mut *tx)
+                .await?
+                .ok_or_else(|| OwnDbError::Invalid(format!("no scope {scope} in this fence")))?;
+        // The audit row's trigger moves the scope's head; the highest is set here.
+        let row_id: i64 = sqlx::query_scalar(
+            "INSERT INTO fencewatch_audit (at, resource, outcome, token, highest_token, detail, \
+                                           seq) \
+             SELECT c.at, $1, 'reset', $2, $2, $3, \
+                    (SELECT h.head_seq FROM fencewatch_scopes h WHERE h.scope = $1) + 1 \
+               FROM fencewatch_clock c RETURNING id",
+        )
+        .bind(scope)
+        .bind(to)
+        .bind(reason)
+        .fetch_one(&mut *tx)
+        .await?;
+        sqlx::query(
+            "UPDATE fencewatch_scopes SET highest_token = $2, \
+                    updated_at = (SELECT at FROM fencewatch_clock) WHERE scope = $1",
+        )
+        .bind(scope)
+        .bind(to)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(ResetDone { previous, row_id })
+    }
+
     pub(super) async fn prune_operations(&self) -> Result<u64, OwnDbError> {
         let mut conn = self.pool.acquire().await?;
         self.require_current(&mut conn).await?;
@@ -401,6 +445,86 @@ impl SqliteFence {
         .await?;
         Ok(pruned.rows_affected())
     }
+}
+
+/// The protected tables, by name.
+async fn protected_tables(conn: &mut SqliteConnection) -> Result<Vec<ProtectedTable>, OwnDbError> {
+    let rows: Vec<ProtectedRow> = sqlx::query_as(&format!(
+        "SELECT {PROTECTED_COLUMNS} FROM fencewatch_protected ORDER BY table_name"
+    ))
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(rows.into_iter().map(to_protected).collect())
+}
+
+/// Why a protected table is not fenced as this build fences it.
+struct TriggerProblem {
+    /// The table itself is gone.
+    gone: bool,
+    text: String,
+}
+
+/// Whether `protected`'s triggers are missing or differ from what this build's protect writes
+/// (an older generator, or an edit by hand), or the table is gone.
+async fn trigger_problem(
+    conn: &mut SqliteConnection,
+    protected: &ProtectedTable,
+) -> Result<Option<TriggerProblem>, OwnDbError> {
+    let table = &protected.table;
+    let exists: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = $1)",
+    )
+    .bind(table)
+    .fetch_one(&mut *conn)
+    .await?;
+    if !exists {
+        return Ok(Some(TriggerProblem {
+            gone: true,
+            text: format!("protected table {table} is gone: unprotect it, or protect the table that took its place"),
+        }));
+    }
+    let (insert_sql, update_sql) = expected_triggers(protected)?;
+    let (insert, update) = sqlite_triggers::trigger_names(table);
+    for (name, expected) in [(insert, insert_sql), (update, update_sql)] {
+        let stored: Option<String> = sqlx::query_scalar(
+            "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = $1",
+        )
+        .bind(&name)
+        .fetch_optional(&mut *conn)
+        .await?;
+        let text = match stored {
+            None => format!("{table} has lost its trigger {name}: protect it again"),
+            Some(sql) if sql != expected => format!(
+                "{table}: trigger {name} is not the one this fencewatch's protect writes \
+                 (install rewrites it)"
+            ),
+            Some(_) => continue,
+        };
+        return Ok(Some(TriggerProblem { gone: false, text }));
+    }
+    Ok(None)
+}
+
+/// The `CREATE TRIGGER` statements protect writes for `protected`: (insert, update).
+fn expected_triggers(protected: &ProtectedTable) -> Result<(String, String), OwnDbError> {
+    let scope = match (&protected.scope_column, &protected.scope) {
+        (Some(column), _) => ScopeSource::Column(column.clone()),
+        (None, Some(scope)) => ScopeSource::Fixed(scope.clone()),
+        (None, None) => {
+            return Err(OwnDbError::Invalid(format!(
+                "{} has neither a scope column nor a scope",
+                protected.table
+            )))
+        }
+    };
+    Ok(sqlite_triggers::trigger_sql(&TableFence {
+        table: &protected.table,
+        token_column: &protected.token_column,
+        scope: &scope,
+        op_column: protected.op_column.as_deref(),
+        owner_column: protected.owner_column.as_deref(),
+        lease: protected.lease.as_deref(),
+    }))
 }
 
 /// (Re)writes the triggers of a protected table and records them, replacing any it had.
@@ -419,25 +543,8 @@ async fn write_triggers(
             .execute(&mut *conn)
             .await?;
     }
-    let scope = match (&protected.scope_column, &protected.scope) {
-        (Some(column), _) => ScopeSource::Column(column.clone()),
-        (None, Some(scope)) => ScopeSource::Fixed(scope.clone()),
-        (None, None) => {
-            return Err(OwnDbError::Invalid(format!(
-                "{} has neither a scope column nor a scope",
-                protected.table
-            )))
-        }
-    };
-    let fence = TableFence {
-        table: &protected.table,
-        token_column: &protected.token_column,
-        scope: &scope,
-        op_column: protected.op_column.as_deref(),
-        owner_column: protected.owner_column.as_deref(),
-        lease: protected.lease.as_deref(),
-    };
-    sqlx::raw_sql(&sqlite_triggers::create_triggers(&fence))
+    let (insert_sql, update_sql) = expected_triggers(protected)?;
+    sqlx::raw_sql(&format!("{insert_sql};\n{update_sql};"))
         .execute(&mut *conn)
         .await?;
     let (insert, update) = sqlite_triggers::trigger_names(&protected.table);

@@ -6,9 +6,11 @@
 //! Each trigger decides in order: no scope or no positive token → the statement fails (`FW400`,
 //! RAISE(ABORT): a multi-row statement is undone whole); an operation id applied under this
 //! generation → `replayed`; with a lease, a generation the lease never issued → `unauthorized`,
-//! one it superseded → `superseded`; below the scope's highest → `stale`. Each refusal appends
-//! its audit row, then `RAISE(IGNORE)` skips the row (zero rows, no error) and keeps the audit
-//! row. Otherwise the scope moves up, the operation is recorded and `accepted` is appended.
+//! one it superseded → `superseded`; an UPDATE that moves the row to another scope, below the
+//! highest of the scope it leaves → `stale` there; below the scope's highest → `stale`. Each
+//! refusal appends its audit row, then `RAISE(IGNORE)` skips the row (zero rows, no error) and
+//! keeps the audit row. Otherwise the scope (and a scope the row leaves) moves up, the
+//! operation is recorded and `accepted` is appended (on both scopes of a move).
 
 use super::quote::{ident, literal};
 use super::ScopeSource;
@@ -31,18 +33,23 @@ pub fn trigger_names(table: &str) -> (String, String) {
     )
 }
 
-/// The statements that create both triggers.
-pub fn create_triggers(fence: &TableFence<'_>) -> String {
+/// Each trigger's `CREATE TRIGGER` statement as SQLite keeps it in `sqlite_master.sql` (no
+/// trailing semicolon): (insert, update). What install compares the stored ones with.
+pub fn trigger_sql(fence: &TableFence<'_>) -> (String, String) {
     let (insert, update) = trigger_names(fence.table);
-    format!(
-        "CREATE TRIGGER {} BEFORE INSERT ON {} BEGIN {} END;\n\
-         CREATE TRIGGER {} BEFORE UPDATE ON {} BEGIN {} END;",
-        ident(&insert),
-        ident(fence.table),
-        body(fence),
-        ident(&update),
-        ident(fence.table),
-        body(fence),
+    (
+        format!(
+            "CREATE TRIGGER {} BEFORE INSERT ON {} BEGIN {} END",
+            ident(&insert),
+            ident(fence.table),
+            body(fence, false),
+        ),
+        format!(
+            "CREATE TRIGGER {} BEFORE UPDATE ON {} BEGIN {} END",
+            ident(&update),
+            ident(fence.table),
+            body(fence, true),
+        ),
     )
 }
 
@@ -62,29 +69,40 @@ fn column_text(column: Option<&str>) -> String {
     )
 }
 
-/// One trigger's program.
-fn body(fence: &TableFence<'_>) -> String {
+/// One trigger's program; `on_update`: the UPDATE trigger's, which also judges a move to
+/// another scope on the scope the row leaves.
+fn body(fence: &TableFence<'_>, on_update: bool) -> String {
     let scope = match fence.scope {
         ScopeSource::Column(column) => format!("CAST(NEW.{} AS TEXT)", ident(column)),
         ScopeSource::Fixed(scope) => literal(scope),
+    };
+    // The scope an UPDATE moves the row out of, where it moves one.
+    let left = match (fence.scope, on_update) {
+        (ScopeSource::Column(column), true) => Some(format!("CAST(OLD.{} AS TEXT)", ident(column))),
+        _ => None,
     };
     let token = format!("NEW.{}", ident(fence.token_column));
     let op = column_text(fence.op_column);
     let owner = column_text(fence.owner_column);
     let lease = fence.lease.map_or_else(|| "NULL".to_owned(), literal);
     let table = literal(fence.table);
-    let next_seq = format!(
-        "coalesce((SELECT h.head_seq FROM fencewatch_scopes h WHERE h.scope = {scope}), 0) + 1"
-    );
-    // An audit row of `outcome` with `detail`, selected from `from` where `condition` holds.
-    let audit = |outcome: &str, highest: &str, detail: &str, from: &str, condition: &str| {
-        format!(
-            "INSERT INTO fencewatch_audit (at, resource, outcome, token, highest_token, \
+    // An audit row of `outcome` on scope `on` with `detail`, selected from `from` where
+    // `condition` holds.
+    let audit_on =
+        |on: &str, outcome: &str, highest: &str, detail: &str, from: &str, condition: &str| {
+            let next_seq = format!(
+            "coalesce((SELECT h.head_seq FROM fencewatch_scopes h WHERE h.scope = {on}), 0) + 1"
+        );
+            format!(
+                "INSERT INTO fencewatch_audit (at, resource, outcome, token, highest_token, \
                  idempotency_key, owner, lease, detail, table_name, seq) \
-             SELECT c.at, {scope}, '{outcome}', {token}, {highest}, {op}, {owner}, {lease}, \
+             SELECT c.at, {on}, '{outcome}', {token}, {highest}, {op}, {owner}, {lease}, \
                     {detail}, {table}, {next_seq} \
                FROM {from} WHERE {condition};"
-        )
+            )
+        };
+    let audit = |outcome: &str, highest: &str, detail: &str, from: &str, condition: &str| {
+        audit_on(&scope, outcome, highest, detail, from, condition)
     };
     let with_scope = "fencewatch_clock c LEFT JOIN fencewatch_scopes s ON s.scope = ";
     let mut program = vec![
@@ -141,6 +159,24 @@ fn body(fence: &TableFence<'_>) -> String {
             "SELECT RAISE(IGNORE) FROM leases l WHERE l.name = {lease} AND {token} < l.token;"
         ));
     }
+    if let Some(left) = &left {
+        let moves = format!("{left} IS NOT {scope} AND {left} <> ''");
+        program.push(audit_on(
+            left,
+            "stale",
+            "s.highest_token",
+            &format!(
+                "'generation ' || {token} || ' is below ' || s.highest_token \
+                 || ', the highest accepted'"
+            ),
+            &format!("fencewatch_clock c JOIN fencewatch_scopes s ON s.scope = {left}"),
+            &format!("{moves} AND {token} < s.highest_token"),
+        ));
+        program.push(format!(
+            "SELECT RAISE(IGNORE) FROM fencewatch_scopes s \
+              WHERE {moves} AND s.scope = {left} AND {token} < s.highest_token;"
+        ));
+    }
     program.push(audit(
         "stale",
         "s.highest_token",
@@ -186,6 +222,23 @@ fn body(fence: &TableFence<'_>) -> String {
         "fencewatch_clock c",
         "true",
     ));
+    if let Some(left) = &left {
+        let moves = format!("{left} IS NOT {scope} AND {left} <> ''");
+        program.push(format!(
+            "INSERT INTO fencewatch_scopes (scope, highest_token, updated_at) \
+             SELECT {left}, {token}, c.at FROM fencewatch_clock c WHERE {moves} \
+             ON CONFLICT (scope) DO UPDATE SET highest_token = excluded.highest_token, \
+                                               updated_at = excluded.updated_at;"
+        ));
+        program.push(audit_on(
+            left,
+            "accepted",
+            &token,
+            &lapsed,
+            "fencewatch_clock c",
+            &moves,
+        ));
+    }
     program.join(" ")
 }
 
@@ -196,7 +249,7 @@ mod tests {
     #[test]
     fn names_and_values_are_quoted() {
         let scope = ScopeSource::Fixed("o'brien".into());
-        let sql = create_triggers(&TableFence {
+        let (insert, update) = trigger_sql(&TableFence {
             table: "or\"ders",
             token_column: "tok",
             scope: &scope,
@@ -204,6 +257,7 @@ mod tests {
             owner_column: Some("who"),
             lease: Some("jobs'1"),
         });
+        let sql = format!("{insert};\n{update};");
         assert!(sql.contains("BEFORE INSERT ON \"or\"\"ders\""), "{sql}");
         assert!(sql.contains("'o''brien'"));
         assert!(sql.contains("'jobs''1'"));

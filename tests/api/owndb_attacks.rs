@@ -296,7 +296,9 @@ async fn a_leases_table_the_application_owns_runs_nothing_of_its_own() {
     conn.close().await;
     let eu = audit_of_scope(&fence, "eu").await;
     assert_eq!(
-        eu.iter().map(|row| row.outcome.as_str()).collect::<Vec<_>>(),
+        eu.iter()
+            .map(|row| row.outcome.as_str())
+            .collect::<Vec<_>>(),
         ["accepted", "invalid", "invalid", "accepted"]
     );
     assert!(
@@ -396,7 +398,10 @@ async fn the_loopback_is_never_left_open_in_the_callers_session() {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         now = admin.int(sessions).await;
     }
-    assert_eq!(now, before, "a session opened for the refusal is still connected");
+    assert_eq!(
+        now, before,
+        "a session opened for the refusal is still connected"
+    );
     conn.run("ROLLBACK").await.unwrap();
     conn.close().await;
     admin.close().await;
@@ -430,7 +435,7 @@ async fn install_refuses_a_schema_it_does_not_own() {
 
     db.run("DROP SCHEMA fencewatch").await;
     db.run_admin(&format!(
-        "CREATE SCHEMA fencewatch; GRANT CREATE ON SCHEMA fencewatch TO {role}"
+        "CREATE SCHEMA fencewatch; GRANT USAGE, CREATE ON SCHEMA fencewatch TO {role}"
     ))
     .await;
     db.run("CREATE FUNCTION fencewatch.row_hash() RETURNS int LANGUAGE sql AS 'SELECT 1'")
@@ -465,7 +470,10 @@ async fn status_names_privileges_and_owners_install_did_not_give() {
     let (db, _fence) = UserDb::with_protected_orders(Backend::Postgres).await;
     let role = db.app_role.clone().unwrap();
     let (code, stdout, stderr) = fencewatch(&["fence", "status", "--database", &db.url]).await;
-    assert_eq!(code, 0, "the documented grants are no problem: {stdout}{stderr}");
+    assert_eq!(
+        code, 0,
+        "the documented grants are no problem: {stdout}{stderr}"
+    );
     let changes = [
         (
             format!("GRANT CREATE ON SCHEMA fencewatch TO {role}"),
@@ -568,8 +576,29 @@ async fn a_stale_write_cannot_move_a_row_out_of_its_scope(#[case] backend: Backe
     assert!(fence.verify().await.unwrap().intact());
 }
 
-/// Inheritance children are refused by protect; a child added afterwards stops every UPDATE of
-/// the parent (which would reach its rows unfenced) and `status` names it.
+/// The guard against DDL that would let a write past the fence: the event trigger install
+/// creates refuses the command; with it disabled (or never created: an installer that is no
+/// superuser), `protect` gives the table a statement trigger that refuses each statement
+/// instead. `status` says which, and names the table while it has such a trigger or child.
+async fn ddl_guard_off(db: &UserDb, protect: &[&str]) {
+    db.run_admin("ALTER EVENT TRIGGER fencewatch_ddl_guard DISABLE")
+        .await;
+    let (code, stdout, _) = fencewatch(&["fence", "status", "--database", &db.url]).await;
+    assert_eq!(
+        code, 1,
+        "no guard and no statement trigger is a problem: {stdout}"
+    );
+    assert!(stdout.contains("protect it again"), "{stdout}");
+    let (code, _, stderr) = fencewatch(protect).await;
+    assert_eq!(code, 0, "{stderr}");
+    let (code, stdout, _) = fencewatch(&["fence", "status", "--database", &db.url]).await;
+    assert_eq!(code, 0, "{stdout}");
+    assert!(stdout.contains("checks before every statement"), "{stdout}");
+}
+
+/// Inheritance children are refused by protect, and adding one afterwards is refused (or,
+/// without the event trigger, stops every UPDATE of the parent, which would reach its rows
+/// unfenced); `status` names it.
 #[cfg_attr(
     not(fencewatch_pg),
     ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
@@ -578,7 +607,8 @@ async fn a_stale_write_cannot_move_a_row_out_of_its_scope(#[case] backend: Backe
 async fn inheritance_children_are_refused_or_stop_the_parents_writes() {
     let db = UserDb::new(Backend::Postgres).await;
     db.run(crate::helpers::ORDERS).await;
-    db.run("CREATE TABLE orders_archive () INHERITS (orders)").await;
+    db.run("CREATE TABLE orders_archive () INHERITS (orders)")
+        .await;
     let protect = [
         "fence",
         "protect",
@@ -598,13 +628,30 @@ async fn inheritance_children_are_refused_or_stop_the_parents_writes() {
     let (code, _, stderr) = fencewatch(&protect).await;
     assert_eq!(code, 0, "{stderr}");
     eu_at_8(&db).await;
+    let mut conn = db.connect().await;
+    let (code, message) = database_error(
+        &conn
+            .run("CREATE TABLE orders_archive () INHERITS (orders)")
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, "FW400", "{message}");
+    assert!(message.contains("orders_archive"), "{message}");
+    let (code, message) = database_error(
+        &conn
+            .run("CREATE TABLE orders_old (LIKE orders); ALTER TABLE orders_old INHERIT orders")
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, "FW400", "{message}");
 
-    db.run(
+    ddl_guard_off(&db, &protect).await;
+    conn.run(
         "CREATE TABLE orders_archive () INHERITS (orders); \
          INSERT INTO orders_archive (id, tok, region, val) VALUES (100, 1, 'eu', 'archived')",
     )
-    .await;
-    let mut conn = db.connect().await;
+    .await
+    .unwrap();
     let (code, message) = database_error(
         &conn
             .run("UPDATE orders SET tok = 3, val = 'stale' WHERE id = 100")
@@ -626,8 +673,9 @@ async fn inheritance_children_are_refused_or_stop_the_parents_writes() {
 }
 
 /// A BEFORE trigger of the table's own that changes the row (here: lower-cases the region) runs
-/// before the fence whatever its name, so the fence judges the row as it will be stored; one
-/// that would sort after the fence's stops the statement, and `status` names it.
+/// before the fence whatever its name, so the fence judges the row as it will be stored: a name
+/// that would sort after the fence's is refused when the trigger is created (or, without the
+/// event trigger, stops every statement), and `status` names it.
 #[cfg_attr(
     not(fencewatch_pg),
     ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
@@ -660,11 +708,36 @@ async fn the_fence_judges_the_row_as_the_tables_own_triggers_leave_it() {
     assert_eq!(audit_of_scope(&fence, "EU").await.len(), 0);
 
     // A name that sorts after the fence's, whatever it is.
-    db.run(
-        "CREATE TRIGGER \"\u{00FF}late\" BEFORE UPDATE ON orders \
-             FOR EACH ROW EXECUTE FUNCTION normalise()",
-    )
-    .await;
+    let late = "CREATE TRIGGER \"\u{00FF}late\" BEFORE UPDATE ON orders \
+                FOR EACH ROW EXECUTE FUNCTION normalise()";
+    let (code, message) = database_error(&conn.run(late).await.unwrap_err());
+    assert_eq!(code, "FW400", "{message}");
+    assert!(message.contains("\u{00FF}late"), "{message}");
+    let (code, message) = database_error(
+        &conn
+            .run("ALTER TRIGGER zz_normalise ON orders RENAME TO \"\u{00FF}renamed\"")
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, "FW400", "{message}");
+
+    let protect = [
+        "fence",
+        "protect",
+        "--database",
+        db.url.as_str(),
+        "orders",
+        "--token-column",
+        "tok",
+        "--scope-column",
+        "region",
+        "--op-column",
+        "op",
+        "--owner-column",
+        "who",
+    ];
+    ddl_guard_off(&db, &protect).await;
+    conn.run(late).await.unwrap();
     let (code, message) = database_error(
         &conn
             .run("UPDATE orders SET tok = 9 WHERE id = 1")
@@ -676,7 +749,9 @@ async fn the_fence_judges_the_row_as_the_tables_own_triggers_leave_it() {
     let (code, stdout, _) = fencewatch(&["fence", "status", "--database", &db.url]).await;
     assert_eq!(code, 1, "{stdout}");
     assert!(stdout.contains("\u{00FF}late"), "{stdout}");
-    db.run("DROP TRIGGER \"\u{00FF}late\" ON orders").await;
+    conn.run("DROP TRIGGER \"\u{00FF}late\" ON orders")
+        .await
+        .unwrap();
     assert_eq!(
         conn.run("UPDATE orders SET tok = 9 WHERE id = 1")
             .await
@@ -698,9 +773,12 @@ async fn a_runaway_scope_is_reset_in_its_chain_and_a_hand_edit_is_a_named_breach
     eu_at_8(&db).await;
     let mut conn = db.connect().await;
     assert_eq!(
-        conn.run(&format!("UPDATE orders SET tok = {} WHERE id = 2", i64::MAX))
-            .await
-            .unwrap(),
+        conn.run(&format!(
+            "UPDATE orders SET tok = {} WHERE id = 2",
+            i64::MAX
+        ))
+        .await
+        .unwrap(),
         1
     );
     assert_eq!(
@@ -712,14 +790,15 @@ async fn a_runaway_scope_is_reset_in_its_chain_and_a_hand_edit_is_a_named_breach
     );
     let url = db.url.as_str();
     for (args, why) in [
-        (vec!["nowhere", "--to", "9", "--reason", "r"], "no such scope"),
+        (
+            vec!["nowhere", "--to", "9", "--reason", "r"],
+            "no such scope",
+        ),
         (vec!["eu", "--to", "0", "--reason", "r"], "not a generation"),
         (vec!["eu", "--to", "9", "--reason", ""], "no reason"),
     ] {
-        let (code, _, stderr) = fencewatch(
-            &[&["fence", "reset", "--database", url][..], &args[..]].concat(),
-        )
-        .await;
+        let (code, _, stderr) =
+            fencewatch(&[&["fence", "reset", "--database", url][..], &args[..]].concat()).await;
         assert_eq!(code, 2, "{why}: {stderr}");
     }
     let (code, stdout, stderr) = fencewatch(&[
@@ -735,10 +814,7 @@ async fn a_runaway_scope_is_reset_in_its_chain_and_a_hand_edit_is_a_named_breach
     ])
     .await;
     assert_eq!(code, 0, "{stderr}");
-    assert_eq!(
-        stdout.trim(),
-        format!("reset eu from {} to 9", i64::MAX)
-    );
+    assert_eq!(stdout.trim(), format!("reset eu from {} to 9", i64::MAX));
     assert_eq!(
         conn.run("UPDATE orders SET tok = 9 WHERE id = 1")
             .await
@@ -878,7 +954,9 @@ async fn every_way_postgres_writes_a_row_is_fenced() {
         assert_eq!(copy.finish().await.unwrap(), 1);
     }
     // REPEATABLE READ: a decision that meets a newer one fails with a serialization error.
-    conn.run("BEGIN ISOLATION LEVEL REPEATABLE READ").await.unwrap();
+    conn.run("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        .await
+        .unwrap();
     conn.int("SELECT count(*) FROM orders").await;
     let mut other = db.connect().await;
     assert_eq!(
@@ -960,4 +1038,107 @@ async fn every_way_sqlite_writes_a_row_is_fenced() {
         "{:?}",
         outcomes(&eu)
     );
+}
+
+/// A fence installed and a table protected by the version before these fixes (v2): `install`
+/// upgrades it and rewrites the table's triggers, and the holes are closed for that table too
+/// (a stale move on both backends; a cast of the application's on PostgreSQL). The old trigger
+/// is gone, not left beside the new one. (PostgreSQL: v2's own protect(), which its
+/// migration installed; SQLite's triggers are written by fencewatch, so an older build's are
+/// stood in for by triggers that differ from this build's.)
+#[apply(both_backends)]
+#[tokio::test]
+async fn an_upgrade_closes_the_holes_of_tables_protected_before(#[case] backend: Backend) {
+    let db = UserDb::new(backend).await;
+    db.run(crate::helpers::ORDERS).await;
+    let fence = db.fence().await;
+    fence
+        .install_version(&InstallOptions::default(), 2)
+        .await
+        .unwrap();
+    db.run_admin(match backend {
+        Backend::Postgres => {
+            "SELECT fencewatch.protect('orders', 'tok', 'region', NULL, 'op', 'who', NULL)"
+        }
+        Backend::Sqlite => {
+            "INSERT INTO fencewatch_protected (table_name, token_column, scope_column, \
+                 op_column, owner_column, insert_trigger, update_trigger) \
+             VALUES ('orders', 'tok', 'region', 'op', 'who', 'fencewatch_fence_orders_insert', \
+                     'fencewatch_fence_orders_update'); \
+             CREATE TRIGGER fencewatch_fence_orders_insert BEFORE INSERT ON orders \
+                 BEGIN SELECT 1; END; \
+             CREATE TRIGGER fencewatch_fence_orders_update BEFORE UPDATE ON orders \
+                 BEGIN SELECT 1; END"
+        }
+    })
+    .await;
+    if backend == Backend::Postgres {
+        assert_eq!(
+            db.connect_admin()
+                .await
+                .text(
+                    "SELECT string_agg(tgname, ',') FROM pg_trigger \
+                        WHERE tgrelid = 'orders'::regclass"
+                )
+                .await
+                .as_deref(),
+            Some("fencewatch_fence"),
+            "v2's trigger"
+        );
+    }
+    let (code, stdout, stderr) = fencewatch(&["fence", "install", "--database", &db.url]).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        stdout.trim(),
+        format!("upgraded v2 → v{}", fence.latest_version())
+    );
+    eu_at_8(&db).await;
+    let mut conn = db.connect().await;
+    assert_eq!(
+        conn.run("UPDATE orders SET region = 'us', tok = 5 WHERE id = 1")
+            .await
+            .unwrap(),
+        0
+    );
+    let triggers = match backend {
+        Backend::Postgres => {
+            "SELECT string_agg(tgname, ',' ORDER BY tgname) FROM pg_trigger \
+              WHERE tgrelid = 'orders'::regclass"
+        }
+        Backend::Sqlite => {
+            "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master \
+              WHERE type = 'trigger' AND tbl_name = 'orders' ORDER BY name)"
+        }
+    };
+    let expected = match backend {
+        // The event trigger guards DDL: no statement trigger is needed.
+        Backend::Postgres => "~fencewatch_fence",
+        Backend::Sqlite => "fencewatch_fence_orders_insert,fencewatch_fence_orders_update",
+    };
+    assert_eq!(conn.text(triggers).await.as_deref(), Some(expected));
+    conn.close().await;
+    if backend == Backend::Postgres {
+        db.run(SPY).await;
+        db.run(
+            r#"
+            CREATE TYPE region_t AS ENUM ('eu', 'us');
+            CREATE FUNCTION region_text(region_t) RETURNS text LANGUAGE plpgsql
+                AS $$ BEGIN PERFORM public.spy(); RETURN pg_catalog.format('%s', $1); END $$;
+            CREATE CAST (region_t AS text) WITH FUNCTION region_text(region_t);
+            ALTER TABLE orders ALTER COLUMN region TYPE region_t USING region::region_t;
+            "#,
+        )
+        .await;
+        let mut conn = db.connect().await;
+        assert_eq!(
+            conn.run("UPDATE orders SET tok = 9 WHERE id = 1")
+                .await
+                .unwrap(),
+            1
+        );
+        conn.close().await;
+        assert_nothing_ran_as_the_installer(&db).await;
+    }
+    let (code, stdout, _) = fencewatch(&["fence", "status", "--database", &db.url]).await;
+    assert_eq!(code, 0, "{stdout}");
 }

@@ -142,12 +142,13 @@ async fn the_audit_tools_read_an_installed_fence(#[case] backend: Backend) {
         assert_eq!(audit_json(url, &["verify", "--json"]).await["unsealed"], 0);
     }
     let mut admin = user.connect_admin().await;
-    admin.run(&format!(
-        "UPDATE {} SET owner = 'someone-else' WHERE resource = 'eu' AND seq = 2",
-        user.audit_table()
-    ))
-    .await
-    .unwrap();
+    admin
+        .run(&format!(
+            "UPDATE {} SET owner = 'someone-else' WHERE resource = 'eu' AND seq = 2",
+            user.audit_table()
+        ))
+        .await
+        .unwrap();
     let (code, text, _) = audit(url, &["verify"]).await;
     assert_eq!(code, 1, "{text}");
     assert!(

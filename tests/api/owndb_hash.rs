@@ -142,13 +142,14 @@ async fn rows_written_with_any_text_verify_and_a_change_breaks_them(#[case] back
     let victim = &rows[rows.len() / 2];
     // Someone who may write the database (its administrator) changes a row.
     let mut admin = db.connect_admin().await;
-    admin.run(&format!(
-        "UPDATE {} SET owner = 'someone else' WHERE id = {}",
-        db.audit_table(),
-        victim.id
-    ))
-    .await
-    .unwrap();
+    admin
+        .run(&format!(
+            "UPDATE {} SET owner = 'someone else' WHERE id = {}",
+            db.audit_table(),
+            victim.id
+        ))
+        .await
+        .unwrap();
     let check = fence.verify().await.unwrap();
     assert_eq!(check.breaches.len(), 1);
     assert_eq!(check.breaches[0].id, victim.id);

@@ -14,8 +14,9 @@ pub(super) fn loopback_server(schema: &str) -> String {
 }
 
 impl PgFence {
-    /// The dblink extension (created in the fence's schema unless the database has it already),
-    /// a foreign server to this very database (host: the server's first Unix socket directory,
+    /// The dblink extension (created in the fence's schema unless the database has it already,
+    /// which is used only if no one but its owner, the fence's owner and superusers may execute
+    /// its functions), a foreign server to this very database (host: the server's first Unix socket directory,
     /// its port and the database's name, all read from the server) and a user mapping for the
     /// installing role. Each is recorded as created, for uninstall. Any of it failing (not a
     /// superuser, dblink not shipped) leaves the rest of the install as it is, with the reason
@@ -68,6 +69,16 @@ impl PgFence {
                 self.schema.clone()
             }
         };
+        // A dblink others may execute could carry their connections under the name the
+        // loopback uses, in the very session a refusal is recorded from.
+        let problem: Option<String> =
+            sqlx::query_scalar(&format!("SELECT {}.loopback_problem($1)", self.ident()))
+                .bind(&dblink_schema)
+                .fetch_one(&mut *conn)
+                .await?;
+        if let Some(problem) = problem {
+            return Err(OwnDbError::Invalid(problem));
+        }
         let server = loopback_server(&self.schema);
         let server_exists: bool = sqlx::query_scalar(
             "SELECT EXISTS (SELECT 1 FROM pg_foreign_server WHERE srvname = $1)",

@@ -5,14 +5,17 @@
 //! `settings`, so that uninstall removes that and nothing else.
 
 mod checks;
+mod ddl_guard;
 mod loopback;
+mod reset;
+mod trust;
 mod uninstall;
 
 use super::migrate;
 use super::quote::ident as quote_ident;
 use super::{
-    AutonomousAudit, FenceStatus, InstallOptions, InstallOutcome, OpenOptions, OwnDbError,
-    ProtectSpec, ProtectedTable, ScopeSource, UnprotectOutcome,
+    AutonomousAudit, DdlGuard, FenceStatus, InstallOptions, InstallOutcome, OpenOptions,
+    OwnDbError, ProtectSpec, ProtectedTable, ScopeSource, UnprotectOutcome,
 };
 use crate::redact::redact_url;
 use crate::store::driver_url;
@@ -169,7 +172,11 @@ impl PgFence {
         let mut tx = self.pool.begin().await?;
         self.lock(&mut tx).await?;
         let schema_existed = self.schema_exists(&mut tx).await?;
-        if !schema_existed {
+        if schema_existed {
+            // Its owner, or a role that may create objects in it, could replace a function a
+            // protected write calls as the fence's owner.
+            trust::refuse_foreign_schema(&mut tx, &self.schema).await?;
+        } else {
             sqlx::raw_sql(&format!("CREATE SCHEMA {}", self.ident()))
                 .execute(&mut *tx)
                 .await?;
@@ -201,8 +208,12 @@ impl PgFence {
             .chain(pending.iter().map(|m| m.version))
             .max()
             .unwrap_or(target);
-        if from.is_some_and(|from| from >= 2) && !pending.is_empty() {
-            // A newer version may write trigger functions differently: rewrite them.
+        let now_guarded = now >= 3 && self.set_up_ddl_guard(&mut tx).await?;
+        if from.is_some_and(|from| from >= 2) && (!pending.is_empty() || now_guarded) {
+            // A newer version may write trigger functions differently, and a new DDL guard
+            // makes the tables' statement triggers unneeded: rewrite them. A table the newer
+            // protect() refuses (an inheritance child since) fails the upgrade, naming it,
+            // and leaves the fence as it was.
             sqlx::query(&format!(
                 "SELECT {s}.protect(p.table_name, p.token_column, p.scope_column, p.scope, \
                         p.op_column, p.owner_column, p.lease) \
@@ -211,7 +222,8 @@ impl PgFence {
                 s = self.ident()
             ))
             .execute(&mut *tx)
-            .await?;
+            .await
+            .map_err(|e| request_error(e, "a protected table"))?;
         }
         self.set_up_loopback(&mut tx).await?;
         tx.commit().await?;
@@ -392,6 +404,8 @@ impl PgFence {
             autonomous_audit: AutonomousAudit::Unavailable {
                 reason: "the fence is not installed".into(),
             },
+            problems: Vec::new(),
+            ddl_guard: DdlGuard::NotApplicable,
         };
         let Some(version) = status.installed_version else {
             return Ok(status);
@@ -427,6 +441,17 @@ impl PgFence {
             None => AutonomousAudit::Works,
             Some(reason) => AutonomousAudit::Unavailable { reason },
         };
+        let server = settings.get("loopback_server").map(String::as_str);
+        status.problems = trust::privilege_problems(&mut conn, &self.schema, server).await?;
+        if version >= 3 {
+            let tables: Vec<String> = sqlx::query_scalar(&format!(
+                "SELECT p FROM {s}.protected_table_problems(false) p ORDER BY 1"
+            ))
+            .fetch_all(&mut *conn)
+            .await?;
+            status.problems.extend(tables);
+            status.ddl_guard = self.ddl_guard(&mut conn, &settings).await?;
+        }
         Ok(status)
     }
 

@@ -19,6 +19,15 @@ const FUNCTIONS: &[&str] = &[
     "prune_operations",
     "protect",
     "unprotect",
+    "loopback_problem",
+    "lease_table_problem",
+    "settle_move",
+    "column_text",
+    "precheck",
+    "reset",
+    "protected_table_problems",
+    "ddl_guard",
+    "ddl_guarded",
 ];
 
 /// Tables the migrations and the runner create, dropped in this order.
@@ -54,10 +63,26 @@ impl PgFence {
         let s = self.ident();
         let settings = self.settings(&mut tx).await?;
         let created = |name: &str| settings.get(name).is_some_and(|v| v == "true");
+        if created("ddl_guard_created") {
+            // First: it runs on the DDL below, and its function cannot go while it is there.
+            sqlx::raw_sql(&format!(
+                "DROP EVENT TRIGGER IF EXISTS {}",
+                quote_ident(&super::ddl_guard::event_trigger(&self.schema))
+            ))
+            .execute(&mut *tx)
+            .await?;
+        }
         if version >= 2 {
             // The triggers first: a trigger function cannot go while a trigger uses it.
+            let check_trigger = match version >= 3 {
+                true => "p.check_trigger",
+                false => "NULL::text",
+            };
             let triggers: Vec<(String, String)> = sqlx::query_as(&format!(
-                "SELECT format('DROP TRIGGER IF EXISTS %I ON %s', p.trigger_name, p.table_name), \
+                "SELECT format('DROP TRIGGER IF EXISTS %I ON %s', p.trigger_name, p.table_name) \
+                        || CASE WHEN {check_trigger} IS NULL THEN '' \
+                                ELSE format('; DROP TRIGGER IF EXISTS %I ON %s', \
+                                            {check_trigger}, p.table_name) END, \
                         format('DROP FUNCTION IF EXISTS {schema}.%I()', p.function_name) \
                    FROM {s}.protected p \
                   WHERE EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = p.table_name)",
