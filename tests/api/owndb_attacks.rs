@@ -1142,3 +1142,67 @@ async fn an_upgrade_closes_the_holes_of_tables_protected_before(#[case] backend:
     let (code, stdout, _) = fencewatch(&["fence", "status", "--database", &db.url]).await;
     assert_eq!(code, 0, "{stdout}");
 }
+
+/// The installer's own sessions: the application role owns the database and so `public`, where
+/// it puts functions that match the calls fencewatch's commands make better than PostgreSQL's
+/// own do (an exact argument match beats one that needs a cast, wherever it is on the search
+/// path). Install, protect, status, the audit tools, unprotect and uninstall, run as the
+/// superuser, call none of them.
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
+#[tokio::test]
+async fn the_installers_commands_run_nothing_the_application_put_on_their_path() {
+    let db = UserDb::new(Backend::Postgres).await;
+    db.run(crate::helpers::ORDERS).await;
+    db.run(SPY).await;
+    db.run(
+        r#"
+        CREATE FUNCTION public.hashtextextended(text, integer) RETURNS bigint
+            LANGUAGE plpgsql AS $$ BEGIN PERFORM public.spy(); RETURN 0; END $$;
+        CREATE FUNCTION public.format(text, text) RETURNS text
+            LANGUAGE plpgsql AS $$ BEGIN PERFORM public.spy(); RETURN $1; END $$;
+        CREATE FUNCTION public.format(text, text, text) RETURNS text
+            LANGUAGE plpgsql AS $$ BEGIN PERFORM public.spy(); RETURN $1; END $$;
+        CREATE FUNCTION public.format(text, text, text, text) RETURNS text
+            LANGUAGE plpgsql AS $$ BEGIN PERFORM public.spy(); RETURN $1; END $$;
+        CREATE FUNCTION public.encode(bytea, text) RETURNS text
+            LANGUAGE plpgsql AS $$ BEGIN PERFORM public.spy(); RETURN ''; END $$;
+        CREATE FUNCTION public.split_part(text, text, integer) RETURNS text
+            LANGUAGE plpgsql AS $$ BEGIN PERFORM public.spy(); RETURN ''; END $$;
+        "#,
+    )
+    .await;
+    let url = db.url.as_str();
+    let commands: [&[&str]; 9] = [
+        &["fence", "install", "--database", url],
+        &[
+            "fence",
+            "protect",
+            "--database",
+            url,
+            "orders",
+            "--token-column",
+            "tok",
+            "--scope-column",
+            "region",
+        ],
+        &["fence", "status", "--database", url],
+        &["fence", "reset", "--database", url, "eu", "--to", "3", "--reason", "a test"],
+        &["audit", "verify", "--database", url],
+        &["audit", "log", "--database", url],
+        &["audit", "incidents", "--database", url],
+        &["fence", "unprotect", "--database", url, "orders"],
+        &["fence", "uninstall", "--database", url],
+    ];
+    for command in commands {
+        if command[1] == "reset" {
+            db.run("INSERT INTO orders (id, tok, region) VALUES (1, 5, 'eu')")
+                .await;
+        }
+        let (code, stdout, stderr) = fencewatch(command).await;
+        assert_eq!(code, 0, "{command:?}: {stdout}{stderr}");
+        assert_nothing_ran_as_the_installer(&db).await;
+    }
+}

@@ -513,13 +513,15 @@ async fn a_restarted_daemon_resumes_from_the_stored_position(#[case] backend: Ba
     for _ in 0..2 {
         write_order(&mut conn, 1, "eu", 7, "old-owner").await;
     }
-    let last_id = conn
+    let mut admin = watching.user.connect_admin().await;
+    let last_id = admin
         .int(&format!(
             "SELECT MAX(id) FROM {}",
             watching.user.audit_table()
         ))
         .await
         .unwrap();
+    admin.close().await;
     let daemon = spawn_watching(&watching.daemon_db, &watching.user.url, &[]).await;
     let base = daemon.base.clone();
     let resumed = wait_for_overlaps(&base, "eu", |found| {

@@ -20,6 +20,7 @@ use super::{
 use crate::redact::redact_url;
 use crate::store::driver_url;
 use checks::{check_lease_schema, check_schema_name, request_error};
+use sqlx::postgres::types::Oid;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgConnection, PgPool};
 use std::collections::HashMap;
@@ -33,7 +34,17 @@ pub struct PgFence {
     shown_url: String,
     /// The database's name as the URL gives it (the driver's default: the user's name).
     database: String,
+    /// The search path the URL's role has (or the URL sets): what a table name given to
+    /// protect or unprotect is looked up in. The pool's own sessions use pg_catalog's alone.
+    user_search_path: String,
 }
+
+/// The search path of every session the fence opens on a user's database. The user's database
+/// may hold functions and operators of roles less trusted than the one running fencewatch
+/// (often a superuser): with them on the path, one that matches a call's arguments more
+/// exactly than PostgreSQL's own would be called instead, with that role's rights. Everything
+/// of the fence's is named by its schema.
+const SESSION_SEARCH_PATH: &str = "pg_catalog,pg_temp";
 
 impl PgFence {
     pub(super) async fn open(
@@ -62,19 +73,24 @@ impl PgFence {
             .get_database()
             .unwrap_or(connect.get_username())
             .to_owned();
-        let first = <PgConnection as sqlx::Connection>::connect_with(&connect)
+        let mut first = <PgConnection as sqlx::Connection>::connect_with(&connect)
             .await
             .map_err(|e| unavailable(e.to_string()))?;
+        // SHOW calls no function: it is safe on any path.
+        let user_search_path: String = sqlx::query_scalar("SHOW search_path")
+            .fetch_one(&mut first)
+            .await?;
+        sqlx::Connection::close(first).await.ok();
         let pool = PgPoolOptions::new()
             .max_connections(options.max_connections.max(1))
             .acquire_timeout(options.acquire_timeout)
-            .connect_lazy_with(connect);
-        sqlx::Connection::close(first).await.ok();
+            .connect_lazy_with(connect.options([("search_path", SESSION_SEARCH_PATH)]));
         Ok(PgFence {
             pool,
             schema: schema.to_owned(),
             shown_url,
             database,
+            user_search_path,
         })
     }
 
@@ -98,6 +114,44 @@ impl PgFence {
 
     fn ident(&self) -> String {
         quote_ident(&self.schema)
+    }
+
+    /// Sets the search path for the rest of the caller's transaction: the user's, or the
+    /// session's own.
+    async fn use_search_path(&self, tx: &mut PgConnection, users: bool) -> Result<(), OwnDbError> {
+        sqlx::query("SELECT pg_catalog.set_config('search_path', $1, true)")
+            .bind(match users {
+                true => self.user_search_path.as_str(),
+                false => SESSION_SEARCH_PATH,
+            })
+            .execute(&mut *tx)
+            .await?;
+        Ok(())
+    }
+
+    /// The table `name` names on the user's search path, by oid, in the caller's transaction.
+    /// Only casts run while that path is in force (a cast's function is fixed by its types, not
+    /// looked up on the path), and the session's own path is back before anything else runs.
+    async fn resolve_table(&self, tx: &mut PgConnection, name: &str) -> Result<Oid, OwnDbError> {
+        self.use_search_path(tx, true).await?;
+        let resolved = sqlx::query_scalar("SELECT $1::text::regclass::oid")
+            .bind(name)
+            .fetch_one(&mut *tx)
+            .await;
+        self.use_search_path(tx, false).await?;
+        resolved.map_err(|e| request_error(e, name))
+    }
+
+    /// Table `oid`'s name as the user's search path shows it (`orders`, or `billing.orders`
+    /// where `billing` is not on it), read the same way as [`Self::resolve_table`] reads one.
+    async fn display_name(&self, tx: &mut PgConnection, oid: Oid) -> Result<String, OwnDbError> {
+        self.use_search_path(tx, true).await?;
+        let name = sqlx::query_scalar("SELECT $1::oid::regclass::text")
+            .bind(oid)
+            .fetch_one(&mut *tx)
+            .await;
+        self.use_search_path(tx, false).await?;
+        Ok(name?)
     }
 
     /// Serializes installs, upgrades and uninstalls of this schema's fence, to the end of the
@@ -259,15 +313,14 @@ impl PgFence {
     pub(super) async fn protect(&self, spec: &ProtectSpec) -> Result<ProtectedTable, OwnDbError> {
         let mut tx = self.pool.begin().await?;
         self.require_current(&mut tx).await?;
+        let table = self.resolve_table(&mut tx, &spec.table).await?;
         let in_fence: bool = sqlx::query_scalar(
-            "SELECT c.relnamespace = $2::text::regnamespace FROM pg_class c \
-              WHERE c.oid = $1::text::regclass",
+            "SELECT c.relnamespace = $2::text::regnamespace FROM pg_class c WHERE c.oid = $1",
         )
-        .bind(&spec.table)
+        .bind(table)
         .bind(&self.schema)
         .fetch_one(&mut *tx)
-        .await
-        .map_err(|e| request_error(e, &spec.table))?;
+        .await?;
         if in_fence {
             return Err(OwnDbError::Invalid(format!(
                 "{} is one of the fence's own tables; protect your tables, not the fence",
@@ -298,10 +351,10 @@ impl PgFence {
             ScopeSource::Fixed(scope) => (None, Some(scope.as_str())),
         };
         sqlx::query(&format!(
-            "SELECT {}.protect($1::text::regclass, $2, $3, $4, $5, $6, $7)",
+            "SELECT {}.protect($1::oid::regclass, $2, $3, $4, $5, $6, $7)",
             self.ident()
         ))
-        .bind(&spec.table)
+        .bind(table)
         .bind(&spec.token_column)
         .bind(scope_column)
         .bind(scope)
@@ -312,7 +365,7 @@ impl PgFence {
         .await
         .map_err(|e| request_error(e, &spec.table))?;
         let protected = self
-            .protected_tables(&mut tx, Some(&spec.table))
+            .protected_tables(&mut tx, Some(table))
             .await?
             .into_iter()
             .next()
@@ -324,11 +377,12 @@ impl PgFence {
     pub(super) async fn unprotect(&self, table: &str) -> Result<UnprotectOutcome, OwnDbError> {
         let mut tx = self.pool.begin().await?;
         self.require_current(&mut tx).await?;
+        let oid = self.resolve_table(&mut tx, table).await?;
         let removed: bool = sqlx::query_scalar(&format!(
-            "SELECT {}.unprotect($1::text::regclass)",
+            "SELECT {}.unprotect($1::oid::regclass)",
             self.ident()
         ))
-        .bind(table)
+        .bind(oid)
         .fetch_one(&mut *tx)
         .await
         .map_err(|e| request_error(e, table))?;
@@ -339,14 +393,15 @@ impl PgFence {
         })
     }
 
-    /// The protected tables, or the one `only` names.
+    /// The protected tables, or the one `only` is, named as the user's search path shows them.
     async fn protected_tables(
         &self,
         conn: &mut PgConnection,
-        only: Option<&str>,
+        only: Option<Oid>,
     ) -> Result<Vec<ProtectedTable>, OwnDbError> {
         type Row = (
-            String,
+            Oid,
+            bool,
             String,
             Option<String>,
             Option<String>,
@@ -355,34 +410,37 @@ impl PgFence {
             Option<String>,
         );
         let rows: Vec<Row> = sqlx::query_as(&format!(
-            "SELECT CASE WHEN EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = p.table_name) \
-                         THEN p.table_name::text \
-                         ELSE format('(dropped table, oid %s)', p.table_name::oid) END, \
+            "SELECT p.table_name::oid, \
+                    EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = p.table_name), \
                     p.token_column, p.scope_column, p.scope, p.op_column, p.owner_column, p.lease \
                FROM {}.protected p \
-              WHERE $1::text IS NULL OR p.table_name = $1::text::regclass \
-              ORDER BY 1",
+              WHERE $1::oid IS NULL OR p.table_name = $1::oid",
             self.ident()
         ))
         .bind(only)
         .fetch_all(&mut *conn)
         .await?;
-        Ok(rows
-            .into_iter()
-            .map(
-                |(table, token_column, scope_column, scope, op_column, owner_column, lease)| {
-                    ProtectedTable {
-                        table,
-                        token_column,
-                        scope_column,
-                        scope,
-                        op_column,
-                        owner_column,
-                        lease,
-                    }
-                },
-            )
-            .collect())
+        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+        let mut tables = Vec::with_capacity(rows.len());
+        for (oid, exists, token_column, scope_column, scope, op_column, owner_column, lease) in rows
+        {
+            let table = match exists {
+                true => self.display_name(&mut tx, oid).await?,
+                false => format!("(dropped table, oid {})", oid.0),
+            };
+            tables.push(ProtectedTable {
+                table,
+                token_column,
+                scope_column,
+                scope,
+                op_column,
+                owner_column,
+                lease,
+            });
+        }
+        tx.commit().await?;
+        tables.sort_by(|a, b| a.table.cmp(&b.table));
+        Ok(tables)
     }
 
     pub(super) async fn status(&self) -> Result<FenceStatus, OwnDbError> {
