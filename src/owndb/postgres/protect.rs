@@ -1,0 +1,188 @@
+//! protect and unprotect: a table named by the user, looked up on the user's search path by
+//! casts only (the sessions' own path is pg_catalog's, `SESSION_SEARCH_PATH`), and the
+//! protected tables read back under the names that path shows.
+
+use super::super::{OwnDbError, ProtectSpec, ProtectedTable, ScopeSource, UnprotectOutcome};
+use super::checks::request_error;
+use super::{PgFence, SESSION_SEARCH_PATH};
+use sqlx::postgres::types::Oid;
+use sqlx::PgConnection;
+
+impl PgFence {
+    /// Sets the search path for the rest of the caller's transaction: the user's, or the
+    /// session's own.
+    async fn use_search_path(&self, tx: &mut PgConnection, users: bool) -> Result<(), OwnDbError> {
+        sqlx::query("SELECT pg_catalog.set_config('search_path', $1, true)")
+            .bind(match users {
+                true => self.user_search_path.as_str(),
+                false => SESSION_SEARCH_PATH,
+            })
+            .execute(&mut *tx)
+            .await?;
+        Ok(())
+    }
+
+    /// The table `name` names on the user's search path, by oid, in the caller's transaction.
+    /// Only casts run while that path is in force (a cast's function is fixed by its types, not
+    /// looked up on the path), and the session's own path is back before anything else runs.
+    async fn resolve_table(&self, tx: &mut PgConnection, name: &str) -> Result<Oid, OwnDbError> {
+        self.use_search_path(tx, true).await?;
+        let resolved = sqlx::query_scalar("SELECT $1::text::regclass::oid")
+            .bind(name)
+            .fetch_one(&mut *tx)
+            .await;
+        self.use_search_path(tx, false).await?;
+        resolved.map_err(|e| request_error(e, name))
+    }
+
+    /// Table `oid`'s name as the user's search path shows it (`orders`, or `billing.orders`
+    /// where `billing` is not on it), read the same way as [`Self::resolve_table`] reads one.
+    async fn display_name(&self, tx: &mut PgConnection, oid: Oid) -> Result<String, OwnDbError> {
+        self.use_search_path(tx, true).await?;
+        let name = sqlx::query_scalar("SELECT $1::oid::regclass::text")
+            .bind(oid)
+            .fetch_one(&mut *tx)
+            .await;
+        self.use_search_path(tx, false).await?;
+        Ok(name?)
+    }
+
+    pub(in crate::owndb) async fn protect(
+        &self,
+        spec: &ProtectSpec,
+    ) -> Result<ProtectedTable, OwnDbError> {
+        let mut tx = self.pool.begin().await?;
+        self.require_current(&mut tx).await?;
+        let table = self.resolve_table(&mut tx, &spec.table).await?;
+        let in_fence: bool = sqlx::query_scalar(
+            "SELECT c.relnamespace = $2::text::regnamespace FROM pg_class c WHERE c.oid = $1",
+        )
+        .bind(table)
+        .bind(&self.schema)
+        .fetch_one(&mut *tx)
+        .await?;
+        if in_fence {
+            return Err(OwnDbError::Invalid(format!(
+                "{} is one of the fence's own tables; protect your tables, not the fence",
+                spec.table
+            )));
+        }
+        if let Some(lease) = &spec.lease {
+            let lease_schema = self
+                .settings(&mut tx)
+                .await?
+                .remove("lease_schema")
+                .unwrap_or_else(|| "public".into());
+            let found: bool =
+                sqlx::query_scalar("SELECT to_regclass(format('%I.leases', $1::text)) IS NOT NULL")
+                    .bind(&lease_schema)
+                    .fetch_one(&mut *tx)
+                    .await?;
+            if !found {
+                return Err(OwnDbError::Invalid(format!(
+                    "--lease {lease} needs the leases table of a fencewatch daemon whose store is \
+                     this database, in schema {lease_schema}: there is none (start `fencewatch \
+                     serve` on this database once, or install with --lease-schema)"
+                )));
+            }
+        }
+        let (scope_column, scope) = match &spec.scope {
+            ScopeSource::Column(column) => (Some(column.as_str()), None),
+            ScopeSource::Fixed(scope) => (None, Some(scope.as_str())),
+        };
+        sqlx::query(&format!(
+            "SELECT {}.protect($1::oid::regclass, $2, $3, $4, $5, $6, $7)",
+            self.ident()
+        ))
+        .bind(table)
+        .bind(&spec.token_column)
+        .bind(scope_column)
+        .bind(scope)
+        .bind(spec.op_column.as_deref())
+        .bind(spec.owner_column.as_deref())
+        .bind(spec.lease.as_deref())
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| request_error(e, &spec.table))?;
+        let protected = self
+            .protected_tables(&mut tx, Some(table))
+            .await?
+            .into_iter()
+            .next()
+            .ok_or_else(|| OwnDbError::Invalid(format!("{} was not protected", spec.table)))?;
+        tx.commit().await?;
+        Ok(protected)
+    }
+
+    pub(in crate::owndb) async fn unprotect(
+        &self,
+        table: &str,
+    ) -> Result<UnprotectOutcome, OwnDbError> {
+        let mut tx = self.pool.begin().await?;
+        self.require_current(&mut tx).await?;
+        let oid = self.resolve_table(&mut tx, table).await?;
+        let removed: bool = sqlx::query_scalar(&format!(
+            "SELECT {}.unprotect($1::oid::regclass)",
+            self.ident()
+        ))
+        .bind(oid)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(|e| request_error(e, table))?;
+        tx.commit().await?;
+        Ok(match removed {
+            true => UnprotectOutcome::Unprotected,
+            false => UnprotectOutcome::WasNotProtected,
+        })
+    }
+
+    /// The protected tables, or the one `only` is, named as the user's search path shows them.
+    pub(super) async fn protected_tables(
+        &self,
+        conn: &mut PgConnection,
+        only: Option<Oid>,
+    ) -> Result<Vec<ProtectedTable>, OwnDbError> {
+        type Row = (
+            Oid,
+            bool,
+            String,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+        );
+        let rows: Vec<Row> = sqlx::query_as(&format!(
+            "SELECT p.table_name::oid, \
+                    EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = p.table_name), \
+                    p.token_column, p.scope_column, p.scope, p.op_column, p.owner_column, p.lease \
+               FROM {}.protected p \
+              WHERE $1::oid IS NULL OR p.table_name = $1::oid",
+            self.ident()
+        ))
+        .bind(only)
+        .fetch_all(&mut *conn)
+        .await?;
+        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+        let mut tables = Vec::with_capacity(rows.len());
+        for (oid, exists, token_column, scope_column, scope, op_column, owner_column, lease) in rows
+        {
+            let table = match exists {
+                true => self.display_name(&mut tx, oid).await?,
+                false => format!("(dropped table, oid {})", oid.0),
+            };
+            tables.push(ProtectedTable {
+                table,
+                token_column,
+                scope_column,
+                scope,
+                op_column,
+                owner_column,
+                lease,
+            });
+        }
+        tx.commit().await?;
+        tables.sort_by(|a, b| a.table.cmp(&b.table));
+        Ok(tables)
+    }
+}
