@@ -26,12 +26,47 @@ type RawRow = (
     Option<String>,
 );
 
-const COLUMNS_AFTER_AT: &str = "resource, outcome, token, highest_token, idempotency_key, \
-     owner, lease, detail, table_name, seq, prev_hash, hash";
+/// How a row's texts are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fields {
+    /// As stored: what the audit tools and the seal read.
+    Whole,
+    /// Each text cut to [`LIVE_CHARS`] characters (and `…`) by the database, before it is
+    /// sent: what a watcher publishes. A writer of a watched table chooses what its rows hold
+    /// (an owner of 20 MB, say), and the live side keeps rows in memory; the audit stays as
+    /// it is.
+    Clipped,
+}
 
-/// PostgreSQL keeps the hashes as 32 bytes; they are read as the hex the chain encodes.
-const PG_COLUMNS_AFTER_AT: &str = "resource, outcome, token, highest_token, idempotency_key, \
-     owner, lease, detail, table_name, seq, encode(prev_hash, 'hex'), encode(hash, 'hex')";
+/// The most characters of a text a watcher takes in.
+pub const LIVE_CHARS: usize = 512;
+
+/// The columns after `id, at`, as `fields` says; PostgreSQL keeps the hashes as 32 bytes,
+/// read as the hex the chain encodes.
+fn columns_after_at(postgres: bool, fields: Fields) -> String {
+    let text = |column: &str| match fields {
+        Fields::Whole => column.to_owned(),
+        Fields::Clipped => format!(
+            "CASE WHEN length({column}) > {LIVE_CHARS} \
+                  THEN substr({column}, 1, {LIVE_CHARS}) || '…' ELSE {column} END"
+        ),
+    };
+    let hash = |column: &str| match postgres {
+        true => format!("encode({column}, 'hex')"),
+        false => column.to_owned(),
+    };
+    format!(
+        "{}, outcome, token, highest_token, {}, {}, {}, {}, {}, seq, {}, {}",
+        text("resource"),
+        text("idempotency_key"),
+        text("owner"),
+        text("lease"),
+        text("detail"),
+        text("table_name"),
+        hash("prev_hash"),
+        hash("hash"),
+    )
+}
 
 /// Builds a row; `at` is microseconds since the epoch (PostgreSQL) or RFC 3339 text (SQLite).
 fn to_row(raw: RawRow, at: DateTime<Utc>) -> FenceAuditRow {
@@ -108,10 +143,12 @@ pub(super) async fn postgres_page<'e>(
     schema: &str,
     page: Page,
     limit: u32,
+    fields: Fields,
 ) -> Result<Vec<FenceAuditRow>, OwnDbError> {
     let sql = format!(
-        "SELECT id, ((extract(epoch FROM at) * 1000000)::bigint)::text, {PG_COLUMNS_AFTER_AT} \
+        "SELECT id, ((extract(epoch FROM at) * 1000000)::bigint)::text, {} \
            FROM {}.audit WHERE {} LIMIT $2",
+        columns_after_at(true, fields),
         super::quote::ident(schema),
         page.sql()
     );
@@ -132,18 +169,39 @@ fn postgres_row(raw: RawRow) -> Result<FenceAuditRow, OwnDbError> {
     Ok(to_row(raw, at))
 }
 
-/// The rows among `ids`, in id order.
+/// The rows among `ids`, in id order, their texts as `fields` says.
 pub(super) async fn postgres_rows(
     pg: &PgFence,
     ids: &[i64],
+    fields: Fields,
 ) -> Result<Vec<FenceAuditRow>, OwnDbError> {
     let sql = format!(
-        "SELECT id, ((extract(epoch FROM at) * 1000000)::bigint)::text, {COLUMNS_AFTER_AT} \
+        "SELECT id, ((extract(epoch FROM at) * 1000000)::bigint)::text, {} \
            FROM {}.audit WHERE id = ANY($1) ORDER BY id",
+        columns_after_at(true, fields),
         super::quote::ident(pg.schema())
     );
     let raw: Vec<RawRow> = sqlx::query_as(&sql).bind(ids).fetch_all(pg.pool()).await?;
     raw.into_iter().map(postgres_row).collect()
+}
+
+/// The ids among the `window` ids up to `through` that no row has.
+pub(super) async fn postgres_missing_ids(
+    pg: &PgFence,
+    through: i64,
+    window: usize,
+) -> Result<Vec<i64>, OwnDbError> {
+    let window = i64::try_from(window).unwrap_or(i64::MAX);
+    let sql = format!(
+        "SELECT s.id FROM generate_series(greatest($1 - $2 + 1, 1), $1) AS s(id) \
+          WHERE NOT EXISTS (SELECT 1 FROM {}.audit a WHERE a.id = s.id) ORDER BY s.id",
+        super::quote::ident(pg.schema())
+    );
+    Ok(sqlx::query_scalar(&sql)
+        .bind(through)
+        .bind(window)
+        .fetch_all(pg.pool())
+        .await?)
 }
 
 /// The current snapshot's bounds (see `OwnDb::snapshot`).
@@ -161,9 +219,11 @@ pub(super) async fn sqlite_page<'e>(
     executor: impl sqlx::SqliteExecutor<'e>,
     page: Page,
     limit: u32,
+    fields: Fields,
 ) -> Result<Vec<FenceAuditRow>, OwnDbError> {
     let raw: Vec<RawRow> = sqlx::query_as(&format!(
-        "SELECT id, at, {COLUMNS_AFTER_AT} FROM fencewatch_audit WHERE {} LIMIT $2",
+        "SELECT id, at, {} FROM fencewatch_audit WHERE {} LIMIT $2",
+        columns_after_at(false, fields),
         page.sql()
     ))
     .bind(page.id())
@@ -196,7 +256,14 @@ pub(super) async fn postgres_snapshot_of_chains(
     let mut rows = Vec::new();
     loop {
         let after = rows.last().map_or(0, |row: &FenceAuditRow| row.id);
-        let page = postgres_page(&mut *tx, pg.schema(), Page::After(after), 5_000).await?;
+        let page = postgres_page(
+            &mut *tx,
+            pg.schema(),
+            Page::After(after),
+            5_000,
+            Fields::Whole,
+        )
+        .await?;
         if page.is_empty() {
             break;
         }
@@ -231,7 +298,7 @@ pub(super) async fn sqlite_snapshot_of_chains(
     let mut rows = Vec::new();
     loop {
         let after = rows.last().map_or(0, |row: &FenceAuditRow| row.id);
-        let page = sqlite_page(&mut *tx, Page::After(after), 5_000).await?;
+        let page = sqlite_page(&mut *tx, Page::After(after), 5_000, Fields::Whole).await?;
         if page.is_empty() {
             break;
         }
@@ -253,6 +320,67 @@ pub(super) async fn sqlite_snapshot_of_chains(
     Ok((rows, heads))
 }
 
+/// Unsealed rows read at a time by the seal.
+const SEAL_PAGE: u32 = 16;
+
+/// Seals `chain`, unsealed rows of one scope in seq order, going on from the scope's sealed
+/// head (kept in its row).
+async fn seal_chain(
+    tx: &mut sqlx::SqliteConnection,
+    chain: &[FenceAuditRow],
+) -> Result<(), OwnDbError> {
+    let first = &chain[0];
+    let (sealed_seq, sealed_hash): (i64, Option<String>) =
+        sqlx::query_as("SELECT sealed_seq, sealed_hash FROM fencewatch_scopes WHERE scope = $1")
+            .bind(&first.resource)
+            .fetch_optional(&mut *tx)
+            .await?
+            .unwrap_or((0, None));
+    let head = match (sealed_seq, sealed_hash) {
+        (0, _) if first.seq == 1 => genesis().to_owned(),
+        (seq, Some(hash)) if seq + 1 == first.seq => hash,
+        (seq, _) => {
+            return Err(OwnDbError::Unsealable {
+                scope: first.resource.clone(),
+                reason: format!(
+                    "row {} at seq {} follows seq {seq}, the last sealed",
+                    first.id, first.seq
+                ),
+            })
+        }
+    };
+    for window in chain.windows(2) {
+        if window[1].seq != window[0].seq + 1 {
+            return Err(OwnDbError::Unsealable {
+                scope: first.resource.clone(),
+                reason: format!(
+                    "row {} at seq {} follows seq {}",
+                    window[1].id, window[1].seq, window[0].seq
+                ),
+            });
+        }
+    }
+    let mut last = None;
+    for (id, prev_hash, hash) in seal_scope(&head, chain) {
+        sqlx::query(
+            "UPDATE fencewatch_audit SET prev_hash = $1, hash = $2 WHERE id = $3 AND hash IS NULL",
+        )
+        .bind(prev_hash)
+        .bind(&hash)
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+        last = Some(hash);
+    }
+    sqlx::query("UPDATE fencewatch_scopes SET sealed_seq = $1, sealed_hash = $2 WHERE scope = $3")
+        .bind(chain.last().map_or(first.seq, |row| row.seq))
+        .bind(last)
+        .bind(&first.resource)
+        .execute(&mut *tx)
+        .await?;
+    Ok(())
+}
+
 /// Seals every unsealed row in one write transaction: SQLite's single writer means no row is
 /// appended meanwhile, and a reader sees either none or all of a seal.
 pub(super) async fn seal(sqlite: &SqliteFence) -> Result<SealReport, OwnDbError> {
@@ -264,76 +392,32 @@ pub(super) async fn seal(sqlite: &SqliteFence) -> Result<SealReport, OwnDbError>
             sqlite.shown_url()
         )));
     }
-    let raw: Vec<RawRow> = sqlx::query_as(&format!(
-        "SELECT id, at, {COLUMNS_AFTER_AT} FROM fencewatch_audit WHERE hash IS NULL \
-          ORDER BY resource, seq"
-    ))
-    .fetch_all(&mut *tx)
-    .await?;
-    let mut rows = Vec::with_capacity(raw.len());
-    for raw in raw {
-        let at = parse_at(raw.0, raw.1.as_deref())?;
-        rows.push(to_row(raw, at));
-    }
     let mut report = SealReport::default();
-    for chain in rows.chunk_by(|a, b| a.resource == b.resource) {
-        let first = &chain[0];
-        // The scope's row keeps the last sealed row's seq and hash: the seal goes on from there.
-        let (sealed_seq, sealed_hash): (i64, Option<String>) = sqlx::query_as(
-            "SELECT sealed_seq, sealed_hash FROM fencewatch_scopes WHERE scope = $1",
-        )
-        .bind(&first.resource)
-        .fetch_optional(&mut *tx)
-        .await?
-        .unwrap_or((0, None));
-        let head = match (sealed_seq, sealed_hash) {
-            (0, _) if first.seq == 1 => genesis().to_owned(),
-            (seq, Some(hash)) if seq + 1 == first.seq => hash,
-            (seq, _) => {
-                return Err(OwnDbError::Unsealable {
-                    scope: first.resource.clone(),
-                    reason: format!(
-                        "row {} at seq {} follows seq {seq}, the last sealed",
-                        first.id, first.seq
-                    ),
-                })
-            }
-        };
-        for window in chain.windows(2) {
-            if window[1].seq != window[0].seq + 1 {
-                return Err(OwnDbError::Unsealable {
-                    scope: first.resource.clone(),
-                    reason: format!(
-                        "row {} at seq {} follows seq {}",
-                        window[1].id, window[1].seq, window[0].seq
-                    ),
-                });
-            }
-        }
-        let mut last = None;
-        for (id, prev_hash, hash) in seal_scope(&head, chain) {
-            sqlx::query(
-                "UPDATE fencewatch_audit SET prev_hash = $1, hash = $2 \
-                  WHERE id = $3 AND hash IS NULL",
-            )
-            .bind(prev_hash)
-            .bind(&hash)
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
-            last = Some(hash);
-        }
-        sqlx::query(
-            "UPDATE fencewatch_scopes SET sealed_seq = $1, sealed_hash = $2 WHERE scope = $3",
-        )
-        .bind(chain.last().map_or(first.seq, |row| row.seq))
-        .bind(last)
-        .bind(&first.resource)
-        .execute(&mut *tx)
+    let mut scopes = std::collections::HashSet::new();
+    // A few rows at a time: a row holds whatever its writer put in it (an owner of megabytes).
+    loop {
+        let raw: Vec<RawRow> = sqlx::query_as(&format!(
+            "SELECT id, at, {} FROM fencewatch_audit WHERE hash IS NULL \
+              ORDER BY resource, seq LIMIT {SEAL_PAGE}",
+            columns_after_at(false, Fields::Whole)
+        ))
+        .fetch_all(&mut *tx)
         .await?;
-        report.sealed += chain.len();
-        report.scopes += 1;
+        if raw.is_empty() {
+            break;
+        }
+        let mut rows = Vec::with_capacity(raw.len());
+        for raw in raw {
+            let at = parse_at(raw.0, raw.1.as_deref())?;
+            rows.push(to_row(raw, at));
+        }
+        for chain in rows.chunk_by(|a, b| a.resource == b.resource) {
+            seal_chain(&mut tx, chain).await?;
+            report.sealed += chain.len();
+            scopes.insert(chain[0].resource.clone());
+        }
     }
+    report.scopes = scopes.len();
     tx.commit().await?;
     Ok(report)
 }

@@ -283,19 +283,59 @@ impl OwnDb {
         page: audit::Page,
         limit: u32,
     ) -> Result<Vec<FenceAuditRow>, OwnDbError> {
+        self.page_of(page, limit, audit::Fields::Whole).await
+    }
+
+    async fn page_of(
+        &self,
+        page: audit::Page,
+        limit: u32,
+        fields: audit::Fields,
+    ) -> Result<Vec<FenceAuditRow>, OwnDbError> {
         match self {
-            OwnDb::Postgres(pg) => audit::postgres_page(pg.pool(), pg.schema(), page, limit).await,
-            OwnDb::Sqlite(sqlite) => audit::sqlite_page(sqlite.pool(), page, limit).await,
+            OwnDb::Postgres(pg) => {
+                audit::postgres_page(pg.pool(), pg.schema(), page, limit, fields).await
+            }
+            OwnDb::Sqlite(sqlite) => audit::sqlite_page(sqlite.pool(), page, limit, fields).await,
         }
     }
 
-    /// The audit rows among `ids` that are there now, in id order (a watcher looking again
-    /// for ids that were missing when it read past them).
-    pub async fn audit_rows_by_id(&self, ids: &[i64]) -> Result<Vec<FenceAuditRow>, OwnDbError> {
+    /// What a watcher takes in: up to `limit` rows after `after_id`, in id order, each text
+    /// cut to [`audit::LIVE_CHARS`] characters by the database (the audit stays as it is).
+    pub async fn live_rows_after(
+        &self,
+        after_id: i64,
+        limit: u32,
+    ) -> Result<Vec<FenceAuditRow>, OwnDbError> {
+        self.page_of(audit::Page::After(after_id), limit, audit::Fields::Clipped)
+            .await
+    }
+
+    /// The rows among `ids` that are there now, in id order, cut as [`Self::live_rows_after`]
+    /// cuts them (a watcher looking again for ids that were missing when it read past them).
+    pub async fn live_rows_by_id(&self, ids: &[i64]) -> Result<Vec<FenceAuditRow>, OwnDbError> {
         match self {
-            OwnDb::Postgres(pg) => audit::postgres_rows(pg, ids).await,
+            OwnDb::Postgres(pg) => audit::postgres_rows(pg, ids, audit::Fields::Clipped).await,
             // Its single writer leaves no id missing behind a committed one.
             OwnDb::Sqlite(_) => Ok(Vec::new()),
+        }
+    }
+
+    /// PostgreSQL: the ids among the `window` up to `through` that no row has, and a snapshot
+    /// taken before they were looked for (its `xmax` bounds the transactions that may still
+    /// commit one of them). `None` on SQLite, whose single writer leaves no such id.
+    pub async fn missing_ids_before(
+        &self,
+        through: i64,
+        window: usize,
+    ) -> Result<Option<(Vec<i64>, Xids)>, OwnDbError> {
+        match self {
+            OwnDb::Postgres(pg) => {
+                let snapshot = audit::postgres_snapshot(pg).await?;
+                let ids = audit::postgres_missing_ids(pg, through, window).await?;
+                Ok(Some((ids, snapshot)))
+            }
+            OwnDb::Sqlite(_) => Ok(None),
         }
     }
 

@@ -714,3 +714,111 @@ async fn a_row_that_commits_late_is_taken_in_in_its_place() {
     quick.close().await;
     watching.daemon.kill().await;
 }
+
+/// A transaction held open for a minute, far past the 30 s a missing id holds later rows back:
+/// the watcher reads past its audit ids, looks for them again until the transaction ends, and
+/// takes its rows in then (an accepted row and a stale one behind it, in the overlap).
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_held_a_minute_still_reaches_the_live_side() {
+    let watching = Watching::start(Backend::Postgres, &[]).await;
+    let base = watching.daemon.base.clone();
+    let mut slow = watching.user.connect().await;
+    let mut quick = watching.user.connect().await;
+    assert_eq!(write_order(&mut quick, 1, "late", 8, "new").await, 1);
+    slow.run("BEGIN").await.unwrap();
+    // Draws audit ids and holds them uncommitted.
+    assert_eq!(write_order(&mut slow, 2, "held", 5, "slow").await, 1);
+    assert_eq!(write_order(&mut slow, 1, "late", 7, "slow").await, 0);
+    assert_eq!(write_order(&mut quick, 3, "after", 4, "quick").await, 1);
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    let stats = get_json(&base, "/v1/stats").await;
+    assert_eq!(
+        stats["sources"]["shop"]["totals"]["accepted"], 2,
+        "the row after the held ones was taken in past them: {stats}"
+    );
+    slow.run("COMMIT").await.unwrap();
+    let found = wait_for_overlaps(&base, "late", |found| {
+        found.first().is_some_and(|o| o["rejected_writes"] == 1)
+    })
+    .await;
+    assert_eq!(found[0]["source"], "shop");
+    let deadline = Instant::now() + WAIT;
+    while wait_until_watching(&base).await["totals"]["accepted"] != 3 {
+        assert!(
+            Instant::now() < deadline,
+            "the row committed a minute late never counted"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    slow.close().await;
+    quick.close().await;
+    watching.daemon.kill().await;
+}
+
+/// The resident memory of process `pid`, in bytes (Linux).
+fn resident_bytes(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib: u64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|kib| kib.parse().ok())
+        .unwrap();
+    kib * 1024
+}
+
+/// A writer of a watched table chooses what its rows hold: 60 stale writes with an owner of 20 MB
+/// each grow the watching daemon by less than 100 MB (the watcher takes in each text cut to
+/// 512 characters; the audit keeps them whole).
+#[cfg_attr(
+    not(fencewatch_pg),
+    ignore = "needs PostgreSQL: set FENCEWATCH_TEST_PG"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn huge_texts_in_a_watched_table_do_not_grow_the_daemon() {
+    let watching = Watching::start(Backend::Postgres, &[]).await;
+    let base = watching.daemon.base.clone();
+    let pid = watching.daemon.child.id().unwrap();
+    let mut conn = watching.user.connect().await;
+    assert_eq!(write_order(&mut conn, 1, "big", 8, "new").await, 1);
+    wait_until_watching(&base).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before = resident_bytes(pid);
+    for _ in 0..60 {
+        let refused = conn
+            .run("UPDATE orders SET tok = 7, who = repeat('x', 20000000) WHERE id = 1")
+            .await
+            .unwrap();
+        assert_eq!(refused, 0);
+    }
+    let found = wait_for_overlaps(&base, "big", |found| {
+        found.first().is_some_and(|o| o["rejected_writes"] == 60)
+    })
+    .await;
+    let grown = resident_bytes(pid).saturating_sub(before);
+    println!(
+        "the daemon's resident memory grew by {} MB",
+        grown / 1_000_000
+    );
+    assert!(grown < 100_000_000, "grew by {grown} bytes");
+    let owner = found[0]["stale_owner"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(owner.chars().count() <= 513, "{} characters", owner.len());
+    let mut admin = watching.user.connect_admin().await;
+    assert_eq!(
+        admin
+            .int("SELECT max(length(owner))::bigint FROM fencewatch.audit")
+            .await,
+        Some(20_000_000),
+        "the audit keeps the owner whole"
+    );
+    admin.close().await;
+    conn.close().await;
+    watching.daemon.kill().await;
+}

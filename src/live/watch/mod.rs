@@ -259,6 +259,13 @@ impl Watcher {
         self.state
             .through_id
             .store(progress.cursor, Ordering::Release);
+        // Ids below the stored position that are missing may be a transaction's still running
+        // (read past before a restart, whose list of ids to look for again was lost with it).
+        match db.missing_ids_before(progress.cursor, late::LATE_MAX).await {
+            Ok(Some((ids, snapshot))) => self.look_again(&mut progress, ids, snapshot.xmax),
+            Ok(None) => {}
+            Err(error) => return error.into(),
+        }
         let mut pruned: Option<Instant> = None;
         let mut more = false;
         loop {
@@ -287,7 +294,7 @@ impl Watcher {
         // The snapshot first, then the rows: a transaction that ended before the snapshot has
         // its row visible to the read that follows.
         let snapshot = db.snapshot().await?;
-        let mut rows = db.audit_after(progress.cursor, PAGE).await?;
+        let mut rows = db.live_rows_after(progress.cursor, PAGE).await?;
         self.set_up(true);
         if rows.iter().any(|row| row.hash.is_none()) {
             match db.seal().await {
@@ -304,19 +311,37 @@ impl Watcher {
         let judged = progress
             .order
             .final_prefix(progress.cursor, &ids, snapshot, now);
-        for skipped in judged.skipped {
-            progress.late.add(skipped, now);
+        if let Some(snapshot) = snapshot {
+            for skipped in judged.skipped {
+                // This read's snapshot is later than the read that first saw them missing.
+                self.look_again(progress, skipped, snapshot.xmax);
+            }
         }
         let taken = judged.taken;
         // More may follow at once, unless the page stopped at a gap that must wait.
         let more = rows.len() == PAGE as usize && taken == rows.len();
         rows.truncate(taken);
         let to = rows.last().map_or(progress.cursor, |row| row.id);
-        if !progress.late.is_empty() {
-            let found = db.audit_rows_by_id(&progress.late.due(now)).await?;
+        if let (false, Some(snapshot)) = (progress.late.is_empty(), snapshot) {
+            let found = db.live_rows_by_id(&progress.late.due()).await?;
+            let found_ids: Vec<i64> = found.iter().map(|row| row.id).collect();
+            progress.late.settle(snapshot, &found_ids);
             rows.splice(0..0, found);
         }
         Ok(Read { rows, to, more })
+    }
+
+    /// Ids read past unproven, looked for again until found or proven never to come.
+    fn look_again(&self, progress: &mut Progress, ids: impl IntoIterator<Item = i64>, xmax: i64) {
+        let given_up = progress.late.add(ids, xmax);
+        if given_up > 0 {
+            tracing::warn!(
+                source = self.name(),
+                given_up,
+                "more audit ids than a watcher looks for again are uncommitted; the oldest are \
+                 given up (their rows, if they commit, are not taken in)"
+            );
+        }
     }
 
     /// Records a read in this daemon's database and publishes it; whether to read again at once.
