@@ -56,6 +56,7 @@ mod overlaps;
 mod owndb_attacks;
 mod owndb_audit;
 mod owndb_bench;
+mod owndb_copies;
 mod owndb_examples;
 mod owndb_hash;
 mod owndb_install;

@@ -21,8 +21,57 @@
 --   it returns, and only through a dblink that no one but its owner may execute
 --   (loopback_problem()).
 -- - reset() is the audited way back from a runaway token.
+-- - The loopback proves it reaches the very database the refusal was made in (a restored or
+--   renamed copy's loopback still names the original), and each protected table's name is
+--   kept, so that a table dropped and replaced (an online schema change) is named.
 
 ALTER TABLE protected ADD COLUMN check_trigger text;
+-- The table's schema-qualified name when it was protected: what status names when the table is
+-- gone, and what protect and unprotect match a table of that name against.
+ALTER TABLE protected ADD COLUMN table_text text;
+
+-- This database on this running server: its oid and the server's start. A copy of the
+-- database (restored, renamed, on another server) has another.
+CREATE FUNCTION database_identity() RETURNS text LANGUAGE sql STABLE
+AS $$
+    SELECT d.oid::text || '@'
+           || pg_catalog.date_part('epoch', pg_catalog.pg_postmaster_start_time())::text
+      FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database()
+$$;
+
+-- In the loopback session: fails (so nothing is recorded) unless it is connected to the
+-- database whose identity the caller passed. 0 when it is.
+CREATE FUNCTION require_identity(p_identity text) RETURNS bigint LANGUAGE plpgsql
+AS $$
+BEGIN
+    IF @schema@.database_identity() IS DISTINCT FROM p_identity THEN
+        RAISE EXCEPTION 'the loopback reaches database %, not the one the refusal was made in '
+                        '(a restored or renamed copy?): run fencewatch fence install there to '
+                        'repair it', pg_catalog.current_database();
+    END IF;
+    RETURN 0;
+END
+$$;
+
+-- refuse(), run by the loopback session only once require_identity() holds.
+CREATE FUNCTION refuse_in(p_identity text, p_caller_head bigint, p_scope text, p_token bigint,
+                          p_op_id text, p_owner text, p_lease text, p_table text,
+                          p_outcome text, p_highest bigint, p_detail text, OUT outcome text,
+                          OUT detail text, OUT row_id bigint, OUT deferred boolean)
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    r record;
+BEGIN
+    PERFORM @schema@.require_identity(p_identity);
+    r := @schema@.refuse(p_caller_head, p_scope, p_token, p_op_id, p_owner, p_lease, p_table,
+                         p_outcome, p_highest, p_detail);
+    outcome := r.outcome;
+    detail := r.detail;
+    row_id := r.row_id;
+    deferred := r.deferred;
+END
+$$;
 
 -- Why the loopback must not go through the dblink in `p_schema`: roles other than its owner,
 -- the fence's owner and superusers may execute its functions (and so open, or pre-open under
@@ -189,12 +238,13 @@ BEGIN
     IF problem IS NOT NULL THEN
         RETURN;
     END IF;
+    -- Nothing is recorded in a database that is not the caller's (refuse_in()).
     query := pg_catalog.format(
         'SET search_path = pg_catalog, pg_temp; SET lock_timeout = ''5s''; '
         'SELECT r.outcome, r.detail, r.row_id, r.deferred '
-        'FROM @schema@.refuse(%L, %L, %L, %L, %L, %L, %L, %L, %L, %L) r',
-        p_caller_head, p_scope, p_token, p_op_id, p_owner, p_lease, p_table, p_outcome,
-        p_highest, p_detail);
+        'FROM @schema@.refuse_in(%L, %L, %L, %L, %L, %L, %L, %L, %L, %L, %L) r',
+        @schema@.database_identity(), p_caller_head, p_scope, p_token, p_op_id, p_owner,
+        p_lease, p_table, p_outcome, p_highest, p_detail);
     BEGIN
         EXECUTE pg_catalog.format(
             'SELECT r.outcome, r.detail, r.row_id, r.deferred FROM %I.dblink(%L, %L) '
@@ -229,8 +279,11 @@ BEGIN
         RETURN problem;
     END IF;
     BEGIN
-        EXECUTE pg_catalog.format('SELECT r.n FROM %I.dblink(%L, %L) AS r(n bigint)', dblink_at,
-                                  server, 'SELECT count(*) FROM @schema@.scopes WHERE false')
+        EXECUTE pg_catalog.format(
+            'SELECT r.n FROM %I.dblink(%L, %L) AS r(n bigint)', dblink_at, server,
+            pg_catalog.format('SET search_path = pg_catalog, pg_temp; '
+                              'SELECT @schema@.require_identity(%L)',
+                              @schema@.database_identity()))
            INTO seen;
         RETURN NULL;
     EXCEPTION WHEN OTHERS THEN
@@ -355,8 +408,13 @@ AS $$
       JOIN pg_catalog.pg_class c ON c.oid = i.inhrelid
      WHERE NOT c.relispartition
     UNION ALL
-    SELECT pg_catalog.format('protected table with oid %s was dropped: unprotect it, or protect '
-                             'the table that took its place', p.table_name::oid)
+    SELECT CASE WHEN pg_catalog.to_regclass(p.table_text) IS NOT NULL
+                THEN pg_catalog.format('protected table %s (oid %s) was dropped, and the table '
+                                       'named %s now is not protected (swapped by a copy?): '
+                                       'protect it again', p.table_text, p.table_name::oid,
+                                       p.table_text)
+                ELSE pg_catalog.format('protected table %s (oid %s) was dropped: unprotect it',
+                                       coalesce(p.table_text, '?'), p.table_name::oid) END
       FROM @schema@.protected p
      WHERE NOT p_bypass_only
        AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = p.table_name)
@@ -563,6 +621,14 @@ BEGIN
         fn, reads, token_column, move, NULL, tab::text, coalesce(quote_literal(lease), 'NULL'),
         token_column);
     EXECUTE format('REVOKE ALL ON FUNCTION @schema@.%I() FROM PUBLIC', fn);
+    -- A table of this name protected before and dropped since (replaced by a copy): this one
+    -- takes its place.
+    FOR previous IN SELECT * FROM @schema@.protected p
+                     WHERE p.table_text = tab::text AND p.table_name <> tab
+                       AND NOT EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = p.table_name) LOOP
+        EXECUTE format('DROP FUNCTION IF EXISTS @schema@.%I()', previous.function_name);
+        DELETE FROM @schema@.protected p WHERE p.table_name = previous.table_name;
+    END LOOP;
     SELECT * INTO previous FROM @schema@.protected p WHERE p.table_name = tab;
     IF FOUND THEN
         -- An older version's names, or this one's.
@@ -583,18 +649,20 @@ BEGIN
     END IF;
     INSERT INTO @schema@.protected (table_name, token_column, scope_column, scope, op_column,
                                     owner_column, lease, trigger_name, function_name,
-                                    check_trigger)
+                                    check_trigger, table_text)
     VALUES (tab, token_column, scope_column, scope, op_column, owner_column, lease, trig, fn,
-            check_trig)
+            check_trig, tab::text)
     ON CONFLICT (table_name) DO UPDATE SET token_column = excluded.token_column,
         scope_column = excluded.scope_column, scope = excluded.scope,
         op_column = excluded.op_column, owner_column = excluded.owner_column,
         lease = excluded.lease, trigger_name = excluded.trigger_name,
-        function_name = excluded.function_name, check_trigger = excluded.check_trigger;
+        function_name = excluded.function_name, check_trigger = excluded.check_trigger,
+        table_text = excluded.table_text;
 END
 $$;
 
--- Removes exactly what protect() added to `tab`. False when it was not protected.
+-- Removes exactly what protect() added to `tab`, or the record of a table of its name that
+-- was protected and dropped since. False when neither was protected.
 CREATE OR REPLACE FUNCTION unprotect(tab regclass) RETURNS boolean LANGUAGE plpgsql
 SET search_path FROM CURRENT
 AS $$
@@ -603,7 +671,7 @@ DECLARE
 BEGIN
     SELECT * INTO p FROM @schema@.protected WHERE table_name = tab;
     IF NOT FOUND THEN
-        RETURN false;
+        RETURN @schema@.unprotect_dropped(tab::text);
     END IF;
     EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s', p.trigger_name, tab);
     IF p.check_trigger IS NOT NULL THEN
@@ -612,6 +680,26 @@ BEGIN
     EXECUTE format('DROP FUNCTION IF EXISTS @schema@.%I()', p.function_name);
     DELETE FROM @schema@.protected WHERE table_name = tab;
     RETURN true;
+END
+$$;
+
+-- Forgets the record of the protected table named `name` (schema-qualified as protect()
+-- recorded it) that was dropped since, and its trigger function. False when there is none.
+CREATE FUNCTION unprotect_dropped(name text) RETURNS boolean LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    p       @schema@.protected%ROWTYPE;
+    removed boolean := false;
+BEGIN
+    FOR p IN SELECT * FROM @schema@.protected q
+              WHERE q.table_text = name
+                AND NOT EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = q.table_name) LOOP
+        EXECUTE format('DROP FUNCTION IF EXISTS @schema@.%I()', p.function_name);
+        DELETE FROM @schema@.protected q WHERE q.table_name = p.table_name;
+        removed := true;
+    END LOOP;
+    RETURN removed;
 END
 $$;
 

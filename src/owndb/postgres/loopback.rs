@@ -86,19 +86,61 @@ impl PgFence {
         .bind(&server)
         .fetch_one(&mut *conn)
         .await?;
+        // What the server must say: this server's first socket directory, its port and this
+        // database (a restored or renamed copy still has the original's name in it).
+        let (host, port, dbname): (String, String, String) = sqlx::query_as(
+            "SELECT coalesce(nullif(trim(split_part(current_setting('unix_socket_directories'), \
+                                                    ',', 1)), ''), 'localhost'), \
+                    current_setting('port'), current_database()::text",
+        )
+        .fetch_one(&mut *conn)
+        .await?;
         if !server_exists {
             let create: String = sqlx::query_scalar(
                 "SELECT format('CREATE SERVER %I FOREIGN DATA WRAPPER dblink_fdw \
-                                OPTIONS (host %L, port %L, dbname %L)', $1::text, \
-                        coalesce(nullif(trim(split_part(current_setting('unix_socket_directories'), \
-                                                        ',', 1)), ''), 'localhost'), \
-                        current_setting('port'), current_database())",
+                                OPTIONS (host %L, port %L, dbname %L)', $1::text, $2::text, \
+                               $3::text, $4::text)",
             )
             .bind(&server)
+            .bind(&host)
+            .bind(&port)
+            .bind(&dbname)
             .fetch_one(&mut *conn)
             .await?;
             sqlx::raw_sql(&create).execute(&mut *conn).await?;
             self.set(conn, "server_created", "true").await?;
+        } else if self
+            .settings(conn)
+            .await?
+            .get("server_created")
+            .map(String::as_str)
+            == Some("true")
+        {
+            let reached: Option<String> = sqlx::query_scalar(
+                "SELECT split_part(o, '=', 2) FROM pg_foreign_server s, unnest(s.srvoptions) o \
+                  WHERE s.srvname = $1 AND split_part(o, '=', 1) = 'dbname'",
+            )
+            .bind(&server)
+            .fetch_optional(&mut *conn)
+            .await?;
+            if reached.as_deref() != Some(dbname.as_str()) {
+                tracing::warn!(
+                    reached = reached.as_deref().unwrap_or("none"),
+                    database = %dbname,
+                    "repairing the loopback: it named another database (a restored or renamed copy)"
+                );
+            }
+            let alter: String = sqlx::query_scalar(
+                "SELECT format('ALTER SERVER %I OPTIONS (SET host %L, SET port %L, \
+                                SET dbname %L)', $1::text, $2::text, $3::text, $4::text)",
+            )
+            .bind(&server)
+            .bind(&host)
+            .bind(&port)
+            .bind(&dbname)
+            .fetch_one(&mut *conn)
+            .await?;
+            sqlx::raw_sql(&alter).execute(&mut *conn).await?;
         }
         let mapped: bool = sqlx::query_scalar(
             "SELECT EXISTS (SELECT 1 FROM pg_user_mappings \

@@ -329,6 +329,13 @@ impl PgFence {
         };
         let server = settings.get("loopback_server").map(String::as_str);
         status.problems = trust::privilege_problems(&mut conn, &self.schema, server).await?;
+        if let AutonomousAudit::Unavailable { reason } = &status.autonomous_audit {
+            // require_identity()'s refusal, through dblink: a restored or renamed copy whose
+            // loopback would record its refusals in another database.
+            if reason.contains("the loopback reaches database") {
+                status.problems.push(reason.clone());
+            }
+        }
         if version >= 3 {
             let tables: Vec<String> = sqlx::query_scalar(&format!(
                 "SELECT p FROM {s}.protected_table_problems(false) p ORDER BY 1"

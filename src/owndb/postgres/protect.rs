@@ -26,13 +26,25 @@ impl PgFence {
     /// Only casts run while that path is in force (a cast's function is fixed by its types, not
     /// looked up on the path), and the session's own path is back before anything else runs.
     async fn resolve_table(&self, tx: &mut PgConnection, name: &str) -> Result<Oid, OwnDbError> {
-        self.use_search_path(tx, true).await?;
+        // In a savepoint: a name that finds no table fails its statement, and rolling the
+        // savepoint back also puts the session's path back.
+        let mut lookup = sqlx::Connection::begin(&mut *tx).await?;
+        self.use_search_path(&mut lookup, true).await?;
         let resolved = sqlx::query_scalar("SELECT $1::text::regclass::oid")
             .bind(name)
-            .fetch_one(&mut *tx)
+            .fetch_one(&mut *lookup)
             .await;
-        self.use_search_path(tx, false).await?;
-        resolved.map_err(|e| request_error(e, name))
+        match resolved {
+            Ok(oid) => {
+                self.use_search_path(&mut lookup, false).await?;
+                lookup.commit().await?;
+                Ok(oid)
+            }
+            Err(error) => {
+                lookup.rollback().await?;
+                Err(request_error(error, name))
+            }
+        }
     }
 
     /// Table `oid`'s name as the user's search path shows it (`orders`, or `billing.orders`
@@ -120,20 +132,57 @@ impl PgFence {
     ) -> Result<UnprotectOutcome, OwnDbError> {
         let mut tx = self.pool.begin().await?;
         self.require_current(&mut tx).await?;
-        let oid = self.resolve_table(&mut tx, table).await?;
-        let removed: bool = sqlx::query_scalar(&format!(
-            "SELECT {}.unprotect($1::oid::regclass)",
-            self.ident()
-        ))
-        .bind(oid)
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(|e| request_error(e, table))?;
+        let removed: bool = match self.resolve_table(&mut tx, table).await {
+            Ok(oid) => sqlx::query_scalar(&format!(
+                "SELECT {}.unprotect($1::oid::regclass)",
+                self.ident()
+            ))
+            .bind(oid)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(|e| request_error(e, table))?,
+            // No such table now: the record of one of that name, protected and dropped since.
+            Err(OwnDbError::Invalid(missing)) => match self.dropped_named(&mut tx, table).await? {
+                Some(recorded) => {
+                    sqlx::query_scalar(&format!("SELECT {}.unprotect_dropped($1)", self.ident()))
+                        .bind(recorded)
+                        .fetch_one(&mut *tx)
+                        .await?
+                }
+                None => return Err(OwnDbError::Invalid(missing)),
+            },
+            Err(other) => return Err(other),
+        };
         tx.commit().await?;
         Ok(match removed {
             true => UnprotectOutcome::Unprotected,
             false => UnprotectOutcome::WasNotProtected,
         })
+    }
+
+    /// The name (as protect recorded it) of the dropped protected table `name` names: its
+    /// schema-qualified name, or its name alone when one such table has it.
+    async fn dropped_named(
+        &self,
+        tx: &mut PgConnection,
+        name: &str,
+    ) -> Result<Option<String>, OwnDbError> {
+        let names: Vec<String> = sqlx::query_scalar(&format!(
+            "SELECT DISTINCT p.table_text FROM {}.protected p \
+              WHERE (p.table_text = $1 OR right(p.table_text, length($1) + 1) = '.' || $1) \
+                AND NOT EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = p.table_name)",
+            self.ident()
+        ))
+        .bind(name)
+        .fetch_all(&mut *tx)
+        .await?;
+        match names.len() {
+            0 | 1 => Ok(names.into_iter().next()),
+            _ => Err(OwnDbError::Invalid(format!(
+                "{name} names more than one dropped protected table ({}): give the schema too",
+                names.join(", ")
+            ))),
+        }
     }
 
     /// The protected tables, or the one `only` is, named as the user's search path shows them.
@@ -144,7 +193,7 @@ impl PgFence {
     ) -> Result<Vec<ProtectedTable>, OwnDbError> {
         type Row = (
             Oid,
-            bool,
+            Option<String>,
             String,
             Option<String>,
             Option<String>,
@@ -154,7 +203,8 @@ impl PgFence {
         );
         let rows: Vec<Row> = sqlx::query_as(&format!(
             "SELECT p.table_name::oid, \
-                    EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = p.table_name), \
+                    CASE WHEN NOT EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = p.table_name) \
+                         THEN coalesce(to_jsonb(p) ->> 'table_text', '?') END, \
                     p.token_column, p.scope_column, p.scope, p.op_column, p.owner_column, p.lease \
                FROM {}.protected p \
               WHERE $1::oid IS NULL OR p.table_name = $1::oid",
@@ -165,11 +215,12 @@ impl PgFence {
         .await?;
         let mut tx = sqlx::Connection::begin(&mut *conn).await?;
         let mut tables = Vec::with_capacity(rows.len());
-        for (oid, exists, token_column, scope_column, scope, op_column, owner_column, lease) in rows
+        for (oid, dropped, token_column, scope_column, scope, op_column, owner_column, lease) in
+            rows
         {
-            let table = match exists {
-                true => self.display_name(&mut tx, oid).await?,
-                false => format!("(dropped table, oid {})", oid.0),
+            let table = match dropped {
+                None => self.display_name(&mut tx, oid).await?,
+                Some(name) => format!("{name} (dropped, oid {})", oid.0),
             };
             tables.push(ProtectedTable {
                 table,

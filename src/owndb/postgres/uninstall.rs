@@ -28,6 +28,10 @@ const FUNCTIONS: &[&str] = &[
     "protected_table_problems",
     "ddl_guard",
     "ddl_guarded",
+    "database_identity",
+    "require_identity",
+    "refuse_in",
+    "unprotect_dropped",
 ];
 
 /// Tables the migrations and the runner create, dropped in this order.
