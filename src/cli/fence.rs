@@ -69,9 +69,16 @@ pub enum FenceCommand {
         #[arg(long)]
         owner_column: Option<String>,
         /// A lease of the fencewatch daemon whose store is this database: a generation it
-        /// superseded is refused even on a scope that never saw the newer one.
+        /// superseded is refused even on a scope that never saw the newer one. `{scope}` in
+        /// the name stands for the row's scope: `orders/{scope}` is one lease per scope.
         #[arg(long)]
         lease: Option<String>,
+        /// Where a write's generation comes from: `stated` (the transaction's, from
+        /// `fencewatch.begin(token => …)`, or the token column the statement sets; an UPDATE
+        /// stating neither is refused; PostgreSQL's default) or `row` (the row's token column
+        /// as the statement leaves it; SQLite's only).
+        #[arg(long, value_parser = ["stated", "row"])]
+        generation: Option<String>,
     },
     /// Remove the fence's trigger from a table (the table is otherwise left as it is).
     Unprotect {

@@ -6,8 +6,9 @@
 use crate::cli::{FenceArgs, FenceCommand};
 use crate::domain::{FencingToken, ResetReason};
 use crate::owndb::{
-    AutonomousAudit, DdlGuard, FenceStatus, InstallOptions, InstallOutcome, OpenOptions, OwnDb,
-    OwnDbError, ProtectSpec, ProtectedTable, ScopeSource, UninstallOutcome, UnprotectOutcome,
+    AutonomousAudit, DdlGuard, FenceStatus, Generation, InstallOptions, InstallOutcome,
+    OpenOptions, OwnDb, OwnDbError, ProtectSpec, ProtectedTable, ScopeSource, UninstallOutcome,
+    UnprotectOutcome,
 };
 use std::process::ExitCode;
 
@@ -99,6 +100,7 @@ async fn dispatch(db: &OwnDb, command: FenceCommand) -> Result<Answer, OwnDbErro
             op_column,
             owner_column,
             lease,
+            generation,
             ..
         } => {
             let scope = match (scope_column, scope) {
@@ -118,6 +120,7 @@ async fn dispatch(db: &OwnDb, command: FenceCommand) -> Result<Answer, OwnDbErro
                     op_column,
                     owner_column,
                     lease,
+                    generation: generation.as_deref().and_then(Generation::parse),
                 })
                 .await?;
             Ok(Answer::from(vec![format!(

@@ -15,8 +15,9 @@ mod sqlite;
 mod sqlite_triggers;
 
 pub use outcomes::{
-    AutonomousAudit, DdlGuard, FenceStatus, InstallOptions, InstallOutcome, ProtectSpec,
-    ProtectedTable, ResetDone, ScopeSource, SealReport, UninstallOutcome, UnprotectOutcome,
+    AutonomousAudit, DdlGuard, FenceStatus, Generation, InstallOptions, InstallOutcome,
+    ProtectSpec, ProtectedTable, ResetDone, ScopeSource, SealReport, UninstallOutcome,
+    UnprotectOutcome,
 };
 pub use postgres::PgFence;
 pub use sqlite::SqliteFence;
@@ -371,6 +372,21 @@ impl OwnDb {
         match self {
             OwnDb::Postgres(_) => Ok(SealReport::default()),
             OwnDb::Sqlite(sqlite) => audit::seal(sqlite).await,
+        }
+    }
+
+    /// PostgreSQL: chains into the audit the refusals recorded in `pending` on scopes no
+    /// transaction holds now (refusals of writers that rolled back wait there for their scope's
+    /// next decision otherwise). How many rows were chained; SQLite has none.
+    pub async fn drain_pending(&self) -> Result<i64, OwnDbError> {
+        match self {
+            OwnDb::Postgres(pg) => Ok(sqlx::query_scalar(&format!(
+                "SELECT {}.drain_pending()",
+                quote::ident(pg.schema())
+            ))
+            .fetch_one(pg.pool())
+            .await?),
+            OwnDb::Sqlite(_) => Ok(0),
         }
     }
 

@@ -51,8 +51,42 @@ pub struct ProtectSpec {
     pub op_column: Option<String>,
     pub owner_column: Option<String>,
     /// A lease of the daemon whose store is this database: a generation it superseded is
-    /// refused even on a scope that never saw the newer one.
+    /// refused even on a scope that never saw the newer one. `{scope}` in it stands for the
+    /// row's scope (one lease per scope).
     pub lease: Option<String>,
+    /// Where a write's generation comes from; `None`: the backend's default (PostgreSQL
+    /// [`Generation::Stated`], SQLite [`Generation::Row`]).
+    pub generation: Option<Generation>,
+}
+
+/// Where a protected write's generation comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Generation {
+    /// The transaction's (`fencewatch.begin(token => …)`), or the token column the statement
+    /// sets; an UPDATE that states neither is refused (PostgreSQL).
+    Stated,
+    /// The row's token column as the statement leaves it: an UPDATE that leaves the column
+    /// out is judged with the token already in the row.
+    Row,
+}
+
+impl Generation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Generation::Stated => "stated",
+            Generation::Row => "row",
+        }
+    }
+
+    /// `stated` or `row`, as `--generation` and the fence's `protected` table spell them.
+    pub fn parse(text: &str) -> Option<Generation> {
+        match text {
+            "stated" => Some(Generation::Stated),
+            "row" => Some(Generation::Row),
+            _ => None,
+        }
+    }
 }
 
 /// A protected table as the fence records it.
@@ -66,6 +100,7 @@ pub struct ProtectedTable {
     pub op_column: Option<String>,
     pub owner_column: Option<String>,
     pub lease: Option<String>,
+    pub generation: Generation,
 }
 
 /// What `unprotect` found.

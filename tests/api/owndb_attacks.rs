@@ -6,7 +6,7 @@
 
 use crate::both_backends;
 use crate::helpers::{audit_of_scope, fencewatch, Backend, Guard, UserConn, UserDb};
-use fencewatch::owndb::{InstallOptions, ProtectSpec, ScopeSource};
+use fencewatch::owndb::{Generation, InstallOptions, ProtectSpec, ScopeSource};
 use fencewatch::store::{AcquireResult, Store, StoreOptions};
 use rstest_reuse::apply;
 
@@ -169,6 +169,31 @@ async fn an_assignment_cast_into_the_token_column_never_runs_as_the_installer() 
     let (db, fence) = UserDb::with_protected_orders(Backend::Postgres).await;
     eu_at_8(&db).await;
     db.run(SPY).await;
+    // A table whose generation is stated has a trigger on its token column: PostgreSQL itself
+    // refuses to change the column's type.
+    let mut conn = db.connect().await;
+    let (code, _) = database_error(
+        &conn
+            .run("ALTER TABLE orders ALTER COLUMN tok TYPE numeric")
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, "0A000");
+    conn.close().await;
+    // One whose generation is the row's has not: the fence reads the column only while it is
+    // an integer.
+    fence
+        .protect(&ProtectSpec {
+            table: "orders".into(),
+            token_column: "tok".into(),
+            scope: ScopeSource::Column("region".into()),
+            op_column: Some("op".into()),
+            owner_column: Some("who".into()),
+            lease: None,
+            generation: Some(Generation::Row),
+        })
+        .await
+        .unwrap();
     db.run(
         r#"
         CREATE TYPE tok_t AS (v bigint);
@@ -237,6 +262,7 @@ async fn a_leases_table_the_application_owns_runs_nothing_of_its_own() {
             op_column: None,
             owner_column: Some("who".into()),
             lease: Some("jobs".into()),
+            generation: None,
         })
         .await
         .unwrap();
@@ -885,6 +911,7 @@ async fn every_way_postgres_writes_a_row_is_fenced() {
             op_column: None,
             owner_column: None,
             lease: None,
+            generation: None,
         })
         .await
         .unwrap();
@@ -1111,8 +1138,10 @@ async fn an_upgrade_closes_the_holes_of_tables_protected_before(#[case] backend:
         }
     };
     let expected = match backend {
-        // The event trigger guards DDL: no statement trigger is needed.
-        Backend::Postgres => "~fencewatch_fence",
+        // The event trigger guards DDL: no check before each statement is needed; the
+        // statement's refusals are recorded after it. An upgraded table keeps v2's generation
+        // (the row's token): no marker of a named token column.
+        Backend::Postgres => "~fencewatch_fence,~fencewatch_fence_flush",
         Backend::Sqlite => "fencewatch_fence_orders_insert,fencewatch_fence_orders_update",
     };
     assert_eq!(conn.text(triggers).await.as_deref(), Some(expected));

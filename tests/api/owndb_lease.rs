@@ -199,6 +199,7 @@ async fn a_protected_table_naming_a_lease_refuses_what_the_lease_superseded(
         op_column: None,
         owner_column: Some("who".into()),
         lease: Some("jobs".into()),
+        generation: None,
     };
     // No daemon has used this database yet: there is no lease to check against.
     let Err(OwnDbError::Invalid(message)) = fence.protect(&spec).await else {

@@ -26,6 +26,42 @@
 --   kept, so that a table dropped and replaced (an online schema change) is named.
 
 ALTER TABLE protected ADD COLUMN check_trigger text;
+-- Where a protected write's generation comes from: 'stated' (the transaction's, from begin(),
+-- or the token column the statement sets; an UPDATE that states neither is refused) or 'row'
+-- (the row's token column as the statement leaves it: v2's, kept for tables protected
+-- before). And the statement triggers of each: the one that notes an UPDATE naming the token
+-- column, and the one that records the statement's refusals.
+ALTER TABLE protected ADD COLUMN generation text NOT NULL DEFAULT 'row'
+    CHECK (generation IN ('row', 'stated'));
+ALTER TABLE protected ADD COLUMN marker_trigger text;
+ALTER TABLE protected ADD COLUMN flush_trigger text;
+
+-- Refusals of protected writes noted during a statement, in the writer's transaction, until
+-- the statement's end records them in a session of its own (record_noted()). Only the fence's
+-- functions write it: what is recorded is what the fence decided. Unlogged: it only ever holds
+-- rows of statements in progress.
+CREATE UNLOGGED TABLE refusals_noted (
+    id               bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    at               timestamptz NOT NULL,
+    resource         text   NOT NULL,
+    outcome          text   NOT NULL,
+    token            bigint,
+    highest_token    bigint NOT NULL,
+    idempotency_key  text,
+    owner            text,
+    lease            text,
+    detail           text,
+    table_name       text
+);
+
+-- Transactions begun for maintenance (begin_maintenance()): their protected writes are applied
+-- without a generation and audited as maintenance.
+CREATE TABLE maintenance (
+    xact    xid8 PRIMARY KEY,
+    role    text NOT NULL,
+    reason  text NOT NULL,
+    at      timestamptz NOT NULL
+);
 -- The table's schema-qualified name when it was protected: what status names when the table is
 -- gone, and what protect and unprotect match a table of that name against.
 ALTER TABLE protected ADD COLUMN table_text text;
@@ -295,11 +331,12 @@ $$;
 -- Judges an UPDATE that moves a row from scope `p_from` to `p_to`: the write must be acceptable
 -- on both, and is recorded on both only if it is. Both scopes' rows are created if missing and
 -- locked in scope order before either decision, so nothing comes between the two decisions and
--- two moves in opposite directions cannot deadlock. A refusal is recorded on the scope that
--- refused; true when the row may be written.
+-- two moves in opposite directions cannot deadlock. Returns the decision (`accepted`, or the
+-- refusal and the scope that refused, for the caller to note); a replay is recorded here.
 CREATE FUNCTION settle_move(p_from text, p_to text, p_token bigint, p_op_id text,
-                            p_owner text, p_lease text, p_table text)
-RETURNS boolean LANGUAGE plpgsql
+                            p_owner text, p_lease text, p_table text, OUT outcome text,
+                            OUT scope text, OUT highest bigint, OUT detail text)
+LANGUAGE plpgsql
 AS $$
 DECLARE
     d record;
@@ -308,24 +345,26 @@ BEGIN
     SELECT x.scope, 0, 0, '\x0000000000000000000000000000000000000000000000000000000000000000',
            pg_catalog.clock_timestamp()
       FROM pg_catalog.unnest(ARRAY[p_from, p_to]) AS x(scope) ORDER BY x.scope
-    ON CONFLICT (scope) DO NOTHING;
+    ON CONFLICT ON CONSTRAINT scopes_pkey DO NOTHING;
     PERFORM 1 FROM @schema@.scopes s WHERE s.scope IN (p_from, p_to) ORDER BY s.scope
         FOR UPDATE;
-    d := @schema@.settle(p_from, p_token, p_op_id, p_owner, p_lease, p_table, false, true);
-    IF d.outcome = 'replayed' THEN
-        PERFORM @schema@.settle(p_from, p_token, p_op_id, p_owner, p_lease, p_table, true,
-                                false);
-    END IF;
-    IF d.outcome <> 'accepted' THEN
-        RETURN false;
-    END IF;
-    d := @schema@.settle(p_to, p_token, p_op_id, p_owner, p_lease, p_table, true, true);
-    IF d.outcome <> 'accepted' THEN
-        RETURN false;
-    END IF;
+    FOR step IN 1..2 LOOP
+        scope := CASE step WHEN 1 THEN p_from ELSE p_to END;
+        d := @schema@.settle(scope, p_token, p_op_id, p_owner, p_lease, p_table, step = 2,
+                             false);
+        outcome := d.outcome;
+        highest := d.highest;
+        detail := d.detail;
+        IF outcome = 'replayed' AND step = 1 THEN
+            PERFORM @schema@.settle(p_from, p_token, p_op_id, p_owner, p_lease, p_table, true,
+                                    false);
+        END IF;
+        IF outcome <> 'accepted' THEN
+            RETURN;
+        END IF;
+    END LOOP;
     -- The same decision as the first, on a scope this transaction has held since: recorded.
     PERFORM @schema@.settle(p_from, p_token, p_op_id, p_owner, p_lease, p_table, true, false);
-    RETURN true;
 END
 $$;
 
@@ -486,14 +525,373 @@ BEGIN
 END
 $$;
 
+-- Chains the scope's pending refusals after (p_seq, p_hash), in the order they were recorded;
+-- the caller holds the scope's lock and writes the returned head to the scope. A refusal is
+-- chained with the scope's highest generation as it is now if that rose since it was decided,
+-- so that the chain's last row always holds the scope's highest (audit verify checks it).
+CREATE OR REPLACE FUNCTION drain(p_scope text, INOUT p_seq bigint, INOUT p_hash bytea)
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    p        record;
+    new_hash bytea;
+    now_high bigint;
+BEGIN
+    SELECT s.highest_token INTO now_high FROM @schema@.scopes s WHERE s.scope = p_scope;
+    FOR p IN SELECT * FROM @schema@.pending WHERE resource = p_scope ORDER BY id LOOP
+        p.highest_token := greatest(p.highest_token, coalesce(now_high, 0));
+        p_seq := p_seq + 1;
+        new_hash := @schema@.row_hash(p_seq, p.at, p.resource, p.outcome, p.token,
+                                      p.highest_token, p.idempotency_key, p.owner, p.lease,
+                                      p.detail, p.table_name, p_hash);
+        INSERT INTO @schema@.audit (at, seq, highest_token, token, resource, outcome,
+                                    idempotency_key, owner, lease, detail, table_name, prev_hash,
+                                    hash)
+        VALUES (p.at, p_seq, p.highest_token, p.token, p.resource, p.outcome, p.idempotency_key,
+                p.owner, p.lease, p.detail, p.table_name, p_hash, new_hash);
+        DELETE FROM @schema@.pending WHERE id = p.id;
+        p_hash := new_hash;
+    END LOOP;
+END
+$$;
+
+-- Locks scope `p_scope`'s row (creating it, at generation 0, if there is none) unless that
+-- would wait: false when a transaction holds it (or is creating it).
+CREATE FUNCTION lock_scope_now(p_scope text) RETURNS boolean LANGUAGE plpgsql
+AS $$
+BEGIN
+    PERFORM 1 FROM @schema@.scopes s WHERE s.scope = p_scope FOR UPDATE NOWAIT;
+    IF FOUND THEN
+        RETURN true;
+    END IF;
+    -- No row that this session sees; one being inserted by a transaction still running would
+    -- make this insert wait for it: a moment at most.
+    PERFORM pg_catalog.set_config('lock_timeout', '20ms', true);
+    INSERT INTO @schema@.scopes (scope, highest_token, head_seq, head_hash, updated_at)
+    VALUES (p_scope, 0, 0, '\x0000000000000000000000000000000000000000000000000000000000000000',
+            pg_catalog.clock_timestamp())
+    ON CONFLICT ON CONSTRAINT scopes_pkey DO NOTHING;
+    PERFORM pg_catalog.set_config('lock_timeout', '5s', true);
+    PERFORM 1 FROM @schema@.scopes s WHERE s.scope = p_scope FOR UPDATE NOWAIT;
+    RETURN FOUND;
+EXCEPTION WHEN lock_not_available THEN
+    RETURN false;
+END
+$$;
+
+-- Run by the loopback session: the refusals of one statement (JSON, from refusals_noted),
+-- identical ones (same scope, outcome, token, op id, owner, lease and table) as one row that
+-- says how many, committed there. Each goes into its scope's chain at once, after the scope's
+-- pending refusals, unless a transaction holds the scope (the writer itself, when it decided on
+-- the scope before in this transaction, or another): then it waits in `pending` for the
+-- scope's next decision or drain_pending(). Nothing here waits for a lock.
+CREATE FUNCTION record_refusals(p_identity text, p_rows text) RETURNS bigint LANGUAGE plpgsql
+AS $$
+DECLARE
+    r        record;
+    head     bigint;
+    prev     bytea;
+    highest  bigint;
+    new_hash bytea;
+    n        bigint := 0;
+BEGIN
+    PERFORM @schema@.require_identity(p_identity);
+    FOR r IN
+        SELECT pg_catalog.min(x.at) AS at, x.resource, x.outcome, x.token,
+               pg_catalog.max(x.highest_token) AS highest_token, x.idempotency_key, x.owner,
+               x.lease,
+               CASE WHEN pg_catalog.count(*) > 1
+                    THEN pg_catalog.min(x.detail)
+                         || pg_catalog.format(' (%s rows of one statement)', pg_catalog.count(*))
+                    ELSE pg_catalog.min(x.detail) END AS detail,
+               x.table_name
+          FROM pg_catalog.json_to_recordset(p_rows::json) AS x(at timestamptz, resource text,
+               outcome text, token bigint, highest_token bigint, idempotency_key text,
+               owner text, lease text, detail text, table_name text)
+         GROUP BY x.resource, x.outcome, x.token, x.idempotency_key, x.owner, x.lease,
+                  x.table_name
+         ORDER BY pg_catalog.min(x.at)
+    LOOP
+        n := n + 1;
+        IF @schema@.lock_scope_now(r.resource) THEN
+            SELECT s.highest_token, s.head_seq, s.head_hash INTO highest, head, prev
+              FROM @schema@.scopes s WHERE s.scope = r.resource;
+        ELSE
+            INSERT INTO @schema@.pending (at, resource, outcome, token, highest_token,
+                                          idempotency_key, owner, lease, detail, table_name)
+            VALUES (r.at, r.resource, r.outcome, r.token, r.highest_token, r.idempotency_key,
+                    r.owner, r.lease, r.detail, r.table_name);
+            CONTINUE;
+        END IF;
+        SELECT d.p_seq, d.p_hash INTO head, prev FROM @schema@.drain(r.resource, head, prev) d;
+        -- Chained with the scope's highest as it is now (the chain's last row holds it).
+        new_hash := @schema@.row_hash(head + 1, r.at, r.resource, r.outcome, r.token, highest,
+                                      r.idempotency_key, r.owner, r.lease, r.detail,
+                                      r.table_name, prev);
+        INSERT INTO @schema@.audit (at, seq, highest_token, token, resource, outcome,
+                                    idempotency_key, owner, lease, detail, table_name,
+                                    prev_hash, hash)
+        VALUES (r.at, head + 1, highest, r.token, r.resource, r.outcome, r.idempotency_key,
+                r.owner, r.lease, r.detail, r.table_name, prev, new_hash);
+        UPDATE @schema@.scopes
+           SET head_seq = head + 1, head_hash = new_hash,
+               updated_at = pg_catalog.clock_timestamp()
+         WHERE scope = r.resource;
+    END LOOP;
+    RETURN n;
+END
+$$;
+
+-- Records the refusals noted so far in this transaction (and takes them from refusals_noted):
+-- through the loopback, so that they stay when the writer rolls back; without one, in
+-- `pending` in this transaction (kept if it commits). How many rows were noted.
+CREATE FUNCTION record_noted() RETURNS bigint LANGUAGE plpgsql
+AS $$
+DECLARE
+    noted     text;
+    n         bigint;
+    dblink_at text;
+    server    text;
+    problem   text;
+BEGIN
+    SELECT pg_catalog.json_agg(r ORDER BY r.id)::text, pg_catalog.count(*) INTO noted, n
+      FROM @schema@.refusals_noted r;
+    IF n = 0 THEN
+        RETURN 0;
+    END IF;
+    DELETE FROM @schema@.refusals_noted;
+    PERFORM pg_catalog.set_config(@schema_literal@ || '.noted', '', true);
+    SELECT s.value INTO dblink_at FROM @schema@.settings s WHERE s.name = 'dblink_schema';
+    SELECT s.value INTO server FROM @schema@.settings s WHERE s.name = 'loopback_server';
+    problem := CASE WHEN dblink_at IS NULL OR server IS NULL THEN 'no loopback'
+                    ELSE @schema@.loopback_problem(dblink_at) END;
+    IF problem IS NULL THEN
+        BEGIN
+            EXECUTE pg_catalog.format(
+                'SELECT r.n FROM %I.dblink(%L, %L) AS r(n bigint)', dblink_at, server,
+                pg_catalog.format('SET search_path = pg_catalog, pg_temp; '
+                                  'SELECT @schema@.record_refusals(%L, %L)',
+                                  @schema@.database_identity(), noted))
+               INTO n;
+        EXCEPTION WHEN OTHERS THEN
+            problem := SQLERRM;
+        END;
+    END IF;
+    IF problem IS NULL THEN
+        -- Those the loopback left pending on scopes this transaction holds: chained here (a
+        -- rollback puts them back in `pending`).
+        PERFORM @schema@.drain_scopes(ARRAY(
+            SELECT DISTINCT x.resource FROM pg_catalog.json_to_recordset(noted::json)
+                AS x(resource text)));
+        RETURN n;
+    END IF;
+    -- No loopback: the refusals stay only if this transaction commits.
+    INSERT INTO @schema@.pending (at, resource, outcome, token, highest_token, idempotency_key,
+                                  owner, lease, detail, table_name)
+    SELECT r.at, r.resource, r.outcome, r.token, r.highest_token, r.idempotency_key, r.owner,
+           r.lease, r.detail, r.table_name
+      FROM pg_catalog.json_to_recordset(noted::json) AS r(at timestamptz, resource text,
+           outcome text, token bigint, highest_token bigint, idempotency_key text, owner text,
+           lease text, detail text, table_name text);
+    RETURN n;
+END
+$$;
+
+-- Notes a protected write's refusal, to be recorded at the statement's end, and counts it for
+-- refused().
+CREATE FUNCTION note_refusal(p_scope text, p_token bigint, p_op_id text, p_owner text,
+                             p_lease text, p_table text, p_outcome text, p_highest bigint,
+                             p_detail text) RETURNS void LANGUAGE plpgsql
+AS $$
+BEGIN
+    INSERT INTO @schema@.refusals_noted (at, resource, outcome, token, highest_token,
+                                         idempotency_key, owner, lease, detail, table_name)
+    VALUES (pg_catalog.clock_timestamp(), p_scope, p_outcome, p_token, coalesce(p_highest, 0),
+            p_op_id, p_owner, p_lease, p_detail, p_table);
+    PERFORM pg_catalog.set_config(@schema_literal@ || '.noted', 'on', true);
+    PERFORM pg_catalog.set_config(@schema_literal@ || '.refused',
+        (coalesce(nullif(pg_catalog.current_setting(@schema_literal@ || '.refused',
+                                                               true), ''), '0')::bigint + 1)::text,
+        true);
+END
+$$;
+
+-- A protected write that states no generation, in a table whose generation is 'stated':
+-- recorded at once (the statement is failing) and refused with FW400.
+CREATE FUNCTION refuse_unstated(p_scope text, p_token bigint, p_op_id text, p_owner text,
+                                p_lease text, p_table text) RETURNS void LANGUAGE plpgsql
+AS $$
+DECLARE
+    why constant text := pg_catalog.format(
+        'an UPDATE of %s that leaves its token column out states no generation: state it with '
+        'SELECT fencewatch.begin(token => …) in the transaction first, or set the column',
+        p_table);
+BEGIN
+    PERFORM @schema@.note_refusal(p_scope, p_token, p_op_id, p_owner, p_lease, p_table,
+        'invalid', (SELECT s.highest_token FROM @schema@.scopes s WHERE s.scope = p_scope), why);
+    PERFORM @schema@.record_noted();
+    RAISE EXCEPTION 'FW400: %', why USING ERRCODE = 'FW400';
+END
+$$;
+
+-- A protected table's statement trigger after INSERT and UPDATE: records the statement's
+-- refusals (record_noted()). Runs as the fence's owner, who may use the loopback; reads
+-- nothing of the writer's but the flag note_refusal() sets.
+CREATE FUNCTION flush_refusals() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    IF pg_catalog.current_setting(@schema_literal@ || '.noted', true) = 'on' THEN
+        PERFORM @schema@.record_noted();
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+-- A protected table's row trigger before an UPDATE that names the token column (a 'stated'
+-- table): notes that this row's statement states its generation, for the fence's trigger.
+CREATE FUNCTION mark_token_named() RETURNS trigger LANGUAGE plpgsql
+AS $$
+BEGIN
+    PERFORM pg_catalog.set_config(TG_ARGV[0], 'on', true);
+    RETURN NEW;
+END
+$$;
+
+-- States the writer's generation (and op id, owner, lease) for every protected write of the
+-- transaction: each is judged with it whatever its statement sets, and its token column is set
+-- to it. ORMs that leave unchanged columns out of an UPDATE need it.
+CREATE FUNCTION begin(token bigint, owner text DEFAULT NULL, op_id text DEFAULT NULL,
+                      lease text DEFAULT NULL) RETURNS void LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    IF token IS NULL OR token < 1 THEN
+        RAISE EXCEPTION 'FW400: the token must be a positive generation, not %',
+            coalesce(token::text, 'NULL') USING ERRCODE = 'FW400';
+    END IF;
+    PERFORM pg_catalog.set_config(@schema_literal@ || '.token', token::text, true);
+    PERFORM pg_catalog.set_config(@schema_literal@ || '.owner', coalesce(owner, ''), true);
+    PERFORM pg_catalog.set_config(@schema_literal@ || '.op_id', coalesce(op_id, ''), true);
+    PERFORM pg_catalog.set_config(@schema_literal@ || '.lease', coalesce(lease, ''), true);
+END
+$$;
+
+-- How many protected writes of this transaction the fence refused (they affected zero rows):
+-- what an application checks before it commits, where a refused INSERT would otherwise go
+-- unnoticed.
+CREATE FUNCTION refused() RETURNS bigint LANGUAGE sql STABLE
+AS $$
+    SELECT coalesce(nullif(pg_catalog.current_setting(@schema_literal@ || '.refused',
+                                                                 true), ''), '0')::bigint
+$$;
+
+-- Begins maintenance: the transaction's protected writes are applied without a generation and
+-- without moving any scope, each audited `accepted` with `maintenance` and the reason in its
+-- detail (a backfill is not a stale owner, and opens no overlap). For the fence's owner and
+-- the roles it grants this to.
+CREATE FUNCTION begin_maintenance(reason text) RETURNS void LANGUAGE plpgsql SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    IF reason IS NULL OR reason = '' THEN
+        RAISE EXCEPTION 'FW400: say why' USING ERRCODE = 'FW400';
+    END IF;
+    INSERT INTO @schema@.maintenance (xact, role, reason, at)
+    VALUES (pg_catalog.pg_current_xact_id(), session_user, reason, pg_catalog.clock_timestamp())
+    ON CONFLICT (xact) DO UPDATE SET reason = excluded.reason;
+    PERFORM pg_catalog.set_config(@schema_literal@ || '.maintenance', 'on', true);
+END
+$$;
+
+-- A protected write of a maintenance transaction: appended `accepted` with the scope's
+-- highest as it is, under its lock. False when this transaction did not begin maintenance
+-- (its flag was set by hand).
+CREATE FUNCTION record_maintenance(p_scope text, p_token bigint, p_op_id text, p_owner text,
+                                   p_table text) RETURNS boolean LANGUAGE plpgsql
+AS $$
+DECLARE
+    m        record;
+    head     bigint;
+    prev     bytea;
+    highest  bigint;
+    now_at   timestamptz;
+    why      text;
+    new_hash bytea;
+BEGIN
+    SELECT * INTO m FROM @schema@.maintenance x WHERE x.xact = pg_catalog.pg_current_xact_id();
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    INSERT INTO @schema@.scopes (scope, highest_token, head_seq, head_hash, updated_at)
+    VALUES (p_scope, 0, 0, '\x0000000000000000000000000000000000000000000000000000000000000000',
+            pg_catalog.clock_timestamp())
+    ON CONFLICT ON CONSTRAINT scopes_pkey DO NOTHING;
+    SELECT s.highest_token, s.head_seq, s.head_hash INTO highest, head, prev
+      FROM @schema@.scopes s WHERE s.scope = p_scope FOR UPDATE;
+    SELECT d.p_seq, d.p_hash INTO head, prev FROM @schema@.drain(p_scope, head, prev) d;
+    now_at := pg_catalog.clock_timestamp();
+    why := pg_catalog.format('maintenance by %s: %s', m.role, m.reason);
+    new_hash := @schema@.row_hash(head + 1, now_at, p_scope, 'accepted', p_token, highest,
+                                  p_op_id, p_owner, NULL, why, p_table, prev);
+    INSERT INTO @schema@.audit (at, seq, highest_token, token, resource, outcome,
+                                idempotency_key, owner, lease, detail, table_name, prev_hash,
+                                hash)
+    VALUES (now_at, head + 1, highest, p_token, p_scope, 'accepted', p_op_id, p_owner, NULL,
+            why, p_table, prev, new_hash);
+    UPDATE @schema@.scopes
+       SET head_seq = head + 1, head_hash = new_hash, updated_at = now_at
+     WHERE scope = p_scope;
+    RETURN true;
+END
+$$;
+
+-- Chains the pending refusals of the scopes among `p_scopes` that no other transaction holds
+-- now (this one's own are chained). How many rows it chained.
+CREATE FUNCTION drain_scopes(p_scopes text[]) RETURNS bigint LANGUAGE plpgsql
+AS $$
+DECLARE
+    r      record;
+    head   bigint;
+    prev   bytea;
+    before bigint;
+    n      bigint := 0;
+BEGIN
+    FOR r IN SELECT DISTINCT p.resource FROM @schema@.pending p
+              WHERE p.resource = ANY (p_scopes) LOOP
+        CONTINUE WHEN NOT @schema@.lock_scope_now(r.resource);
+        SELECT s.head_seq, s.head_hash INTO head, prev FROM @schema@.scopes s
+         WHERE s.scope = r.resource;
+        before := head;
+        SELECT d.p_seq, d.p_hash INTO head, prev FROM @schema@.drain(r.resource, head, prev) d;
+        UPDATE @schema@.scopes
+           SET head_seq = head, head_hash = prev, updated_at = pg_catalog.clock_timestamp()
+         WHERE scope = r.resource;
+        n := n + head - before;
+    END LOOP;
+    RETURN n;
+END
+$$;
+
+-- Chains every scope's pending refusals that no transaction holds now (a watcher calls it
+-- each poll, so that a refusal waiting for its scope reaches the audit without waiting for the
+-- scope's next decision). How many rows it chained.
+CREATE FUNCTION drain_pending() RETURNS bigint LANGUAGE sql SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $$
+    SELECT @schema@.drain_scopes(ARRAY(SELECT DISTINCT p.resource FROM @schema@.pending p))
+$$;
+
 -- Protects `tab`. Changes nothing of the table but the triggers it adds: the row trigger
 -- (named to sort after the table's own, so that the fence judges a row as they leave it) and,
 -- where no event trigger guards DDL, the statement trigger precheck(). Refuses a table that
 -- already has a trigger firing after the fence's or an inheritance child. Protecting it again
 -- rewrites the triggers for the columns given.
-CREATE OR REPLACE FUNCTION protect(tab regclass, token_column text, scope_column text DEFAULT NULL,
-                                   scope text DEFAULT NULL, op_column text DEFAULT NULL,
-                                   owner_column text DEFAULT NULL, lease text DEFAULT NULL)
+DROP FUNCTION protect(regclass, text, text, text, text, text, text);
+CREATE FUNCTION protect(tab regclass, token_column text, scope_column text DEFAULT NULL,
+                        scope text DEFAULT NULL, op_column text DEFAULT NULL,
+                        owner_column text DEFAULT NULL, lease text DEFAULT NULL,
+                        generation text DEFAULT 'stated')
 RETURNS void LANGUAGE plpgsql
 SET search_path FROM CURRENT
 AS $$
@@ -501,6 +899,9 @@ DECLARE
     fn         text := format('fence_%s', tab::oid);
     trig       text := '~' || @schema_literal@ || '_fence';
     check_trig text := '~' || @schema_literal@ || '_fence_check';
+    -- Sorts before the fence's row trigger, so that its note is there when the fence reads it.
+    marker     text := '~' || @schema_literal@ || '_a_token';
+    flush      text := '~' || @schema_literal@ || '_fence_flush';
     col        text;
     token_type regtype;
     kind       "char";
@@ -509,8 +910,9 @@ DECLARE
     type_of    oid;
     reads      text := '';
     move       text := '';
-    op_var     text := 'NULL';
-    owner_var  text := 'NULL';
+    lease_expr text;
+    unstated   text := '';
+    part       regclass;
 BEGIN
     IF (scope_column IS NULL) = (scope IS NULL) THEN
         RAISE EXCEPTION 'FW400: give a scope column or a scope, not both'
@@ -518,6 +920,10 @@ BEGIN
     END IF;
     IF scope = '' THEN
         RAISE EXCEPTION 'FW400: the scope must be a non-empty text' USING ERRCODE = 'FW400';
+    END IF;
+    IF generation IS NULL OR generation NOT IN ('row', 'stated') THEN
+        RAISE EXCEPTION 'FW400: the generation comes from ''stated'' or ''row'', not %',
+            coalesce(generation, 'NULL') USING ERRCODE = 'FW400';
     END IF;
     SELECT c.relkind INTO kind FROM pg_class c WHERE c.oid = tab;
     IF kind IS NULL OR kind NOT IN ('r', 'p') THEN
@@ -556,6 +962,25 @@ BEGIN
         RAISE EXCEPTION 'FW400: the token column %.% is %, not an integer type', tab,
             token_column, token_type USING ERRCODE = 'FW400';
     END IF;
+    -- A lease named per scope (`orders/{scope}`) is the scope's own; with none, the lease the
+    -- transaction stated with begin(lease => …), if any.
+    lease_expr := CASE
+        WHEN lease IS NULL THEN format('nullif(pg_catalog.current_setting(%L, '
+                                       'true), %L)', @schema_literal@ || '.lease', '')
+        WHEN strpos(lease, '{scope}') > 0 THEN format('pg_catalog.replace(%L, %L, s)', lease,
+                                                      '{scope}')
+        ELSE quote_literal(lease) END;
+    IF generation = 'stated' THEN
+        -- An UPDATE that states no generation (none begun, the token column not named) is
+        -- refused: an ORM leaves an unchanged column out, and the row's token is then a
+        -- newer owner's.
+        unstated := format('ELSIF TG_OP = %L THEN '
+                           'IF pg_catalog.current_setting(%L, true) = %L THEN '
+                           'PERFORM pg_catalog.set_config(%L, %L, true); '
+                           'ELSE PERFORM @schema@.refuse_unstated(s, t, op, who, %s, %L); '
+                           'END IF;', 'UPDATE', @schema_literal@ || '.token_named', 'on',
+                           @schema_literal@ || '.token_named', '', lease_expr, tab::text);
+    END IF;
     IF scope_column IS NULL THEN
         reads := format('s := %L;', scope);
     ELSE
@@ -563,12 +988,16 @@ BEGIN
          WHERE a.attrelid = tab AND a.attname = scope_column;
         reads := @schema@.column_text('NEW', scope_column, type_of, 's');
         -- An UPDATE that moves the row to another scope is judged on both.
-        move := format('IF TG_OP = ''UPDATE'' THEN %s '
-                       'IF was IS DISTINCT FROM s AND was <> '''' THEN '
-                       'IF @schema@.settle_move(was, s, t, op, who, %s, %L) THEN RETURN NEW; '
-                       'END IF; RETURN NULL; END IF; END IF;',
-                       @schema@.column_text('OLD', scope_column, type_of, 'was'),
-                       coalesce(quote_literal(lease), 'NULL'), tab::text);
+        move := format('IF TG_OP = %1$L THEN %2$s '
+                       'IF was IS DISTINCT FROM s AND was <> %3$L THEN '
+                       'd := @schema@.settle_move(was, s, t, op, who, %4$s, %5$L); '
+                       'IF d.outcome = %6$L THEN RETURN NEW; END IF; '
+                       'IF d.outcome <> %7$L THEN '
+                       'PERFORM @schema@.note_refusal(d.scope, t, op, who, %4$s, %5$L, '
+                       'd.outcome, d.highest, d.detail); END IF; '
+                       'RETURN NULL; END IF; END IF;',
+                       'UPDATE', @schema@.column_text('OLD', scope_column, type_of, 'was'), '',
+                       lease_expr, tab::text, 'accepted', 'replayed');
     END IF;
     IF op_column IS NOT NULL THEN
         SELECT a.atttypid INTO type_of FROM pg_attribute a
@@ -583,9 +1012,10 @@ BEGIN
     -- Every value written into the function's text goes through %I or %L (quote_literal): a
     -- table or column name cannot inject SQL into a SECURITY DEFINER function. The token is
     -- read only while its column is a built-in integer: an assignment cast of the owner's into
-    -- bigint would run here. A refusal is recorded in the writer's transaction and the row
-    -- skipped (zero rows, no error); a row with no positive token goes through the guard,
-    -- which records it autonomously and raises FW400.
+    -- bigint would run here. The transaction's stated generation (begin()) replaces the row's.
+    -- A refusal is noted and the row skipped (zero rows, no error); the statement's end
+    -- records the notes in a session of its own (flush_refusals()). A row with no positive
+    -- token goes through the guard, which records it autonomously and raises FW400.
     EXECUTE format($f$
         CREATE OR REPLACE FUNCTION @schema@.%1$I() RETURNS trigger LANGUAGE plpgsql
         SECURITY DEFINER SET search_path FROM CURRENT AS $body$
@@ -595,6 +1025,8 @@ BEGIN
             t   bigint;
             op  text;
             who text;
+            g   text;
+            d   record;
         BEGIN
             IF pg_catalog.pg_typeof(NEW.%3$I)::oid NOT IN (20, 21, 23) THEN
                 RAISE EXCEPTION 'FW400: the token column %% of %% is of type %%, not smallint, '
@@ -607,19 +1039,38 @@ BEGIN
             IF s IS NULL OR s = '' THEN
                 RAISE EXCEPTION 'FW400: a row of %% has no scope', %6$L USING ERRCODE = 'FW400';
             END IF;
+            g := pg_catalog.current_setting(%9$L, true);
+            IF g <> '' THEN
+                t := g::bigint;
+                NEW.%3$I := t;
+                op := coalesce(nullif(pg_catalog.current_setting(%10$L, true), ''),
+                               op);
+                who := coalesce(nullif(pg_catalog.current_setting(%11$L, true), ''),
+                                who);
+            %5$s
+            END IF;
+            IF pg_catalog.current_setting(%12$L, true) = 'on'
+               AND @schema@.record_maintenance(s, t, op, who, %6$L) THEN
+                RETURN NEW;
+            END IF;
             IF t IS NULL OR t < 1 THEN
                 PERFORM @schema@.guard(s, t, op, who, %7$s, %6$L);
             END IF;
             %4$s
-            IF (@schema@.settle(s, t, op, who, %7$s, %6$L, true, true)).outcome = 'accepted'
-            THEN
+            d := @schema@.settle(s, t, op, who, %7$s, %6$L, true, false);
+            IF d.outcome = 'accepted' THEN
                 RETURN NEW;
+            END IF;
+            IF d.outcome <> 'replayed' THEN
+                PERFORM @schema@.note_refusal(s, t, op, who, %7$s, %6$L, d.outcome, d.highest,
+                                              d.detail);
             END IF;
             RETURN NULL;
         END
         $body$ $f$,
-        fn, reads, token_column, move, NULL, tab::text, coalesce(quote_literal(lease), 'NULL'),
-        token_column);
+        fn, reads, token_column, move, unstated, tab::text, lease_expr, token_column,
+        @schema_literal@ || '.token', @schema_literal@ || '.op_id',
+        @schema_literal@ || '.owner', @schema_literal@ || '.maintenance');
     EXECUTE format('REVOKE ALL ON FUNCTION @schema@.%I() FROM PUBLIC', fn);
     -- A table of this name protected before and dropped since (replaced by a copy): this one
     -- takes its place.
@@ -639,8 +1090,23 @@ BEGIN
     END IF;
     EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s', trig, tab);
     EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s', check_trig, tab);
+    EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s', marker, tab);
     EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW '
                    'EXECUTE FUNCTION @schema@.%I()', trig, tab, fn);
+    -- The statement's refusals are recorded at its end: on the table and each partition (a
+    -- statement on a partition fires that partition's statement triggers only).
+    FOR part IN SELECT tab UNION SELECT t.relid FROM pg_partition_tree(tab) t LOOP
+        EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s', flush, part);
+        EXECUTE format('CREATE TRIGGER %I AFTER INSERT OR UPDATE ON %s FOR EACH STATEMENT '
+                       'EXECUTE FUNCTION @schema@.flush_refusals()', flush, part);
+    END LOOP;
+    IF generation = 'stated' THEN
+        EXECUTE format('CREATE TRIGGER %I BEFORE UPDATE OF %I ON %s FOR EACH ROW '
+                       'EXECUTE FUNCTION @schema@.mark_token_named(%L)', marker, token_column,
+                       tab, @schema_literal@ || '.token_named');
+    ELSE
+        marker := NULL;
+    END IF;
     IF NOT @schema@.ddl_guarded() THEN
         EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH STATEMENT '
                        'EXECUTE FUNCTION @schema@.precheck(%L, %L)', check_trig, tab, trig, kind);
@@ -649,15 +1115,17 @@ BEGIN
     END IF;
     INSERT INTO @schema@.protected (table_name, token_column, scope_column, scope, op_column,
                                     owner_column, lease, trigger_name, function_name,
-                                    check_trigger, table_text)
+                                    check_trigger, table_text, generation, marker_trigger,
+                                    flush_trigger)
     VALUES (tab, token_column, scope_column, scope, op_column, owner_column, lease, trig, fn,
-            check_trig, tab::text)
+            check_trig, tab::text, generation, marker, flush)
     ON CONFLICT (table_name) DO UPDATE SET token_column = excluded.token_column,
         scope_column = excluded.scope_column, scope = excluded.scope,
         op_column = excluded.op_column, owner_column = excluded.owner_column,
         lease = excluded.lease, trigger_name = excluded.trigger_name,
         function_name = excluded.function_name, check_trigger = excluded.check_trigger,
-        table_text = excluded.table_text;
+        table_text = excluded.table_text, generation = excluded.generation,
+        marker_trigger = excluded.marker_trigger, flush_trigger = excluded.flush_trigger;
 END
 $$;
 
@@ -667,7 +1135,8 @@ CREATE OR REPLACE FUNCTION unprotect(tab regclass) RETURNS boolean LANGUAGE plpg
 SET search_path FROM CURRENT
 AS $$
 DECLARE
-    p @schema@.protected%ROWTYPE;
+    p    @schema@.protected%ROWTYPE;
+    part regclass;
 BEGIN
     SELECT * INTO p FROM @schema@.protected WHERE table_name = tab;
     IF NOT FOUND THEN
@@ -676,6 +1145,14 @@ BEGIN
     EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s', p.trigger_name, tab);
     IF p.check_trigger IS NOT NULL THEN
         EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s', p.check_trigger, tab);
+    END IF;
+    IF p.marker_trigger IS NOT NULL THEN
+        EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s', p.marker_trigger, tab);
+    END IF;
+    IF p.flush_trigger IS NOT NULL THEN
+        FOR part IN SELECT tab UNION SELECT t.relid FROM pg_partition_tree(tab) t LOOP
+            EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s', p.flush_trigger, part);
+        END LOOP;
     END IF;
     EXECUTE format('DROP FUNCTION IF EXISTS @schema@.%I()', p.function_name);
     DELETE FROM @schema@.protected WHERE table_name = tab;

@@ -157,6 +157,8 @@ struct Progress {
     owners: ScopeOwners,
     /// Whether sealing failed last time (logged once until it works again).
     seal_failing: bool,
+    /// Whether chaining pending refusals failed (logged once).
+    drain_failing: bool,
 }
 
 /// One read: the final rows (ids looked for again first), the id they take the cursor to, and
@@ -255,6 +257,7 @@ impl Watcher {
             late: Late::default(),
             owners: ScopeOwners::default(),
             seal_failing: false,
+            drain_failing: false,
         };
         self.state
             .through_id
@@ -291,6 +294,14 @@ impl Watcher {
     /// Reads what follows the cursor (sealing SQLite's new rows) and the ids looked for again,
     /// and keeps what is final.
     async fn read(&self, db: &OwnDb, progress: &mut Progress) -> Result<Read, OwnDbError> {
+        // Refusals of writers that rolled back, recorded apart, into the audit first. A fence
+        // older than v3 has none; a watcher without the grant is told so once.
+        if let Err(error) = db.drain_pending().await {
+            if !progress.drain_failing {
+                progress.drain_failing = true;
+                tracing::warn!(source = self.name(), %error, "cannot chain the watched fence's pending refusals (grant EXECUTE on fencewatch.drain_pending() to the watcher)");
+            }
+        }
         // The snapshot first, then the rows: a transaction that ended before the snapshot has
         // its row visible to the read that follows.
         let snapshot = db.snapshot().await?;

@@ -231,7 +231,7 @@ impl PgFence {
             // and leaves the fence as it was.
             sqlx::query(&format!(
                 "SELECT {s}.protect(p.table_name, p.token_column, p.scope_column, p.scope, \
-                        p.op_column, p.owner_column, p.lease) \
+                        p.op_column, p.owner_column, p.lease, p.generation) \
                    FROM {s}.protected p \
                   WHERE EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = p.table_name)",
                 s = self.ident()

@@ -2,7 +2,9 @@
 //! casts only (the sessions' own path is pg_catalog's, `SESSION_SEARCH_PATH`), and the
 //! protected tables read back under the names that path shows.
 
-use super::super::{OwnDbError, ProtectSpec, ProtectedTable, ScopeSource, UnprotectOutcome};
+use super::super::{
+    Generation, OwnDbError, ProtectSpec, ProtectedTable, ScopeSource, UnprotectOutcome,
+};
 use super::checks::request_error;
 use super::{PgFence, SESSION_SEARCH_PATH};
 use sqlx::postgres::types::Oid;
@@ -103,7 +105,7 @@ impl PgFence {
             ScopeSource::Fixed(scope) => (None, Some(scope.as_str())),
         };
         sqlx::query(&format!(
-            "SELECT {}.protect($1::oid::regclass, $2, $3, $4, $5, $6, $7)",
+            "SELECT {}.protect($1::oid::regclass, $2, $3, $4, $5, $6, $7, $8)",
             self.ident()
         ))
         .bind(table)
@@ -113,6 +115,7 @@ impl PgFence {
         .bind(spec.op_column.as_deref())
         .bind(spec.owner_column.as_deref())
         .bind(spec.lease.as_deref())
+        .bind(spec.generation.unwrap_or(Generation::Stated).as_str())
         .execute(&mut *tx)
         .await
         .map_err(|e| request_error(e, &spec.table))?;
@@ -200,12 +203,14 @@ impl PgFence {
             Option<String>,
             Option<String>,
             Option<String>,
+            String,
         );
         let rows: Vec<Row> = sqlx::query_as(&format!(
             "SELECT p.table_name::oid, \
                     CASE WHEN NOT EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = p.table_name) \
                          THEN coalesce(to_jsonb(p) ->> 'table_text', '?') END, \
-                    p.token_column, p.scope_column, p.scope, p.op_column, p.owner_column, p.lease \
+                    p.token_column, p.scope_column, p.scope, p.op_column, p.owner_column, p.lease, \
+                    coalesce(to_jsonb(p) ->> 'generation', 'row') \
                FROM {}.protected p \
               WHERE $1::oid IS NULL OR p.table_name = $1::oid",
             self.ident()
@@ -215,8 +220,17 @@ impl PgFence {
         .await?;
         let mut tx = sqlx::Connection::begin(&mut *conn).await?;
         let mut tables = Vec::with_capacity(rows.len());
-        for (oid, dropped, token_column, scope_column, scope, op_column, owner_column, lease) in
-            rows
+        for (
+            oid,
+            dropped,
+            token_column,
+            scope_column,
+            scope,
+            op_column,
+            owner_column,
+            lease,
+            generation,
+        ) in rows
         {
             let table = match dropped {
                 None => self.display_name(&mut tx, oid).await?,
@@ -230,6 +244,7 @@ impl PgFence {
                 op_column,
                 owner_column,
                 lease,
+                generation: Generation::parse(&generation).unwrap_or(Generation::Row),
             });
         }
         tx.commit().await?;

@@ -12,7 +12,14 @@ use super::super::OwnDbError;
 use sqlx::PgConnection;
 
 /// Functions others may be granted EXECUTE on (docs/own-database.md, "Privileges").
-const CALLABLE: &[&str] = &["fence", "prune_operations", "autonomous_audit_problem"];
+const CALLABLE: &[&str] = &[
+    "fence",
+    "begin",
+    "refused",
+    "prune_operations",
+    "drain_pending",
+    "autonomous_audit_problem",
+];
 
 /// A role's name as the catalog holds it, `PUBLIC` for grantee 0.
 const GRANTEE: &str = "CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END";

@@ -32,11 +32,26 @@ const FUNCTIONS: &[&str] = &[
     "require_identity",
     "refuse_in",
     "unprotect_dropped",
+    "record_refusals",
+    "lock_scope_now",
+    "drain_scopes",
+    "record_noted",
+    "note_refusal",
+    "refuse_unstated",
+    "flush_refusals",
+    "mark_token_named",
+    "begin",
+    "refused",
+    "begin_maintenance",
+    "record_maintenance",
+    "drain_pending",
 ];
 
 /// Tables the migrations and the runner create, dropped in this order.
 const TABLES: &[&str] = &[
     "protected",
+    "refusals_noted",
+    "maintenance",
     "operations",
     "pending",
     "audit",
@@ -76,17 +91,20 @@ impl PgFence {
             .execute(&mut *tx)
             .await?;
         }
-        if version >= 2 {
+        if version >= 3 {
+            // Each table's triggers (its partitions' too) and trigger function, as unprotect
+            // removes them.
+            sqlx::query(&format!(
+                "SELECT {s}.unprotect(p.table_name) FROM {s}.protected p \
+                  WHERE EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = p.table_name)"
+            ))
+            .execute(&mut *tx)
+            .await?;
+        }
+        if version == 2 {
             // The triggers first: a trigger function cannot go while a trigger uses it.
-            let check_trigger = match version >= 3 {
-                true => "p.check_trigger",
-                false => "NULL::text",
-            };
             let triggers: Vec<(String, String)> = sqlx::query_as(&format!(
-                "SELECT format('DROP TRIGGER IF EXISTS %I ON %s', p.trigger_name, p.table_name) \
-                        || CASE WHEN {check_trigger} IS NULL THEN '' \
-                                ELSE format('; DROP TRIGGER IF EXISTS %I ON %s', \
-                                            {check_trigger}, p.table_name) END, \
+                "SELECT format('DROP TRIGGER IF EXISTS %I ON %s', p.trigger_name, p.table_name), \
                         format('DROP FUNCTION IF EXISTS {schema}.%I()', p.function_name) \
                    FROM {s}.protected p \
                   WHERE EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = p.table_name)",
@@ -98,6 +116,8 @@ impl PgFence {
                 sqlx::raw_sql(&drop_trigger).execute(&mut *tx).await?;
                 sqlx::raw_sql(&drop_function).execute(&mut *tx).await?;
             }
+        }
+        if version >= 2 {
             // Functions of tables dropped meanwhile (their triggers went with them).
             let orphans: Vec<String> = sqlx::query_scalar(&format!(
                 "SELECT format('DROP FUNCTION IF EXISTS {schema}.%I()', p.function_name) \

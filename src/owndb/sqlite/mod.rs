@@ -9,8 +9,8 @@ mod protected;
 use super::migrate;
 use super::sqlite_triggers;
 use super::{
-    AutonomousAudit, DdlGuard, FenceStatus, InstallOptions, InstallOutcome, OpenOptions,
-    OwnDbError, ProtectSpec, ProtectedTable, ResetDone, ScopeSource, UninstallOutcome,
+    AutonomousAudit, DdlGuard, FenceStatus, Generation, InstallOptions, InstallOutcome,
+    OpenOptions, OwnDbError, ProtectSpec, ProtectedTable, ResetDone, ScopeSource, UninstallOutcome,
     UnprotectOutcome,
 };
 use crate::redact::redact_url;
@@ -220,7 +220,15 @@ impl SqliteFence {
             }
             fixed => fixed.clone(),
         };
+        if spec.generation == Some(Generation::Stated) {
+            return Err(OwnDbError::Invalid(
+                "--generation stated is PostgreSQL's: SQLite's triggers cannot read a \
+                 transaction's generation, and judge the row's token column (--generation row)"
+                    .into(),
+            ));
+        }
         let protected = ProtectedTable {
+            generation: Generation::Row,
             table: table.clone(),
             token_column: column(&spec.token_column)?,
             scope_column: match &scope {

@@ -2,7 +2,7 @@
 //! build's protect writes for each (`sqlite_triggers`), and whether those in the file are them.
 
 use super::super::sqlite_triggers::{self, TableFence};
-use super::super::{OwnDbError, ProtectedTable, ScopeSource};
+use super::super::{Generation, OwnDbError, ProtectedTable, ScopeSource};
 use sqlx::SqliteConnection;
 
 /// A protected table's row in `fencewatch_protected`.
@@ -24,6 +24,7 @@ const PROTECTED_COLUMNS: &str = "table_name, token_column, scope_column, scope, 
 fn to_protected(row: ProtectedRow) -> ProtectedTable {
     let (table, token_column, scope_column, scope, op_column, owner_column, lease, _, _) = row;
     ProtectedTable {
+        generation: Generation::Row,
         table,
         token_column,
         scope_column,

@@ -199,6 +199,7 @@ impl UserDb {
                 op_column: Some("op".into()),
                 owner_column: Some("who".into()),
                 lease: None,
+                generation: None,
             })
             .await
             .unwrap();
