@@ -62,6 +62,7 @@ mod owndb_hash;
 mod owndb_install;
 mod owndb_lease;
 mod owndb_load;
+mod owndb_orm;
 mod owndb_race;
 mod owndb_rollback;
 mod owndb_search_path;

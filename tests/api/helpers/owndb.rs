@@ -159,13 +159,15 @@ impl UserDb {
         conn.close().await;
     }
 
-    /// PostgreSQL: lets the application role call the guard, as docs/own-database.md tells
-    /// administrators to (USAGE on the schema, EXECUTE on fence()). SQLite has no privileges.
+    /// PostgreSQL: lets the application role call the guard and state its generation, as
+    /// docs/own-database.md tells administrators to (USAGE on the schema, EXECUTE on fence(),
+    /// begin() and refused()). SQLite has no privileges.
     pub async fn grant_guard(&self) {
         if let Some(role) = &self.app_role {
             self.run_admin(&format!(
                 "GRANT USAGE ON SCHEMA fencewatch TO {role}; \
-                 GRANT EXECUTE ON FUNCTION fencewatch.fence(text, bigint, text, text, text) \
+                 GRANT EXECUTE ON FUNCTION fencewatch.fence(text, bigint, text, text, text), \
+                     fencewatch.begin(bigint, text, text, text), fencewatch.refused() \
                  TO {role}"
             ))
             .await;
