@@ -975,10 +975,12 @@ BEGIN
         -- refused: an ORM leaves an unchanged column out, and the row's token is then a
         -- newer owner's.
         unstated := format('ELSIF TG_OP = %L THEN '
-                           'IF pg_catalog.current_setting(%L, true) = %L THEN '
+                           'IF pg_catalog.current_setting(%L, true) = %L '
+                           'OR NEW.%I IS DISTINCT FROM OLD.%I THEN '
                            'PERFORM pg_catalog.set_config(%L, %L, true); '
                            'ELSE PERFORM @schema@.refuse_unstated(s, t, op, who, %s, %L); '
                            'END IF;', 'UPDATE', @schema_literal@ || '.token_named', 'on',
+                           token_column, token_column,
                            @schema_literal@ || '.token_named', '', lease_expr, tab::text);
     END IF;
     IF scope_column IS NULL THEN
@@ -1097,13 +1099,22 @@ BEGIN
     -- statement on a partition fires that partition's statement triggers only).
     FOR part IN SELECT tab UNION SELECT t.relid FROM pg_partition_tree(tab) t LOOP
         EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s', flush, part);
+        -- Its condition, read before anything is queued, spares the statements without a
+        -- refusal a call.
         EXECUTE format('CREATE TRIGGER %I AFTER INSERT OR UPDATE ON %s FOR EACH STATEMENT '
-                       'EXECUTE FUNCTION @schema@.flush_refusals()', flush, part);
+                       'WHEN (pg_catalog.current_setting(%L, true) = %L) '
+                       'EXECUTE FUNCTION @schema@.flush_refusals()', flush, part,
+                       @schema_literal@ || '.noted', 'on');
     END LOOP;
     IF generation = 'stated' THEN
+        -- Only where the fence cannot tell otherwise: a token that changed was set by the
+        -- statement, and a transaction's stated generation makes the column's irrelevant.
         EXECUTE format('CREATE TRIGGER %I BEFORE UPDATE OF %I ON %s FOR EACH ROW '
+                       'WHEN (NEW.%I IS NOT DISTINCT FROM OLD.%I AND '
+                       'coalesce(pg_catalog.current_setting(%L, true), %L) = %L) '
                        'EXECUTE FUNCTION @schema@.mark_token_named(%L)', marker, token_column,
-                       tab, @schema_literal@ || '.token_named');
+                       tab, token_column, token_column, @schema_literal@ || '.token', '', '',
+                       @schema_literal@ || '.token_named');
     ELSE
         marker := NULL;
     END IF;
