@@ -1287,7 +1287,7 @@ _fencewatch() {
             return 0
             ;;
         fencewatch__subcmd__fence__subcmd__protect)
-            opts="-h --database --schema --token-column --scope-column --scope --op-column --owner-column --lease --log-format --help"
+            opts="-h --database --schema --token-column --scope-column --scope --op-column --owner-column --lease --generation --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1323,6 +1323,10 @@ _fencewatch() {
                     ;;
                 --lease)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --generation)
+                    COMPREPLY=($(compgen -W "stated row" -- "${cur}"))
                     return 0
                     ;;
                 --log-format)

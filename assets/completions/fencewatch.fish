@@ -359,7 +359,9 @@ complete -c fencewatch -n "__fish_fencewatch_using_subcommand fence; and __fish_
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand fence; and __fish_seen_subcommand_from protect" -l scope -d 'One scope for the whole table' -r
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand fence; and __fish_seen_subcommand_from protect" -l op-column -d 'The column holding the operation id (a retry of an applied one is not applied again)' -r
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand fence; and __fish_seen_subcommand_from protect" -l owner-column -d 'The column naming the writer, for the audit' -r
-complete -c fencewatch -n "__fish_fencewatch_using_subcommand fence; and __fish_seen_subcommand_from protect" -l lease -d 'A lease of the fencewatch daemon whose store is this database: a generation it superseded is refused even on a scope that never saw the newer one' -r
+complete -c fencewatch -n "__fish_fencewatch_using_subcommand fence; and __fish_seen_subcommand_from protect" -l lease -d 'A lease of the fencewatch daemon whose store is this database: a generation it superseded is refused even on a scope that never saw the newer one. `{scope}` in the name stands for the row\'s scope: `orders/{scope}` is one lease per scope' -r
+complete -c fencewatch -n "__fish_fencewatch_using_subcommand fence; and __fish_seen_subcommand_from protect" -l generation -d 'Where a write\'s generation comes from: `stated` (the transaction\'s, from `fencewatch.begin(token => …)`, or the token column the statement sets; an UPDATE stating neither is refused; PostgreSQL\'s default) or `row` (the row\'s token column as the statement leaves it; SQLite\'s only)' -r -f -a "stated\t''
+row\t''"
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand fence; and __fish_seen_subcommand_from protect" -l log-format -d 'How logs on stderr look: plain text (coloured only on a terminal) or one JSON object a line, for a log collector' -r -f -a "text\t''
 json\t''"
 complete -c fencewatch -n "__fish_fencewatch_using_subcommand fence; and __fish_seen_subcommand_from protect" -s h -l help -d 'Print help'

@@ -549,7 +549,8 @@ _arguments "${_arguments_options[@]}" : \
 '--scope=[One scope for the whole table]:SCOPE:_default' \
 '--op-column=[The column holding the operation id (a retry of an applied one is not applied again)]:OP_COLUMN:_default' \
 '--owner-column=[The column naming the writer, for the audit]:OWNER_COLUMN:_default' \
-'--lease=[A lease of the fencewatch daemon whose store is this database\: a generation it superseded is refused even on a scope that never saw the newer one]:LEASE:_default' \
+'--lease=[A lease of the fencewatch daemon whose store is this database\: a generation it superseded is refused even on a scope that never saw the newer one. \`{scope}\` in the name stands for the row'\''s scope\: \`orders/{scope}\` is one lease per scope]:LEASE:_default' \
+'--generation=[Where a write'\''s generation comes from\: \`stated\` (the transaction'\''s, from \`fencewatch.begin(token => …)\`, or the token column the statement sets; an UPDATE stating neither is refused; PostgreSQL'\''s default) or \`row\` (the row'\''s token column as the statement leaves it; SQLite'\''s only)]:GENERATION:(stated row)' \
 '--log-format=[How logs on stderr look\: plain text (coloured only on a terminal) or one JSON object a line, for a log collector]:LOG_FORMAT:(text json)' \
 '-h[Print help]' \
 '--help[Print help]' \
